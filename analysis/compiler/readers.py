@@ -1,0 +1,505 @@
+"""Readers for the raw HD-EPIC annotation files.
+
+Each reader returns plain, sorted, immutable records and survives the quirks listed in
+``../shared/hd-epic/README.md``:
+
+* activity rows ending with the literal ``end`` (replaced by the video duration);
+* the multi-recipe ID ``"R08, R07"`` (split into a tuple of recipe IDs);
+* the mistyped video ID ``P09-2024623-154547`` (repaired to ``P09-20240623-154547``
+  by zero-padding the month, and only if the repaired ID is a known video);
+* add/weigh events filed under a video outside their capture (dropped, and listed in
+  :attr:`Recipe.quirks` so the audit can count them);
+* unnamed tracks ("Track N": kept, with ``name=None`` and ``unnamed=True``);
+* differently phrased fixtures (kept verbatim here; :mod:`analysis.compiler.normalise`
+  canonicalises them).
+
+Errors raise :class:`SourceError` naming the file, the record and the field.
+"""
+from __future__ import annotations
+
+import ast
+import csv
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+RECIPES = "high-level/complete_recipes.json"
+ACTIVITIES_DIR = "high-level/activities"
+ASSOC = "scene-and-object-movements/assoc_info.json"
+DURATIONS = "youtube-links/HD_EPIC_YouTube_URLs.csv"
+VQA_LOCATION = "vqa-benchmark/3d_perception_object_location.json"
+VQA_ITINERARY = "vqa-benchmark/object_motion_object_movement_itinerary.json"
+VQA_FIXTURE = "vqa-benchmark/3d_perception_fixture_location.json"
+NOUN_CLASSES = "narrations-and-action-segments/HD_EPIC_noun_classes.csv"
+VERB_CLASSES = "narrations-and-action-segments/HD_EPIC_verb_classes.csv"
+SUMS = "SHA256SUMS"
+
+# Tolerance for linking a VQA time stamp to a track boundary: one frame at 30 fps.
+FRAME = 1.0 / 30.0 + 1e-6
+
+_VIDEO_RE = re.compile(r"^P\d\d-\d{8}-\d{6}$")
+# "Track 12", "Track 12 (skipped)", "new track 3": the annotators never named the object.
+_UNNAMED_RE = re.compile(r"^(new\s+)?track\s*\d+(\s*\(skipped\))?$", re.IGNORECASE)
+
+
+class SourceError(ValueError):
+    """A source file is missing, altered or malformed. The message names file/record/field."""
+
+
+# --------------------------------------------------------------------------- checksums
+
+def verify_source(root: Path) -> dict[str, str]:
+    """Check every file listed in ``SHA256SUMS``; return ``{relpath: sha256}``.
+
+    Raises :class:`SourceError` naming the first missing or altered file, so the compiler
+    can refuse before writing anything.
+    """
+    root = Path(root)
+    sums_path = root / SUMS
+    if not root.is_dir():
+        raise SourceError(f"source directory {root} does not exist")
+    if not sums_path.is_file():
+        raise SourceError(f"{sums_path}: missing checksum list SHA256SUMS")
+    expected: dict[str, str] = {}
+    for lineno, line in enumerate(sums_path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise SourceError(f"{sums_path}: line {lineno}: malformed checksum line")
+        expected[parts[1].strip().lstrip("*")] = parts[0]
+    for rel in sorted(expected):
+        path = root / rel
+        if not path.is_file():
+            raise SourceError(f"{path}: listed in SHA256SUMS but missing")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest != expected[rel]:
+            raise SourceError(
+                f"{path}: SHA-256 {digest} differs from SHA256SUMS ({expected[rel]}): "
+                "the source file was altered")
+    return expected
+
+
+def _load_json(root: Path, rel: str):
+    path = Path(root) / rel
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except FileNotFoundError:
+        raise SourceError(f"{path}: missing") from None
+    except json.JSONDecodeError as exc:
+        raise SourceError(f"{path}: invalid JSON ({exc})") from None
+
+
+def _num(value, where: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise SourceError(f"{where}: not a number: {value!r}") from None
+    if out != out or out in (float("inf"), float("-inf")):
+        raise SourceError(f"{where}: not finite: {value!r}")
+    return out
+
+
+# --------------------------------------------------------------------------- durations
+
+def read_durations(root: Path) -> dict[str, float]:
+    """``{video_id: duration_seconds}`` from the YouTube link table (the only source)."""
+    path = Path(root) / DURATIONS
+    out: dict[str, float] = {}
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            for i, row in enumerate(csv.DictReader(fh), 2):
+                vid = (row.get("video_id") or "").strip()
+                if not vid:
+                    raise SourceError(f"{path}: line {i}: field video_id empty")
+                out[vid] = _num(row.get("duration"), f"{path}: line {i} ({vid}): field duration")
+    except FileNotFoundError:
+        raise SourceError(f"{path}: missing") from None
+    return dict(sorted(out.items()))
+
+
+def repair_video_id(video_id: str, known: set[str] | frozenset[str]) -> str | None:
+    """Return the known video ID ``video_id`` stands for, or ``None``.
+
+    HD-EPIC contains ``P09-2024623-154547``: a date written without the month's leading
+    zero. We zero-pad a 7-digit date (``2024623`` -> ``20240623``) and accept the result
+    only if it names a known video, so no ID is invented.
+    """
+    video_id = video_id.strip()
+    if video_id in known:
+        return video_id
+    m = re.match(r"^(P\d\d)-(\d{4})(\d)(\d\d)-(\d{6})$", video_id)
+    if m:
+        fixed = f"{m.group(1)}-{m.group(2)}0{m.group(3)}{m.group(4)}-{m.group(5)}"
+        if fixed in known:
+            return fixed
+    return None
+
+
+# --------------------------------------------------------------------------- recipes
+
+@dataclass(frozen=True)
+class Span:
+    """A timed segment ``[start, end]`` in one video."""
+    video: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class IngredientEvent:
+    ingredient_id: str
+    name: str
+    kind: str          # "add" or "weigh"
+    span: Span
+
+
+@dataclass(frozen=True)
+class StepSegment:
+    step_id: str
+    kind: str          # "step" or "prep"
+    span: Span
+
+
+@dataclass(frozen=True)
+class Capture:
+    recipe_id: str
+    index: int
+    videos: tuple[str, ...]
+    ingredients: dict          # ingredient_id -> name
+    events: tuple[IngredientEvent, ...]
+    segments: tuple[StepSegment, ...]
+
+
+@dataclass(frozen=True)
+class Recipe:
+    recipe_id: str
+    participant: str
+    name: str
+    steps: dict                # step_id -> text
+    captures: tuple[Capture, ...]
+    quirks: tuple[str, ...] = field(default=())
+
+
+def _span(obj, where: str) -> Span:
+    if not isinstance(obj, dict):
+        raise SourceError(f"{where}: expected an object with video/start/end")
+    for key in ("video", "start", "end"):
+        if key not in obj:
+            raise SourceError(f"{where}: field {key} missing")
+    start = _num(obj["start"], f"{where}: field start")
+    end = _num(obj["end"], f"{where}: field end")
+    if end < start:
+        raise SourceError(f"{where}: end {end} before start {start}")
+    return Span(str(obj["video"]), start, end)
+
+
+def read_recipes(root: Path) -> dict[str, Recipe]:
+    """All recipes keyed by ID; events outside their capture's videos are dropped and noted."""
+    path = Path(root) / RECIPES
+    data = _load_json(root, RECIPES)
+    if not isinstance(data, dict):
+        raise SourceError(f"{path}: expected an object keyed by recipe ID")
+    out: dict[str, Recipe] = {}
+    for rid in sorted(data):
+        rec = data[rid]
+        where = f"{path}: recipe {rid}"
+        for key in ("participant", "name", "steps", "captures"):
+            if key not in rec:
+                raise SourceError(f"{where}: field {key} missing")
+        quirks: list[str] = []
+        captures = []
+        for ci, cap in enumerate(rec["captures"]):
+            cw = f"{where}: capture {ci}"
+            videos = tuple(cap.get("videos") or ())
+            if not videos:
+                raise SourceError(f"{cw}: field videos empty")
+            vset = set(videos)
+            ingredients, events = {}, []
+            for iid in sorted(cap.get("ingredients", {})):
+                ing = cap["ingredients"][iid]
+                ingredients[iid] = str(ing.get("name", "")).strip()
+                for kind in ("add", "weigh"):
+                    for ei, ev in enumerate(ing.get(kind) or []):
+                        span = _span(ev, f"{cw}: ingredient {iid}: {kind}[{ei}]")
+                        if span.video not in vset:
+                            # Filed under the wrong video: its times refer to a video we do
+                            # not compile with this capture, so the event is unusable here.
+                            quirks.append(f"{rid} capture {ci} {iid} {kind}[{ei}]: video "
+                                          f"{span.video} outside capture {list(videos)}; dropped")
+                            continue
+                        events.append(IngredientEvent(iid, ingredients[iid], kind, span))
+            segments = []
+            for kind, key in (("step", "step_times"), ("prep", "prep_times")):
+                for sid in sorted(cap.get(key, {})):
+                    for si, seg in enumerate(cap[key][sid] or []):
+                        span = _span(seg, f"{cw}: {key} {sid}[{si}]")
+                        if span.video not in vset:
+                            quirks.append(f"{rid} capture {ci} {key} {sid}[{si}]: video "
+                                          f"{span.video} outside capture; dropped")
+                            continue
+                        segments.append(StepSegment(sid, kind, span))
+            key_ev = lambda e: (e.span.video, e.span.start, e.span.end, e.ingredient_id, e.kind)
+            key_seg = lambda s: (s.span.video, s.span.start, s.span.end, s.step_id, s.kind)
+            captures.append(Capture(rid, ci, videos, ingredients,
+                                    tuple(sorted(events, key=key_ev)),
+                                    tuple(sorted(segments, key=key_seg))))
+        out[rid] = Recipe(rid, str(rec["participant"]), str(rec["name"]),
+                          dict(sorted(rec["steps"].items())), tuple(captures), tuple(quirks))
+    return out
+
+
+# --------------------------------------------------------------------------- activities
+
+@dataclass(frozen=True)
+class Activity:
+    video: str
+    recipe_ids: tuple[str, ...]    # full IDs, e.g. ("P01_R08", "P01_R07"); () = background
+    label: str
+    start: float
+    end: float
+    end_from_duration: bool        # the row said the literal "end"
+    source_row: str                # "<file>:<line>" for provenance
+
+
+def read_activities(root: Path, durations: dict[str, float] | None = None,
+                    quirks: list[str] | None = None) -> list[Activity]:
+    """All activity rows of every kitchen, sorted by (video, start, end, label).
+
+    Rows whose end precedes their start (one in P04) cannot be placed in time: they are
+    dropped and described in ``quirks`` (when a list is given).
+    """
+    root = Path(root)
+    durations = read_durations(root) if durations is None else durations
+    known = frozenset(durations)
+    folder = root / ACTIVITIES_DIR
+    files = sorted(folder.glob("P*_recipe_timestamps.csv"))
+    if not files:
+        raise SourceError(f"{folder}: no PXX_recipe_timestamps.csv files")
+    out = []
+    for path in files:
+        participant = path.name.split("_", 1)[0]
+        with open(path, newline="", encoding="utf-8") as fh:
+            for line, row in enumerate(csv.DictReader(fh), 2):
+                where = f"{path}: line {line}"
+                raw_vid = (row.get("video_id") or "").strip()
+                vid = repair_video_id(raw_vid, known)
+                if vid is None:
+                    raise SourceError(f"{where}: field video_id {raw_vid!r} is not a known video")
+                rids = tuple(f"{participant}_{r.strip()}" for r in
+                             (row.get("recipe_id") or "").split(",") if r.strip())
+                start = _num(row.get("start_time"), f"{where}: field start_time")
+                raw_end = (row.get("end_time") or "").strip()
+                literal_end = raw_end.lower() == "end"
+                end = durations[vid] if literal_end else _num(raw_end, f"{where}: field end_time")
+                if end < start:
+                    if quirks is not None:
+                        quirks.append(f"{path.name}:{line}: end_time {end} before start_time "
+                                      f"{start}; row dropped")
+                    continue
+                out.append(Activity(vid, rids, (row.get("high_level_activity_label") or "").strip(),
+                                    start, end, literal_end, f"{path.name}:{line}"))
+    out.sort(key=lambda a: (a.video, a.start, a.end, a.label, a.recipe_ids))
+    return out
+
+
+# --------------------------------------------------------------------------- tracks
+
+@dataclass(frozen=True)
+class Track:
+    track_id: str
+    start: float
+    end: float
+
+
+@dataclass(frozen=True)
+class Association:
+    video: str
+    assoc_id: str
+    name: str | None               # None for unnamed "Track N" associations
+    raw_name: str
+    tracks: tuple[Track, ...]      # sorted by time
+
+    @property
+    def unnamed(self) -> bool:
+        return self.name is None
+
+
+def read_associations(root: Path) -> dict[str, list[Association]]:
+    """``{video: [Association, ...]}``; associations and tracks sorted by first time."""
+    path = Path(root) / ASSOC
+    data = _load_json(root, ASSOC)
+    out: dict[str, list[Association]] = {}
+    for vid in sorted(data):
+        assocs = []
+        for aid in sorted(data[vid]):
+            rec = data[vid][aid]
+            where = f"{path}: video {vid}: association {aid}"
+            raw = str(rec.get("name", "")).strip()
+            tracks = []
+            for ti, tr in enumerate(rec.get("tracks") or []):
+                seg = tr.get("time_segment")
+                if not isinstance(seg, list) or len(seg) != 2:
+                    raise SourceError(f"{where}: track {ti}: field time_segment malformed")
+                s = _num(seg[0], f"{where}: track {ti}: time_segment[0]")
+                e = _num(seg[1], f"{where}: track {ti}: time_segment[1]")
+                tracks.append(Track(str(tr.get("track_id", f"{aid}:{ti}")), s, max(s, e)))
+            tracks.sort(key=lambda t: (t.start, t.end, t.track_id))
+            name = None if (not raw or _UNNAMED_RE.match(raw)) else raw
+            assocs.append(Association(vid, aid, name, raw, tuple(tracks)))
+        assocs.sort(key=lambda a: ((a.tracks[0].start if a.tracks else 1e18), a.assoc_id))
+        out[vid] = assocs
+    return out
+
+
+# --------------------------------------------------------------------------- VQA
+
+_TIME_RE = re.compile(r"<TIME ([\d:.]+) video (\d+)>")
+
+
+def parse_time(text: str, where: str = "time") -> float:
+    """``HH:MM:SS.sss`` -> seconds."""
+    try:
+        h, m, s = text.split(":")
+        return int(h) * 3600 + int(m) * 60 + float(s)
+    except ValueError:
+        raise SourceError(f"{where}: malformed time {text!r}") from None
+
+
+@dataclass(frozen=True)
+class LocationAnswer:
+    """A VQA object-location answer: where an object was taken from / put on."""
+    vqa_id: str
+    video: str
+    kind: str         # "take" (answer = location before the track) or "put" (after)
+    time: float
+    phrase: str
+
+
+@dataclass(frozen=True)
+class Itinerary:
+    vqa_id: str
+    video: str
+    time: float
+    moves: tuple[tuple[str, str], ...]    # ((from, to), ...)
+
+
+def _answer(q: dict, where: str) -> str:
+    try:
+        return str(q["choices"][int(q["correct_idx"])]).strip()
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise SourceError(f"{where}: fields choices/correct_idx malformed") from None
+
+
+def _video_of(q: dict, where: str, known) -> str:
+    try:
+        raw = q["inputs"]["video 1"]["id"]
+    except (KeyError, TypeError):
+        raise SourceError(f"{where}: field inputs['video 1'].id missing") from None
+    vid = repair_video_id(str(raw), known) if known else str(raw)
+    if vid is None:
+        raise SourceError(f"{where}: field inputs.video 1.id {raw!r} is not a known video")
+    return vid
+
+
+def read_location_answers(root: Path, known=None) -> list[LocationAnswer]:
+    path = Path(root) / VQA_LOCATION
+    data = _load_json(root, VQA_LOCATION)
+    out = []
+    for qid in sorted(data):
+        q = data[qid]
+        where = f"{path}: question {qid}"
+        text = str(q.get("question", ""))
+        kind = "take" if text.startswith("Where did I take") else (
+            "put" if text.startswith("Where did I put") else None)
+        if kind is None:
+            raise SourceError(f"{where}: field question has an unknown template")
+        times = _TIME_RE.findall(text)
+        if not times:
+            raise SourceError(f"{where}: field question has no <TIME>")
+        out.append(LocationAnswer(qid, _video_of(q, where, known), kind,
+                                  parse_time(times[0][0], where), _answer(q, where)))
+    return out
+
+
+def read_itineraries(root: Path, known=None) -> list[Itinerary]:
+    path = Path(root) / VQA_ITINERARY
+    data = _load_json(root, VQA_ITINERARY)
+    out = []
+    for qid in sorted(data):
+        q = data[qid]
+        where = f"{path}: question {qid}"
+        times = _TIME_RE.findall(str(q.get("question", "")))
+        if not times:
+            raise SourceError(f"{where}: field question has no <TIME>")
+        moves = []
+        for part in _answer(q, where).split(", then "):
+            m = re.match(r"^from (.+?) to (.+)$", part.strip())
+            if not m:
+                raise SourceError(f"{where}: answer part {part!r} is not 'from X to Y'")
+            moves.append((m.group(1).strip(), m.group(2).strip()))
+        out.append(Itinerary(qid, _video_of(q, where, known), parse_time(times[0][0], where),
+                             tuple(moves)))
+    return out
+
+
+def read_fixture_questions(root: Path, known=None) -> dict[str, list[str]]:
+    """``{video: [landmark fixture name, ...]}`` from the fixture-location questions."""
+    path = Path(root) / VQA_FIXTURE
+    data = _load_json(root, VQA_FIXTURE)
+    out: dict[str, set[str]] = {}
+    for qid in sorted(data):
+        q = data[qid]
+        where = f"{path}: question {qid}"
+        m = re.search(r"where is the (.+?) located\?", str(q.get("question", "")))
+        if not m:
+            continue
+        out.setdefault(_video_of(q, where, known), set()).add(m.group(1).strip())
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+# --------------------------------------------------------------------------- classes
+
+@dataclass(frozen=True)
+class ClassTable:
+    """Noun or verb classes: ``key -> category`` and ``instance -> key`` (first class wins)."""
+    category: dict
+    instance_to_key: dict
+    instances: dict            # key -> tuple of instances
+
+
+def read_classes(root: Path, rel: str) -> ClassTable:
+    path = Path(root) / rel
+    category, inst, instances = {}, {}, {}
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except FileNotFoundError:
+        raise SourceError(f"{path}: missing") from None
+    # Sorted by numeric class id: lower ids are the more frequent classes, so an instance
+    # listed under several classes resolves to the most common one (deterministically).
+    for line, row in sorted(enumerate(rows, 2), key=lambda r: int(r[1].get("id") or 0)):
+        key = (row.get("key") or "").strip()
+        if not key:
+            raise SourceError(f"{path}: line {line}: field key empty")
+        category[key] = (row.get("category") or "").strip()
+        try:
+            items = ast.literal_eval(row.get("instances") or "[]")
+        except (ValueError, SyntaxError):
+            raise SourceError(f"{path}: line {line} ({key}): field instances unparseable") from None
+        instances[key] = tuple(str(i) for i in items)
+        for i in items:
+            inst.setdefault(str(i).strip().lower(), key)
+        inst.setdefault(key.lower(), key)
+    return ClassTable(category, inst, instances)
+
+
+def read_noun_classes(root: Path) -> ClassTable:
+    return read_classes(root, NOUN_CLASSES)
+
+
+def read_verb_classes(root: Path) -> ClassTable:
+    return read_classes(root, VERB_CLASSES)

@@ -1,0 +1,17 @@
+"""Frozen exports: canonical hashing, the manifest, verification and loading.
+
+>>> from analysis import frozen
+>>> frozen.verify("frozen_exports").summary()  # doctest: +SKIP
+"""
+from .hashing import canonical_json, sha256_record
+from .integrity import IntegrityError, VerificationReport, verify
+from .io import read_records, write_record, write_records
+from .loader import FrozenExport, load
+from .manifest import cohort_fingerprint, update_manifest
+from .schemas import SchemaError, validate
+
+__all__ = [
+    "FrozenExport", "IntegrityError", "SchemaError", "VerificationReport", "canonical_json",
+    "cohort_fingerprint", "load", "read_records", "sha256_record", "update_manifest",
+    "validate", "verify", "write_record", "write_records",
+]

@@ -1,0 +1,110 @@
+"""Reading and atomically writing frozen record files.
+
+``.json`` holds one record, ``.jsonl`` one record a line, ``.jsonl.gz`` the same
+gzip-compressed with mtime 0 (so identical records give identical bytes). Every write
+goes to a temporary file in the target folder and is renamed into place, so a failed
+command never leaves a partial file.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from .hashing import canonical_json
+
+__all__ = ["write_records", "write_record", "read_records", "parse_lines", "atomic_write_bytes",
+           "encode_records", "decode_file_bytes", "RecordParseError"]
+
+
+class RecordParseError(ValueError):
+    """A line that is not a JSON object (carries the 1-based line number)."""
+
+    def __init__(self, line: int, message: str):
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _gzip(data: bytes) -> bytes:
+    buf = io.BytesIO()
+    # mtime=0 and no file name: the compressed bytes depend on the records alone.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
+        gz.write(data)
+    return buf.getvalue()
+
+
+def encode_records(path: str | os.PathLike, records: Iterable[Any]) -> bytes:
+    """The exact bytes :func:`write_records` would write for ``path``."""
+    name = str(path)
+    if name.endswith(".json"):
+        records = list(records)
+        if len(records) != 1:
+            raise ValueError(f"{name}: a .json file holds exactly one record, got {len(records)}")
+        return canonical_json(records[0]) + b"\n"
+    data = b"".join(canonical_json(r) + b"\n" for r in records)
+    return _gzip(data) if name.endswith(".gz") else data
+
+
+def write_records(path: str | os.PathLike, records: Iterable[Any]) -> None:
+    """Write records as canonical JSON Lines (gzip when ``path`` ends in ``.gz``)."""
+    atomic_write_bytes(path, encode_records(path, records))
+
+
+def write_record(path: str | os.PathLike, record: Any) -> None:
+    """Write one record as a canonical ``.json`` file."""
+    atomic_write_bytes(path, canonical_json(record) + b"\n")
+
+
+def decode_file_bytes(path: str | os.PathLike, raw: bytes) -> bytes:
+    """Decompress ``raw`` when ``path`` is a ``.gz`` file."""
+    if str(path).endswith(".gz"):
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise RecordParseError(0, f"not a valid gzip stream ({exc})") from exc
+    return raw
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not allowed in frozen records")
+
+
+def parse_lines(text: bytes) -> list[dict]:
+    """Parse JSON Lines; every line must be one JSON object. NaN/Infinity are rejected."""
+    records = []
+    for i, line in enumerate(text.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line, parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise RecordParseError(i, f"not valid JSON ({exc})") from exc
+        if not isinstance(rec, dict):
+            raise RecordParseError(i, f"expected a JSON object, got {type(rec).__name__}")
+        records.append(rec)
+    return records
+
+
+def read_records(path: str | os.PathLike) -> list[dict]:
+    """Read every record of a ``.json``, ``.jsonl`` or ``.jsonl.gz`` file (unverified)."""
+    raw = Path(path).read_bytes()
+    return parse_lines(decode_file_bytes(path, raw))

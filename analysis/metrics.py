@@ -1,0 +1,251 @@
+"""Task-level metrics and task-macro summaries (DESIGN.md section 8).
+
+``task_metrics(export)`` turns the loader DataFrames (docs/ARCHITECTURE.md section 7)
+into one row per (run, task); ``macro(task_df)`` gives the task-macro means. Every
+task of a run's suite stays in the denominator: a run that did not complete a task
+scores GCR 0 and success 0 there (the failure policy).
+
+Conventions chosen where the spec is silent:
+
+* ``n_attempts`` in ``group_records`` counts planner *and* repair attempts (a group
+  record's ``attempts`` list holds both); ``n_repair_attempts`` is the repair subset.
+* Group order inside a task is ``group_index`` (else the order of ``group_ids``).
+* A task with no reference action types has ``reference_coverage`` NaN (left out of
+  that macro mean, counted in ``n_no_reference``).
+* Tier-specific columns ``success_terminal``, ``gcr_terminal``, ``gcr_event`` are the
+  value for tasks of that tier and NaN otherwise, so that the statistics (which count
+  only non-missing values) give Strict-TSR and GCR by tier directly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+ENDPOINTS = (
+    "parse_failure",
+    "empty_plan",
+    "execution_blocked",
+    "completed_none",
+    "completed_partial",
+    "completed_all",
+)
+RESOURCE_COLS = (
+    "n_attempts",
+    "n_accepted",
+    "n_repair_attempts",
+    "prompt_tokens",
+    "completion_tokens",
+    "query_attempts",
+    "query_responses",
+    "cross_group_hits",
+    "repeated_region_queries",
+    "anchor_delta_conflicts",
+)
+TASK_COLUMNS = (
+    "run_id", "planner", "memory", "suite", "task_id", "episode_id", "scene_id", "tier",
+    "completed", "success", "gcr", "action_validity", "reference_coverage", "endpoint",
+    *RESOURCE_COLS, "no_attempts", "n_conditions", "n_true",
+    "success_terminal", "gcr_terminal", "gcr_event",
+)
+MACRO_COLUMNS = (
+    "n_tasks", "operational_tsr", "strict_tsr", "n_terminal", "gcr", "gcr_terminal",
+    "gcr_event", "action_validity", "completed_rate", "reference_coverage",
+    "n_no_attempts", "n_no_reference",
+)
+
+
+def _need(df, name, cols):
+    if df is None:
+        raise ValueError(f"export.{name} is missing")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"export.{name} lacks column(s) {missing}")
+
+
+def _as_list(x):
+    if x is None or (isinstance(x, float) and np.isnan(x)):
+        return []
+    return list(x)
+
+
+def task_metrics(export) -> pd.DataFrame:
+    """One row per (run, task) with the DESIGN.md section 8 metrics.
+
+    ``export`` is any object with the DataFrame attributes ``runs``, ``tasks``,
+    ``suites``, ``group_records`` and ``condition_records`` (``task_records`` is
+    used as a fallback for truth counts). Columns: see ``TASK_COLUMNS``.
+
+    Example
+    -------
+    >>> import pandas as pd, types
+    >>> ex = types.SimpleNamespace(
+    ...   runs=pd.DataFrame({"run_id": ["r"], "planner": ["p"], "memory": ["persistent"], "suite": ["s"]}),
+    ...   suites=pd.DataFrame({"suite": ["s"], "task_id": ["t"], "episode_id": ["e"]}),
+    ...   tasks=pd.DataFrame({"task_id": ["t"], "episode_id": ["e"], "scene_id": ["P01"], "tier": ["terminal"],
+    ...                       "group_ids": [["g1"]], "n_conditions": [2], "reference_action_types": [["pour"]]}),
+    ...   group_records=pd.DataFrame({"run_id": ["r"], "episode_id": ["e"], "group_id": ["g1"], "group_index": [0],
+    ...       "status": ["completed"], "n_attempts": [4], "n_accepted": [3], "n_repair_attempts": [1],
+    ...       "attempted_types": [["pour", "stir"]], "prompt_tokens": [10], "completion_tokens": [5],
+    ...       "query_attempts": [1], "query_responses": [1], "cross_group_hits": [0],
+    ...       "repeated_region_queries": [0], "anchor_delta_conflicts": [0]}),
+    ...   condition_records=pd.DataFrame({"run_id": ["r", "r"], "task_id": ["t", "t"],
+    ...       "condition_id": ["c1", "c2"], "truth": ["TRUE", "UNKNOWN"]}))
+    >>> row = task_metrics(ex).iloc[0]
+    >>> float(row.gcr), bool(row.success), float(row.action_validity), row.endpoint
+    (0.5, False, 0.75, 'completed_partial')
+    """
+    runs, tasks, suites = export.runs, export.tasks, export.suites
+    gr = export.group_records
+    _need(runs, "runs", ["run_id", "planner", "memory", "suite"])
+    _need(tasks, "tasks", ["task_id", "episode_id", "tier", "group_ids", "n_conditions",
+                           "reference_action_types"])
+    _need(suites, "suites", ["suite", "task_id"])
+    _need(gr, "group_records", ["run_id", "group_id", "status", "attempted_types", *RESOURCE_COLS])
+    bad = set(tasks["tier"]) - {"terminal", "event"}
+    if bad:
+        raise ValueError(f"tasks.tier has {sorted(bad)}; allowed: ['event', 'terminal']")
+    bad = set(gr["status"]) - {"completed", "execution_blocked", "parse_failure", "empty_plan"}
+    if bad:
+        raise ValueError(f"group_records.status has {sorted(bad)}; allowed: "
+                         "['completed', 'empty_plan', 'execution_blocked', 'parse_failure']")
+    if (tasks["n_conditions"] <= 0).any():
+        raise ValueError("tasks.n_conditions must be >= 1 for every task (a contract has conditions)")
+
+    # (run, task) pairs: every task of the run's suite
+    rt = runs[["run_id", "planner", "memory", "suite"]].merge(
+        suites[["suite", "task_id"]], on="suite", how="left", validate="many_to_many")
+    if rt["task_id"].isna().any():
+        missing = sorted(rt.loc[rt.task_id.isna(), "suite"].unique())
+        raise ValueError(f"runs.suite {missing} not found in export.suites")
+    tcols = ["task_id", "episode_id", "tier", "group_ids", "n_conditions", "reference_action_types"]
+    if "scene_id" in tasks.columns:
+        tcols.append("scene_id")
+    rt = rt.merge(tasks[tcols], on="task_id", how="left", validate="many_to_one")
+    if rt["tier"].isna().any():
+        raise ValueError(f"suites name task(s) missing from export.tasks: "
+                         f"{sorted(rt.loc[rt.tier.isna(), 'task_id'].unique())[:5]}")
+    if "scene_id" not in rt.columns:
+        rt["scene_id"] = None
+
+    # explode to (run, task, group) and join the group records
+    tg = rt[["run_id", "task_id", "group_ids"]].copy()
+    tg["group_ids"] = tg["group_ids"].map(_as_list)
+    tg["pos"] = tg["group_ids"].map(lambda g: list(range(len(g))))
+    tg = tg.explode(["group_ids", "pos"]).rename(columns={"group_ids": "group_id"})
+    gcols = ["run_id", "group_id", "status", "attempted_types", *RESOURCE_COLS]
+    if "group_index" in gr.columns:
+        gcols.append("group_index")
+    tg = tg.merge(gr[gcols], on=["run_id", "group_id"], how="left", validate="many_to_one")
+    if tg["status"].isna().any():
+        miss = tg.loc[tg.status.isna(), ["run_id", "group_id"]].head(3).to_dict("records")
+        raise ValueError(f"group_records lack groups of suite tasks, e.g. {miss}")
+    order = "group_index" if "group_index" in tg.columns else "pos"
+    tg = tg.sort_values(["run_id", "task_id", order], kind="stable")
+
+    key = ["run_id", "task_id"]
+    g = tg.groupby(key, sort=False)
+    res = g[list(RESOURCE_COLS)].sum()
+    tg["_nc"] = tg["status"] != "completed"
+    res["completed"] = ~g["_nc"].any()
+    first_bad = tg[tg["_nc"]].groupby(key, sort=False)["status"].first()
+    res["first_bad"] = first_bad.reindex(res.index)
+    res["types_attempted"] = g["attempted_types"].agg(
+        lambda s: set().union(*[set(_as_list(x)) for x in s]))
+    out = rt.merge(res.reset_index(), on=key, how="left", validate="one_to_one")
+
+    # condition truth counts
+    cr = getattr(export, "condition_records", None)
+    if cr is not None and len(cr):
+        _need(cr, "condition_records", ["run_id", "task_id", "truth"])
+        bad = set(cr["truth"]) - {"TRUE", "FALSE", "UNKNOWN"}
+        if bad:
+            raise ValueError(f"condition_records.truth has {sorted(bad)}; allowed: ['FALSE', 'TRUE', 'UNKNOWN']")
+        n_true = (cr["truth"] == "TRUE").groupby([cr["run_id"], cr["task_id"]]).sum().rename("n_true")
+        out = out.merge(n_true.reset_index(), on=key, how="left")
+    else:
+        trc = getattr(export, "task_records", None)
+        _need(trc, "task_records", ["run_id", "task_id", "n_true"])
+        out = out.merge(trc[["run_id", "task_id", "n_true"]], on=key, how="left")
+    out["n_true"] = out["n_true"].fillna(0).astype(int)
+    if (out["n_true"] > out["n_conditions"]).any():
+        raise ValueError("condition_records have more TRUE conditions than tasks.n_conditions")
+
+    completed = out["completed"].astype(bool)
+    allmet = out["n_true"] == out["n_conditions"]
+    out["completed"] = completed
+    out["success"] = completed & allmet
+    out["gcr"] = np.where(completed, out["n_true"] / out["n_conditions"], 0.0)
+    n_att = out["n_attempts"].astype(int)
+    out["no_attempts"] = n_att == 0
+    out["action_validity"] = np.where(n_att > 0, out["n_accepted"] / n_att.where(n_att > 0, 1), 0.0)
+
+    def cov(row):
+        ref = set(_as_list(row.reference_action_types))
+        if not ref:
+            return np.nan
+        return len(ref & row.types_attempted) / len(ref)
+
+    out["reference_coverage"] = [cov(r) for r in out.itertuples()]
+    out["endpoint"] = np.select(
+        [~completed, out["n_true"] == 0, ~allmet],
+        [out["first_bad"].astype(object), "completed_none", "completed_partial"],
+        "completed_all",
+    )
+    term = out["tier"] == "terminal"
+    out["success_terminal"] = np.where(term, out["success"].astype(float), np.nan)
+    out["gcr_terminal"] = np.where(term, out["gcr"], np.nan)
+    out["gcr_event"] = np.where(~term, out["gcr"], np.nan)
+    for c in RESOURCE_COLS:
+        out[c] = out[c].astype(np.int64)
+    return out[list(TASK_COLUMNS)].reset_index(drop=True)
+
+
+def macro(task_df: pd.DataFrame, by=("planner", "memory", "suite")) -> pd.DataFrame:
+    """Task-macro summaries per group of ``by`` (point estimates; intervals come
+    from :func:`analysis.stats.cluster_bootstrap` on the same columns).
+
+    Operational-TSR = mean success over all tasks; Strict-TSR = mean success over
+    terminal tasks; GCR overall and by tier; action validity, completed-run rate,
+    reference coverage as means over all tasks (fixed denominators).
+
+    Example
+    -------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"planner": ["p"] * 4, "tier": ["terminal"] * 3 + ["event"],
+    ...     "success": [True, False, False, False], "gcr": [1, .5, 0, .25],
+    ...     "action_validity": [.5, .5, 1, 0], "completed": [True, True, False, True],
+    ...     "reference_coverage": [1, 1, .5, .5], "no_attempts": [False] * 4})
+    >>> m = macro(df, by=("planner",)).iloc[0]
+    >>> float(m.operational_tsr), round(float(m.strict_tsr), 4), float(m.gcr_event), float(m.completed_rate)
+    (0.25, 0.3333, 0.25, 0.75)
+    """
+    by = [by] if isinstance(by, str) else list(by)
+    need = ["tier", "success", "gcr", "action_validity", "completed", "reference_coverage", *by]
+    _need(task_df, "task_df", need)
+
+    def f(d):
+        term = d["tier"] == "terminal"
+        return pd.Series({
+            "n_tasks": len(d),
+            "operational_tsr": d["success"].astype(float).mean(),
+            "strict_tsr": d.loc[term, "success"].astype(float).mean() if term.any() else np.nan,
+            "n_terminal": int(term.sum()),
+            "gcr": d["gcr"].mean(),
+            "gcr_terminal": d.loc[term, "gcr"].mean() if term.any() else np.nan,
+            "gcr_event": d.loc[~term, "gcr"].mean() if (~term).any() else np.nan,
+            "action_validity": d["action_validity"].mean(),
+            "completed_rate": d["completed"].astype(float).mean(),
+            "reference_coverage": d["reference_coverage"].mean(),
+            "n_no_attempts": int(d["no_attempts"].sum()) if "no_attempts" in d else 0,
+            "n_no_reference": int(d["reference_coverage"].isna().sum()),
+        })
+
+    if by:
+        out = task_df.groupby(by, sort=True, dropna=False)[task_df.columns.tolist()].apply(f)
+        out = out.reset_index()
+    else:
+        out = f(task_df).to_frame().T
+    for c in ("n_tasks", "n_terminal", "n_no_attempts", "n_no_reference"):
+        out[c] = out[c].astype(int)
+    return out
