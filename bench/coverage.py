@@ -84,8 +84,8 @@ def one_sim(rng, icc, corr, B, conf, pw_methods):
     active = ~z
     fam = {}
     for meth in pw_methods:
-        crit, _, _ = family_inference(meth, D, Nc, th, sd, active, 1 - conf, B, rng)
-        ok = np.all(np.abs(th[active]) <= crit * sd[active]) and np.all(th[~active] == 0)
+        crit, _, _, se_used = family_inference(meth, D, Nc, th, sd, active, 1 - conf, B, rng)
+        ok = np.all(np.abs(th[active]) <= crit * se_used) and np.all(th[~active] == 0)
         fam[meth] = float(ok)
     return single, fam
 

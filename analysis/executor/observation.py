@@ -48,22 +48,29 @@ def _is_subtype(types: Mapping[str, str], t: str, parent: str) -> bool:
     return False
 
 
-def openable_types(rules: Mapping) -> Callable[[str], bool]:
-    """A predicate ``type -> bool``: can an entity of this type be ``open``?
+def openable_types(rules) -> Callable[[str], bool]:
+    """A predicate ``type -> bool``: can an entity of this type be opened?
 
-    Read from the rules' ``predicates["open"]`` parameter type and type hierarchy, so
-    that the observation reports storage state exactly for what the rules can open.
+    Read from the rules: the parameter types of every action that adds ``open(x)``
+    (storage, enclosed appliances), so that the observation reports storage state
+    exactly for what the rules can open.
     """
-    types = rules.get("types", {})
-    params = rules.get("predicates", {}).get("open")
-    if not params:
-        return lambda t: False
-    parent = params[0]
+    if hasattr(rules, "is_subtype"):  # an analysis.executor.Rules object
+        types = rules.types
+        actions = {n: a.to_json() for n, a in rules.actions.items()}
+    else:  # the rules' JSON form
+        types, actions = rules.get("types", {}), rules.get("actions", {})
+    parents = set()
+    for spec in actions.values():
+        ptypes = {p[0]: p[1] for p in spec.get("params", [])}
+        for atom in spec.get("add", []) or []:
+            if atom[0] == "open" and len(atom) == 2 and atom[1] in ptypes:
+                parents.add(ptypes[atom[1]])
     cache: dict[str, bool] = {}
 
     def check(t: str) -> bool:
         if t not in cache:
-            cache[t] = _is_subtype(types, t, parent)
+            cache[t] = any(_is_subtype(types, t, p) for p in parents)
         return cache[t]
 
     return check
@@ -153,19 +160,22 @@ class Observer:
     ('glass',)
     """
 
-    def __init__(self, episode: Mapping, rules: Mapping | None = None):
+    def __init__(self, episode: Mapping, rules=None):
         self.anchors: Mapping[str, list] = episode.get("anchors", {})
         init = episode["initial_world"]
         self.initial_facts = facts_of(init)
         self.objects = dict(objects_of(init))
         is_open_type = openable_types(rules or {})
         self._openable = lambda ent: ent in self.objects and is_open_type(self.objects[ent])
-        self.regions = frozenset(
+        types = (rules.types if hasattr(rules, "types") else (rules or {}).get("types", {}))
+        fixtures = {o for o, t in self.objects.items() if _is_subtype(types, t, "fixture")}
+        # Without rules, fall back on what the episode shows: fixtures things stand at.
+        self.regions = frozenset(fixtures) | frozenset(
             a[2] for a in self.initial_facts if len(a) == 3 and a[0] == "at"
         ) | frozenset(self.anchors)
 
     def is_region(self, region: str) -> bool:
-        """A region is a fixture with an anchor or with something at it initially."""
+        """A region is a fixture of the world (or one with an anchor)."""
         return region in self.regions
 
     def observe(self, region: str, world) -> RegionObservation:

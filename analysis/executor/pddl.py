@@ -70,6 +70,16 @@ def _conj(parts: list[str], indent: str) -> str:
     return "(and\n" + "".join(f"{indent}  {p}\n" for p in parts) + f"{indent})"
 
 
+def _topological(rules: Rules) -> list[str]:
+    depth = {}
+    for t in rules.types:
+        d, x = 0, t
+        while x != ROOT_TYPE:
+            x, d = rules.types[x], d + 1
+        depth[t] = d
+    return sorted(rules.types, key=lambda t: (depth[t], list(rules.types).index(t)))
+
+
 def domain_pddl(rules: Rules, positive_only: bool = False) -> str:
     """The PDDL domain of ``rules``.
 
@@ -78,7 +88,9 @@ def domain_pddl(rules: Rules, positive_only: bool = False) -> str:
     neg = set(negated_predicates(rules)) if positive_only else set()
     req = ":strips :typing" + ("" if positive_only else " :negative-preconditions")
     lines = [f"(define (domain {DOMAIN_NAME})", f"  (:requirements {req})", "  (:types"]
-    lines += [f"    {child} - {parent}" for child, parent in rules.types.items()]
+    # Parents before children, from an explicit root: pyperplan needs both.
+    lines.append(f"    {ROOT_TYPE} - object")
+    lines += [f"    {child} - {rules.types[child]}" for child in _topological(rules)]
     lines[-1] += ")"
     lines.append("  (:predicates")
     for pred, ptypes in rules.predicates.items():

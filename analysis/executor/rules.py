@@ -152,7 +152,8 @@ class Rules:
             raise RulesError(f"{where}.family: required string")
         params = []
         for p in spec.get("params") or []:
-            if not (isinstance(p, list) and len(p) == 2 and p[1] in self.types):
+            if not (isinstance(p, list) and len(p) == 2
+                    and (p[1] in self.types or p[1] == ROOT_TYPE)):
                 raise RulesError(f"{where}.params: each entry is [name, type] with a known "
                                  f"type, got {p!r}")
             params.append(Param(str(p[0]), str(p[1])))
@@ -206,8 +207,11 @@ class Rules:
         return sorted(t for t in self.types if t not in parents)
 
     def descendants(self, t: str) -> frozenset[str]:
-        """``t`` and every type below it."""
-        return frozenset(c for c in (*self.types, ROOT_TYPE) if self.is_subtype(c, t))
+        """``t`` and every type below it (cached: the rules never change)."""
+        cache = self.__dict__.setdefault("_descendants", {})
+        if t not in cache:
+            cache[t] = frozenset(c for c in (*self.types, ROOT_TYPE) if self.is_subtype(c, t))
+        return cache[t]
 
     # --------------------------------------------------------------- exporting
     def to_json(self) -> dict:

@@ -224,7 +224,8 @@ class _EpisodeRun:
         self.reader = BeliefReader(self.belief)
         objs = self.world.objects
         self.regions = tuple(sorted(o for o, t in objs.items() if rules.is_subtype(t, "fixture")))
-        self.schema = {n: [[p.name, p.type] for p in a.params] for n, a in rules.actions.items()}
+        self.schema = {n: a.to_json() for n, a in rules.actions.items()}
+        self.types = dict(rules.types)
 
     def _execute(self, action: dict, source: str, raw, attempts: list, events: list,
                  feedback: deque) -> bool:
@@ -256,8 +257,11 @@ class _EpisodeRun:
         else:
             obs_d = {"region": None, "visible": [], "anchor": [], "added": [], "removed": [],
                      "open": {}, "contents": {}}
-        types = {o: self.world.objects[o] for o in list(group["objects"]) + obs_d["visible"]
-                 if o in self.world.objects}
+        # Types are public (scene fixtures, named objects); locations are not.
+        held = _holding(self.world)
+        named = list(group["objects"]) + obs_d["visible"] + list(self.regions) + (
+            [held] if held else []) + [x for v in obs_d["contents"].values() for x in v]
+        types = {o: self.world.objects[o] for o in named if o in self.world.objects}
         for q in query_results:
             for o in q.get("visible", []):
                 if o in self.world.objects:
@@ -267,7 +271,7 @@ class _EpisodeRun:
             action_hints=tuple(group["action_hints"]), observation=obs_d,
             holding=_holding(self.world), feedback=tuple(feedback), belief=self.reader,
             regions=self.regions, object_types=dict(sorted(types.items())),
-            action_schema=self.schema,
+            action_schema=self.schema, types=self.types,
             key=f"{self.episode['episode_id']}/{group['group_id']}/{call_index}",
             call_index=call_index, query_results=tuple(query_results))
 
@@ -389,7 +393,7 @@ def evaluate_task(task: Mapping, world: World, events: Sequence[Mapping],
     return {
         "run_id": run_id, "task_id": task["task_id"], "episode_id": task["episode_id"],
         "completed": completed,
-        "conditions": [{"id": c["id"], "truth": result.truths[c["id"]]}
+        "conditions": [{"id": c["id"], "truth": result.truths[c["id"]].value}
                        for c in task["contract"]["conditions"]],
     }
 

@@ -50,7 +50,9 @@ class PlannerView:
     :class:`~analysis.executor.belief.Belief` (under ``reset`` it holds only facts of
     the current group); ``regions``: the kitchen's fixtures (scene knowledge);
     ``object_types``: types of the group's objects and the visible items;
-    ``action_schema``: action type -> ``[[param, type], ...]``; ``key``: a stable
+    ``action_schema``: action type -> its rule in JSON form (``family``, ``params``,
+    ``pre``, ``add``, ``del``: the public domain definition, as a PDDL domain would
+    give it); ``types``: the type hierarchy (child -> parent); ``key``: a stable
     ``episode/group/call`` identifier used for seeding.
     """
 
@@ -63,7 +65,8 @@ class PlannerView:
     belief: Any
     regions: tuple[str, ...]
     object_types: Mapping[str, str]
-    action_schema: Mapping[str, list]
+    action_schema: Mapping[str, Mapping]
+    types: Mapping[str, str]
     key: str
     call_index: int = 0
     query_results: tuple[Mapping[str, Any], ...] = ()
@@ -184,7 +187,7 @@ def render_prompt(view: PlannerView, include_schema: bool = True) -> str:
         hinted = sorted({parse_hint(h)[0] for h in view.action_hints})
         for t in hinted:
             if t in view.action_schema:
-                sig = ", ".join(f"{p}:{ty}" for p, ty in view.action_schema[t])
+                sig = ", ".join(f"{p}:{ty}" for p, ty in view.action_schema[t]["params"])
                 lines.append(f"Action {t}({sig})")
     return "\n".join(lines)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["Table", "FigureOutput", "render_table", "render_figure"]
+__all__ = ["Table", "FigureOutput", "Skipped", "render_table", "render_figure"]
 
 
 @dataclass
@@ -39,6 +39,16 @@ class FigureOutput:
     data: pd.DataFrame
     notes: str = ""
     extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """An artefact the export cannot support, with the reason (no file is written)."""
+
+    name: str
+    title: str
+    paper_ref: str
+    reason: str
 
 
 def _csv(df: pd.DataFrame) -> bytes:

@@ -2,20 +2,34 @@
 
 Tidy DataFrames in, result objects out; every result records ``method``,
 ``resampling_unit``, ``n_resamples``, ``confidence_level``, ``seed`` and the
-``estimand``. Array convention: see :mod:`analysis.stats._core`.
+``estimand``. Array convention: see :mod:`analysis.stats._core` (per-episode
+arrays are (G, J), replicate weight matrices (B, G)).
 """
 
 from ._core import ESTIMAND, RESAMPLING_UNIT
+from .bootstrap import METHODS as BOOTSTRAP_METHODS
 from .bootstrap import ClusterBootstrapResult, cluster_bootstrap
+from .paired import PairedConditionsResult, mcnemar_exact, paired_conditions, sign_flip_p
 from .pairwise import DEFAULT_METHOD as PAIRWISE_DEFAULT_METHOD
+from .pairwise import METHODS as PAIRWISE_METHODS
 from .pairwise import PairwiseResult, pairwise_simultaneous
+from .profiles import QuarterProfileResult, assign_quarters, quarter_profiles
 
 __all__ = [
     "ESTIMAND",
     "RESAMPLING_UNIT",
+    "BOOTSTRAP_METHODS",
     "ClusterBootstrapResult",
     "cluster_bootstrap",
+    "PAIRWISE_METHODS",
+    "PAIRWISE_DEFAULT_METHOD",
     "PairwiseResult",
     "pairwise_simultaneous",
-    "PAIRWISE_DEFAULT_METHOD",
+    "PairedConditionsResult",
+    "paired_conditions",
+    "mcnemar_exact",
+    "sign_flip_p",
+    "QuarterProfileResult",
+    "quarter_profiles",
+    "assign_quarters",
 ]

@@ -1,0 +1,311 @@
+"""Compile the cohort: episodes, tasks, suites, audit, rejections -> frozen_exports/cohort.
+
+``compile_cohort(source, out_dir)`` verifies the source against SHA256SUMS, compiles into
+a temporary directory, moves the files into ``out_dir/cohort`` and updates the manifest.
+Nothing is written when the source is missing or altered.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import readers as R
+from .admission import admit, replay
+from .audit import audit_episode
+from .fixtures import scene_fixtures, work_counter
+from .groups import build_groups, group_records
+from .sim import Sim
+from .tasks import candidate_tasks
+from .vocabulary import Vocabulary
+from .worlds import build_world
+
+PLANNER_EPISODES = (
+    "P01-20240202-110250", "P01-20240203-093333", "P01-20240204-095114", "P01-20240203-130505",
+    "P01-20240204-121042", "P02-20240209-194141", "P02-20240210-195833", "P02-20240209-231412",
+    "P02-20240211-104948", "P02-20240209-184316", "P03-20240218-144430", "P03-20240218-094452",
+    "P03-20240216-084005", "P03-20240218-140054", "P05-20240423-172243", "P05-20240425-173353",
+    "P05-20240426-085333", "P05-20240427-145526")
+MEMORY_FIXED = ("P01-20240202-110250", "P02-20240209-194141")
+MEMORY_KITCHENS = ("P04", "P06", "P07", "P08", "P09")
+MEMORY_PER_KITCHEN = 4
+PLANNER_PER_EPISODE = {"terminal": 3, "event": 3}
+MEMORY_PER_EPISODE = 3
+STRESS_TASKS = 12
+SQUASH = ("P02-20240209-194141", ["in", "squash", "glass"])
+
+FILES = {"cohort/rules.json": "rules", "cohort/scenes.jsonl": "scene",
+         "cohort/episodes.jsonl.gz": "episode", "cohort/tasks.jsonl": "task",
+         "cohort/suites.jsonl": "suite", "cohort/audit.jsonl": "audit",
+         "cohort/rejected.jsonl": "rejected_task"}
+
+
+@dataclass
+class CompileReport:
+    episodes: int = 0
+    scenes: int = 0
+    groups: int = 0
+    tasks: dict = field(default_factory=dict)          # suite -> tier -> count
+    facts: dict = field(default_factory=dict)          # observed/curated counts
+    operations: dict = field(default_factory=dict)
+    rejections: dict = field(default_factory=dict)
+    audit: dict = field(default_factory=dict)          # check -> [passed, total]
+    dropped_events: int = 0
+    source_quirks: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        lines = [f"episodes {self.episodes}, scenes {self.scenes}, groups {self.groups}"]
+        for s, tiers in sorted(self.tasks.items()):
+            lines.append(f"suite {s}: " + ", ".join(f"{k} {v}" for k, v in sorted(tiers.items())))
+        lines.append(f"world facts: {self.facts}; operations: {self.operations}")
+        lines.append(f"rejections: {self.rejections}; dropped source events: {self.dropped_events}")
+        lines.append("audit: " + ", ".join(f"{k} {p}/{n}" for k, (p, n) in sorted(self.audit.items())))
+        lines.append(f"compile time {self.seconds:.1f} s")
+        return "\n".join(lines)
+
+
+def _progress(msg: str) -> None:
+    print(f"[compile] {msg}", file=sys.stderr, flush=True)
+
+
+def memory_episodes(recipes, answers) -> list[str]:
+    """Per memory kitchen, the videos with the most add events (then VQA answers)."""
+    adds, vqa = Counter(), Counter(a.video for a in answers)
+    for r in recipes.values():
+        for cap in r.captures:
+            for e in cap.events:
+                if e.kind == "add":
+                    adds[e.span.video] += 1
+    out = list(MEMORY_FIXED)
+    for k in MEMORY_KITCHENS:
+        vids = sorted({v for v in set(adds) | set(vqa) if v.startswith(k + "-")},
+                      key=lambda v: (-adds[v], -vqa[v], v))
+        out.extend(vids[:MEMORY_PER_KITCHEN])
+    return out
+
+
+def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
+    t0 = time.perf_counter()
+    source, out_dir = Path(source), Path(out_dir)
+    R.verify_source(source)            # raises before anything is written
+    progress(f"source verified: {source}")
+    vocab = Vocabulary.load()
+    sim = Sim(vocab)
+    rep = CompileReport()
+    durations = R.read_durations(source)
+    known = frozenset(durations)
+    quirks: list[str] = []
+    activities = R.read_activities(source, durations, quirks)
+    recipes = R.read_recipes(source)
+    quirks += [q for r in recipes.values() for q in r.quirks]
+    assocs = R.read_associations(source)
+    answers = R.read_location_answers(source, known)
+    itins = R.read_itineraries(source, known)
+    landmarks = R.read_fixture_questions(source, known)
+    nouns = R.read_noun_classes(source)
+    import json
+    raw_loc = json.loads((source / R.VQA_LOCATION).read_text(encoding="utf-8"))
+    choices = {k: list(v.get("choices", [])) for k, v in raw_loc.items()}
+    step_texts = {sid: txt for r in recipes.values() for sid, txt in r.steps.items()}
+    rep.source_quirks = quirks
+
+    mem_eps = memory_episodes(recipes, answers)
+    episode_ids = sorted(set(PLANNER_EPISODES) | set(mem_eps))
+    for vid in episode_ids:
+        if vid not in known:
+            raise R.SourceError(f"{source / R.DURATIONS}: episode video {vid} not listed")
+    scenes = sorted({e[:3] for e in episode_ids})
+    scene_recs, fixtures_of, counter_of = [], {}, {}
+    for s in scenes:
+        fx = scene_fixtures(s, answers, choices, itins, landmarks, step_texts, vocab)
+        fixtures_of[s], counter_of[s] = fx, work_counter(fx, answers, s)
+        scene_recs.append({"scene_id": s, "fixtures": fx})
+
+    episodes, all_tasks, rejected, audit = [], {}, [], []
+    prov_counts = Counter()
+    op_counts = Counter()
+    per_ep = {}
+    for n, eid in enumerate(episode_ids, 1):
+        progress(f"episode {n}/{len(episode_ids)} {eid}")
+        s = eid[:3]
+        world = build_world(eid, s, [eid], fixtures_of[s], counter_of[s], assocs, answers, itins,
+                            recipes, nouns, vocab)
+        groups, builder, adds, op_group = build_groups(world, recipes, activities, sim)
+        grecs = group_records(world, groups)
+        rep.dropped_events += len(builder.out.dropped)
+        facts = sorted(world.facts)
+        objects = world.objects
+        init = frozenset(world.facts)
+        for a in facts:
+            prov_counts[world.facts[a]["source"]] += 1
+        for g in grecs:
+            for op in g["operations"]:
+                op_counts[op["provenance"]["source"]] += 1
+        anchors = {}
+        for a in facts:
+            if a[0] == "at" and world.facts[a]["source"] == "observed":
+                anchors.setdefault(a[2], []).append(a[1])
+        episodes.append({
+            "episode_id": eid, "scene_id": s, "videos": [eid],
+            "initial_world": {"objects": objects, "facts": [list(a) for a in facts]},
+            "fact_provenance": [world.facts[a] for a in facts],
+            "anchors": {k: sorted(v) for k, v in sorted(anchors.items())},
+            "groups": grecs,
+        })
+        cands = candidate_tasks(eid, world, groups, grecs, builder, adds, op_group, recipes)
+        states, events, rej_ops = replay(sim, objects, init, grecs)
+        if rej_ops:
+            raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
+        admitted = []
+        for c in cands:
+            ok, reason, detail = admit(c, states, events, objects)
+            if ok:
+                admitted.append(c)
+            else:
+                rejected.append({"task_id": c["task_id"], "episode_id": eid, "reason": reason,
+                                 "detail": f"{c['title']}: {detail}"})
+        per_ep[eid] = (admitted, objects, init, grecs)
+
+    # suites
+    def pick(eid, limits):
+        admitted = per_ep[eid][0]
+        chosen = []
+        for tier, k in sorted(limits.items()):
+            pool = [c for c in admitted if c["tier"] == tier]
+            # ingredient adds first (they carry the recipe's goal), then observed puts
+            pool.sort(key=lambda c: (c["key"][0] != "add", c["first"], c["task_id"]))
+            chosen += pool[:k]
+        return chosen
+
+    planner = []
+    for eid in PLANNER_EPISODES:
+        planner += pick(eid, PLANNER_PER_EPISODE)
+    memory = []
+    for eid in mem_eps:
+        chosen = pick(eid, {"terminal": MEMORY_PER_EPISODE})
+        if eid == SQUASH[0]:
+            sq = [c for c in per_ep[eid][0] if c["conditions"][0].get("atom") == SQUASH[1]]
+            chosen = sq[:1] + [c for c in chosen if c not in sq][: MEMORY_PER_EPISODE - len(sq[:1])]
+        memory += chosen
+    chosen_ids = {c["task_id"] for c in planner + memory}
+    for eid in episode_ids:
+        for c in per_ep[eid][0]:
+            if c["task_id"] not in chosen_ids:
+                continue
+            all_tasks[c["task_id"]] = {
+                "task_id": c["task_id"], "episode_id": eid, "group_ids": c["group_ids"],
+                "tier": c["tier"], "title": c["title"],
+                "contract": {"tier": c["tier"], "conditions": c["conditions"]},
+                "reference_action_types": c["reference_action_types"],
+                "provenance": c["provenance"],
+            }
+    # audit (admitted tasks of the suites); stress test on the first 12 terminal suite tasks
+    stress_ids = {c["task_id"] for c in sorted((c for c in planner if c["tier"] == "terminal"),
+                                               key=lambda c: c["task_id"])[:STRESS_TASKS]}
+    for eid in episode_ids:
+        admitted, objects, init, grecs = per_ep[eid]
+        mine = [c for c in admitted if c["task_id"] in chosen_ids]
+        if mine:
+            audit += audit_episode(sim, objects, init, grecs, mine, stress_ids)
+    audit += executor_crosscheck(episodes)
+    audit.sort(key=lambda a: (a["task_id"] or "", a["check"], a["detail"]))
+
+    used_eps = sorted({c["episode_id"] for c in all_tasks.values()})
+    episodes = [e for e in episodes if e["episode_id"] in used_eps]
+    used_scenes = sorted({e["scene_id"] for e in episodes})
+    scene_recs = [r for r in scene_recs if r["scene_id"] in used_scenes]
+    suites = [
+        {"suite": "memory", "task_ids": sorted(c["task_id"] for c in memory),
+         "episode_ids": sorted({c["episode_id"] for c in memory}),
+         "definition": ("terminal-tier tasks (up to 3 per episode, ingredient adds first) of the "
+                        "Nespresso and Squash episodes plus, for each of P04, P06, P07, P08, P09, "
+                        "the 4 videos with the most ingredient add events; includes Add Squash")},
+        {"suite": "planner", "task_ids": sorted(c["task_id"] for c in planner),
+         "episode_ids": sorted({c["episode_id"] for c in planner}),
+         "definition": ("the 18 videos of kitchens P01, P02, P03, P05 listed in the HD-EPIC data "
+                        "README; per episode up to 3 terminal and 3 event tasks that pass admission")},
+    ]
+    rejected.sort(key=lambda r: r["task_id"])
+    rules = vocab.rules
+    rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
+                 "predicates": rules["predicates"], "actions": rules["actions"]}
+
+    from analysis.frozen.io import write_record, write_records
+    from analysis.frozen.manifest import update_manifest
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".cohort.", dir=out_dir))
+    try:
+        write_record(tmp / "rules.json", rules_rec)
+        write_records(tmp / "scenes.jsonl", scene_recs)
+        write_records(tmp / "episodes.jsonl.gz", episodes)
+        write_records(tmp / "tasks.jsonl", [all_tasks[k] for k in sorted(all_tasks)])
+        write_records(tmp / "suites.jsonl", suites)
+        write_records(tmp / "audit.jsonl", audit)
+        write_records(tmp / "rejected.jsonl", rejected)
+        final = out_dir / "cohort"
+        if final.exists():
+            old = out_dir / f".cohort.old.{os.getpid()}"
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    update_manifest(out_dir, FILES, replace_prefix="cohort/")
+
+    rep.episodes, rep.scenes = len(episodes), len(scene_recs)
+    rep.groups = sum(len(e["groups"]) for e in episodes)
+    for name, lst in (("planner", planner), ("memory", memory)):
+        rep.tasks[name] = dict(Counter(c["tier"] for c in lst))
+    rep.facts = dict(prov_counts)
+    rep.operations = dict(op_counts)
+    rep.rejections = dict(Counter(r["reason"] for r in rejected))
+    agg = {}
+    for a in audit:
+        p, n = agg.get(a["check"], (0, 0))
+        agg[a["check"]] = (p + a["passed"], n + 1)
+    rep.audit = agg
+    rep.seconds = time.perf_counter() - t0
+    progress(rep.summary())
+    return rep
+
+
+def executor_crosscheck(episodes) -> list[dict]:
+    """Replay every episode through ``analysis.executor`` itself (not the compiler's Sim)."""
+    try:
+        from analysis.executor.executor import Executor
+        from analysis.executor.rules import Rules
+        from analysis.executor.world import World
+    except ImportError as exc:     # executor not installed: say so in the audit
+        return [{"check": "executor_replay", "task_id": None, "passed": False,
+                 "detail": f"analysis.executor unavailable: {exc}"}]
+    ex = Executor(Rules.load())
+    out, total, total_bad, bad_eps = [], 0, 0, []
+    for e in episodes:
+        w = World(e["initial_world"]["objects"], e["initial_world"]["facts"])
+        bad = 0
+        n = 0
+        for g in e["groups"]:
+            for op in g["operations"]:
+                o = ex.apply(w, {"type": op["type"], "args": op["args"]})
+                n += 1
+                if o.accepted:
+                    w = o.world
+                else:
+                    bad += 1
+        total += n
+        total_bad += bad
+        if bad:
+            bad_eps.append(e["episode_id"])
+    # one record (the audit's ID is (check, task_id)): all episodes' reference operations
+    return [{"check": "executor_replay", "task_id": None, "passed": total_bad == 0,
+             "detail": f"{total - total_bad}/{total} reference operations of {len(episodes)} "
+                       f"episodes accepted by analysis.executor; failing episodes: {bad_eps}"}]

@@ -1,0 +1,207 @@
+"""Initial worlds: the scene's fixtures, the episode's objects and substances, their
+initial locations (observed from VQA, else curated by type) and container states, every
+fact with its provenance."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .normalise import canonical_object, fixture_id
+from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
+from .vocabulary import Vocabulary
+
+
+def observed(**refs) -> dict:
+    return {"source": "observed", "refs": {k: v for k, v in sorted(refs.items()) if v is not None}}
+
+
+def curated(rule: str) -> dict:
+    return {"source": "curated", "refs": {"rule": rule}}
+
+
+@dataclass
+class TrackInfo:
+    """A named track with its observed source/destination fixture (if any VQA links it)."""
+    entity: str
+    assoc: Association
+    track_id: str
+    start: float
+    end: float
+    src: str | None = None
+    src_ref: str | None = None
+    dst: str | None = None
+    dst_ref: str | None = None
+
+
+@dataclass
+class EpisodeWorld:
+    episode_id: str
+    scene_id: str
+    videos: list[str]
+    objects: dict                     # entity -> leaf type
+    facts: dict                       # atom tuple -> provenance
+    tracks: list[TrackInfo]
+    work_counter: str
+    ingredient_entities: dict         # ingredient_id -> entity
+    substance_sources: dict           # substance -> source container entity
+    names: dict = field(default_factory=dict)   # entity -> raw names (for step-text matching)
+    fixture_ids: frozenset = frozenset()
+    notes: list[str] = field(default_factory=list)
+
+
+def _link_answers(video: str, assocs: list[Association], answers: list[LocationAnswer],
+                  itineraries: list[Itinerary]):
+    """``{(assoc_id, track_id): {"src": (phrase, vqa), "dst": (phrase, vqa)}}`` and
+    ``{assoc_id: (first_from_phrase, vqa)}`` for the video's named associations."""
+    per_track: dict = {}
+    initial: dict = {}
+    tracks = [(a, t) for a in assocs if a.name for t in a.tracks]
+    for ans in answers:
+        if ans.video != video:
+            continue
+        for a, t in tracks:
+            # "take ... from before putting it at T": T is the track's end; the answer is
+            # where the track started. "put ... after taking it at T": T is the start.
+            if ans.kind == "take" and abs(t.end - ans.time) <= FRAME:
+                per_track.setdefault((a.assoc_id, t.track_id), {})["src"] = (ans.phrase, ans.vqa_id)
+            elif ans.kind == "put" and abs(t.start - ans.time) <= FRAME:
+                per_track.setdefault((a.assoc_id, t.track_id), {})["dst"] = (ans.phrase, ans.vqa_id)
+    for it in itineraries:
+        if it.video != video:
+            continue
+        for a, t in tracks:
+            if abs(t.start - it.time) <= FRAME and it.moves:
+                initial.setdefault(a.assoc_id, (it.moves[0][0], it.vqa_id))
+    return per_track, initial
+
+
+def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[dict],
+                work_counter: str, assocs: dict[str, list[Association]],
+                answers: list[LocationAnswer], itineraries: list[Itinerary],
+                recipes: dict[str, Recipe], nouns, vocab: Vocabulary) -> EpisodeWorld:
+    objects: dict[str, str] = {}
+    facts: dict[tuple, dict] = {}
+    names: dict[str, list[str]] = {}
+    notes: list[str] = []
+    fixture_ids = {f["id"] for f in fixtures}
+    for f in fixtures:
+        objects[f["id"]] = f["type"]
+    objects["hand"] = None  # placeholder removed below; keeps ID "hand" out of use
+    del objects["hand"]
+
+    def new_id(stem: str) -> str:
+        if stem not in objects:
+            return stem
+        i = 2
+        while f"{stem}_{i}" in objects:
+            i += 1
+        return f"{stem}_{i}"
+
+    overrides = vocab.overrides
+    substances: dict[str, str] = {}      # substance -> source container
+    tracks: list[TrackInfo] = []
+    for video in videos:
+        vassocs = assocs.get(video, [])
+        per_track, initial = _link_answers(video, vassocs, answers, itineraries)
+        for a in vassocs:
+            if a.unnamed or not a.tracks:
+                continue
+            co = canonical_object(a.name, nouns, overrides)
+            base = re.sub(r"\d+$", "", co.stem)
+            leaf, rule = vocab.item_type(base, co.class_key, co.category)
+            content = None
+            if vocab.is_a(leaf, "substance"):
+                # a tracked "milk" is the milk's container; the substance sits inside it
+                content, stem, leaf = base, f"{co.stem}_container", "other_sealable"
+            elif co.rule == "container_of":
+                c_base = co.stem.rsplit("_", 1)[0]
+                c_leaf, _ = vocab.item_type(c_base, None, None)
+                if vocab.is_a(c_leaf, "substance"):
+                    content = c_base
+                stem = co.stem
+            else:
+                stem = co.stem
+            ent = new_id(stem)
+            objects[ent] = leaf
+            names[ent] = [a.name.lower()]
+            if content:
+                if content not in objects:
+                    objects[content] = vocab.item_type(content, None, None)[0]
+                facts[("in", content, ent)] = observed(association=a.assoc_id, video=video)
+                substances.setdefault(content, ent)
+            # initial location: observed (first track's take answer, or itinerary) else curated
+            first = a.tracks[0]
+            link = per_track.get((a.assoc_id, first.track_id), {})
+            loc, prov = None, None
+            if "src" in link and fixture_id(link["src"][0]) in fixture_ids:
+                loc = fixture_id(link["src"][0])
+                prov = observed(vqa=link["src"][1], association=a.assoc_id, track=first.track_id,
+                                video=video, start=first.start, end=first.end)
+            elif a.assoc_id in initial and fixture_id(initial[a.assoc_id][0]) in fixture_ids:
+                loc = fixture_id(initial[a.assoc_id][0])
+                prov = observed(vqa=initial[a.assoc_id][1], association=a.assoc_id, video=video)
+            if loc is None:
+                loc, rule2 = default_location(leaf, fixtures, work_counter, vocab)
+                prov = curated(rule2)
+            facts[("at", ent, loc)] = prov
+            for t in a.tracks:
+                info = TrackInfo(ent, a, t.track_id, t.start, t.end)
+                lk = per_track.get((a.assoc_id, t.track_id), {})
+                if "src" in lk and fixture_id(lk["src"][0]) in fixture_ids:
+                    info.src, info.src_ref = fixture_id(lk["src"][0]), lk["src"][1]
+                if "dst" in lk and fixture_id(lk["dst"][0]) in fixture_ids:
+                    info.dst, info.dst_ref = fixture_id(lk["dst"][0]), lk["dst"][1]
+                tracks.append(info)
+    tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
+
+    # ingredients of the captures filmed in this episode
+    ingredient_entities: dict[str, str] = {}
+    for rid in sorted(recipes):
+        for cap in recipes[rid].captures:
+            if not set(cap.videos) & set(videos):
+                continue
+            for iid, name in sorted(cap.ingredients.items()):
+                if not any(e.ingredient_id == iid and e.kind == "add" for e in cap.events):
+                    continue
+                co = canonical_object(name, nouns, overrides)
+                base = re.sub(r"\d+$", "", co.stem)
+                leaf, rule = vocab.item_type(base, co.class_key, co.category)
+                if vocab.is_a(leaf, "substance"):
+                    if base not in objects:
+                        objects[base] = leaf
+                    if base not in substances:
+                        src = new_id(f"{base}_source")
+                        objects[src] = "other_sealable"
+                        loc, rule2 = default_location("other_sealable", fixtures, work_counter, vocab)
+                        facts[("at", src, loc)] = curated(rule2)
+                        facts[("in", base, src)] = curated("ingredient_source_container")
+                        substances[base] = src
+                    ingredient_entities[iid] = base
+                else:
+                    existing = [e for e in sorted(objects) if re.sub(r"(_\d+)?$", "", e) == base
+                                and objects[e] == leaf]
+                    if existing:
+                        ingredient_entities[iid] = existing[0]
+                    else:
+                        ent = new_id(base)
+                        objects[ent] = leaf
+                        loc, rule2 = default_location(leaf, fixtures, work_counter, vocab)
+                        facts[("at", ent, loc)] = curated(rule2)
+                        ingredient_entities[iid] = ent
+                    names.setdefault(ingredient_entities[iid], []).append(name.lower())
+    facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
+    facts[("hand-empty",)] = curated("agent_starts_hand_empty")
+    return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
+                        tracks, work_counter, ingredient_entities, dict(sorted(substances.items())),
+                        names, frozenset(fixture_ids), notes)
+
+
+def default_location(leaf: str, fixtures: list[dict], work_counter: str, vocab: Vocabulary):
+    kinds, rule = vocab.default_location_kinds(leaf)
+    for kind in kinds:
+        if kind == "counter":
+            return work_counter, rule
+        cands = sorted(f["id"] for f in fixtures if vocab.is_a(f["type"], kind))
+        if cands:
+            return cands[0], rule
+    return work_counter, rule + ":work_counter"

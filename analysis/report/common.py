@@ -1,0 +1,56 @@
+"""Formatting and figure-style helpers shared by the builders."""
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["Skip", "ci", "pct_ci", "new_figure", "HATCHES", "MARKERS", "GREYS",
+           "LINESTYLES", "estimand_note"]
+
+#: Greyscale-safe encodings: every series differs by hatch/marker/line style, not colour
+#: alone.
+HATCHES = ("", "///", "...", "xxx", "\\\\\\", "ooo", "---", "+++")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", ":", "-.")
+GREYS = ("0.15", "0.45", "0.7", "0.9", "0.3", "0.6", "0.8", "0.05")
+
+
+class Skip(Exception):
+    """Raised by a builder when the export cannot support its artefact (the reason is
+    written into ``tables/README.md``)."""
+
+
+def _num(v, decimals):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "n/a"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return f"{v:.{decimals}f}"
+
+
+def ci(est, low, high, decimals=2, scale=1.0) -> str:
+    """``"12.34 [10.00, 15.00]"``; ``scale=100`` for percentages."""
+    f = lambda v: _num(None if v is None else float(v) * scale, decimals)  # noqa: E731
+    if est is None or (isinstance(est, float) and math.isnan(est)):
+        return "n/a"
+    return f"{f(est)} [{f(low)}, {f(high)}]"
+
+
+def pct_ci(est, low, high, decimals=1) -> str:
+    return ci(est, low, high, decimals, 100.0)
+
+
+def estimand_note() -> str:
+    return ("Estimand: the task-macro mean (a ratio of per-episode sums over all tasks of "
+            "the suite), not the mean of episode means.")
+
+
+def new_figure(width=6.5, height=3.5) -> Figure:
+    """A pyplot-free figure (no global state, deterministic fonts and sizes)."""
+    fig = Figure(figsize=(width, height))
+    fig.set_layout_engine("constrained")
+    return fig

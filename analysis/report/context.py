@@ -1,0 +1,175 @@
+"""Metrics and statistics computed once for every table and figure.
+
+:func:`compute` runs ``task_metrics`` and every statistics call (cluster bootstrap,
+simultaneous pairwise contrasts, paired memory conditions, quarter profiles) with the
+settings of ``configs/tables.yaml`` (``stats.*``), and returns a :class:`Results` that
+the builders read. Nothing here formats; nothing in the builders resamples.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..metrics import task_metrics
+from ..stats import PAIRWISE_DEFAULT_METHOD, cluster_bootstrap, pairwise_simultaneous
+
+__all__ = ["StatsConfig", "Results", "compute", "PLANNER_METRICS", "METRIC_LABELS",
+           "memory_pairs"]
+
+#: Table 4 metrics: (task_metrics column, display label). NaN entries (other tier) are
+#: left out of their mean, so ``success_terminal`` gives Strict-TSR directly.
+PLANNER_METRICS = (
+    ("success", "Operational-TSR"),
+    ("success_terminal", "Strict-TSR"),
+    ("gcr", "GCR"),
+    ("gcr_terminal", "GCR (terminal)"),
+    ("gcr_event", "GCR (event)"),
+    ("action_validity", "Action validity"),
+    ("completed", "Completed-run rate"),
+    ("reference_coverage", "Reference coverage"),
+)
+METRIC_LABELS = dict(PLANNER_METRICS) | {"completed_rate": "Completed-run rate"}
+
+_METHOD_TEXT = {
+    "bootstrap_t": "episode-cluster bootstrap-t (CR1 SE re-estimated in every replicate)",
+    "cr1_t": "CR1 cluster-robust SE with t(G-1) quantiles (no resampling)",
+    "percentile": "episode-cluster percentile bootstrap",
+    "basic": "episode-cluster basic bootstrap",
+    "bca": "episode-cluster BCa bootstrap",
+}
+
+
+@dataclass(frozen=True)
+class StatsConfig:
+    """The ``stats`` block of ``configs/tables.yaml``."""
+
+    n_resamples: int = 10_000
+    confidence_level: float = 0.95
+    seed: int = 0
+    method: str = "bootstrap_t"
+    pairwise_method: str = "default"
+    contrast_metrics: tuple = ("action_validity", "completed", "gcr")
+
+    @classmethod
+    def from_cfg(cls, cfg) -> "StatsConfig":
+        s = dict((cfg or {}).get("stats", {}) or {})
+        base = cls()
+        return cls(
+            n_resamples=int(s.get("n_resamples", base.n_resamples)),
+            confidence_level=float(s.get("confidence_level", base.confidence_level)),
+            seed=int(s.get("seed", base.seed)),
+            method=str(s.get("method", base.method)),
+            pairwise_method=str(s.get("pairwise_method", base.pairwise_method)),
+            contrast_metrics=tuple(s.get("contrast_metrics", base.contrast_metrics)),
+        )
+
+    @property
+    def pairwise(self) -> str:
+        return PAIRWISE_DEFAULT_METHOD if self.pairwise_method == "default" else \
+            self.pairwise_method
+
+    @property
+    def level_pct(self) -> str:
+        return f"{100 * self.confidence_level:g}%"
+
+    def describe(self, method: str | None = None, n_resamples: int | None = None) -> str:
+        """One sentence: method, resampling unit, resamples, level and seed."""
+        method = method or self.method
+        n = self.n_resamples if n_resamples is None else n_resamples
+        text = _METHOD_TEXT.get(method, method)
+        return (f"Intervals: {self.level_pct} {text}; resampling unit: episode; "
+                f"resamples: {n}; seed: {self.seed}.")
+
+
+@dataclass
+class Results:
+    """Everything the builders need besides the export itself."""
+
+    config: StatsConfig
+    tasks: pd.DataFrame                     # task_metrics of every run, plus ``label``
+    planner_tasks: pd.DataFrame             # the planner suite's rows
+    labels: list                            # planner labels, in table order
+    planner_boot: object = None             # ClusterBootstrapResult by label
+    endpoint_boot: object = None            # endpoint shares by label
+    tier_boot: object = None                # by (label, tier)
+    pairwise: object = None                 # PairwiseResult, or None
+    memory: dict = field(default_factory=dict)   # planner -> memory-study results
+    skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
+
+
+def memory_pairs(tasks: pd.DataFrame) -> list[str]:
+    """Planners with both a persistent and a reset run on the memory suite."""
+    m = tasks[tasks.suite == "memory"]
+    both = m.groupby("planner")["memory"].agg(lambda s: {"persistent", "reset"} <= set(s))
+    return sorted(both[both].index)
+
+
+def _labels(tasks: pd.DataFrame) -> pd.Series:
+    """Planner name, or ``planner (memory)`` where a planner has several memory runs."""
+    runs = tasks.drop_duplicates("run_id")[["run_id", "planner", "memory"]]
+    multi = runs.groupby("planner")["memory"].transform("nunique") > 1
+    lab = np.where(multi, runs.planner + " (" + runs.memory + ")", runs.planner)
+    return tasks.run_id.map(dict(zip(runs.run_id, lab)))
+
+
+def _boot(cfg: StatsConfig, df, cols, by):
+    return cluster_bootstrap(df, cols, cluster_col="episode_id", by=by,
+                             n_resamples=cfg.n_resamples, method=cfg.method,
+                             confidence_level=cfg.confidence_level, seed=cfg.seed)
+
+
+def _float_cols(df: pd.DataFrame, cols) -> pd.DataFrame:
+    out = df.copy()
+    for c in cols:
+        out[c] = out[c].astype(float)
+    return out
+
+
+def compute(export, cfg=None, progress=None) -> Results:
+    """Task metrics and every statistic the tables and figures use."""
+    say = progress or (lambda msg: None)
+    scfg = StatsConfig.from_cfg(cfg)
+    say("metrics: task_metrics")
+    tm = task_metrics(export)
+    tm["label"] = _labels(tm) if len(tm) else pd.Series(dtype=object)
+    tm = _float_cols(tm, ["success", "completed"])
+    pt = tm[tm.suite == "planner"].reset_index(drop=True)
+    labels = sorted(pt.label.unique())
+    res = Results(config=scfg, tasks=tm, planner_tasks=pt, labels=labels)
+    if pt.empty:
+        res.skipped["planner"] = "the export holds no run on the planner suite"
+    else:
+        say(f"statistics: cluster bootstrap of {len(PLANNER_METRICS)} metrics x "
+            f"{len(labels)} planners ({scfg.n_resamples} resamples)")
+        res.planner_boot = _boot(scfg, pt, [c for c, _ in PLANNER_METRICS], ["label"])
+        from ..metrics import ENDPOINTS
+        ep = pt[["label", "episode_id"]].copy()
+        for e in ENDPOINTS:
+            ep[e] = (pt.endpoint == e).astype(float)
+        say("statistics: endpoint shares")
+        res.endpoint_boot = _boot(scfg, ep, list(ENDPOINTS), ["label"])
+        say("statistics: results by contract tier")
+        res.tier_boot = _boot(scfg, pt, ["success", "gcr", "action_validity", "completed"],
+                              ["label", "tier"])
+        if len(labels) < 2:
+            res.skipped["pairwise"] = (f"only {len(labels)} planner on the planner suite; "
+                                       "contrasts need at least two")
+        else:
+            metrics = list(scfg.contrast_metrics)
+            say(f"statistics: {len(labels) * (len(labels) - 1) // 2} pairs x {len(metrics)} "
+                f"metrics, simultaneous ({scfg.pairwise})")
+            res.pairwise = pairwise_simultaneous(
+                pt, metrics, planner_col="label", method=scfg.pairwise,
+                n_resamples=scfg.n_resamples, confidence_level=scfg.confidence_level,
+                seed=scfg.seed, planners=labels)
+    pairs = memory_pairs(tm)
+    if not pairs:
+        res.skipped["memory"] = ("the export holds no planner with both a persistent and a "
+                                 "reset run on the memory suite")
+    for planner in pairs:
+        say(f"statistics: memory study of {planner}")
+        from .memory_stats import memory_study
+        res.memory[planner] = memory_study(export, tm, planner, scfg)
+    return res

@@ -1,0 +1,100 @@
+"""Table 6 and Figure 6: simultaneous pairwise planner contrasts (paper C.5)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .common import MARKERS, Skip, ci, new_figure
+from .context import METRIC_LABELS
+from .output import FigureOutput, Table
+
+__all__ = ["pairwise_table", "pairwise_figure"]
+
+VERDICT_TEXT = {"a>b": "A > B", "b>a": "B > A", "tie": "tie (interval contains 0)"}
+
+
+def _need(results):
+    if results is None or results.pairwise is None:
+        reason = (results.skipped.get("pairwise") or results.skipped.get("planner")
+                  if results else None) or "no pairwise results"
+        raise Skip(reason)
+    return results.pairwise
+
+
+def _method_note(results, r) -> str:
+    cfg = results.config
+    return (f"Simultaneous {100 * r.confidence_level:g}% intervals over the family of "
+            f"{r.family_size} contrasts ({len(r.table)} pairs x metrics; "
+            f"{len(r.set_aside)} with zero standard error set aside and flagged), method "
+            f"{r.method} (max-|t| with CR1 standard errors, t(G-1)-calibrated), critical "
+            f"|t| = {r.critical_value:.3f}; resampling unit: episode ({r.n_clusters} "
+            f"episodes); resamples: {r.n_resamples}; seed: {cfg.seed}. p-values are "
+            "family-wise (Romano-Wolf stepdown). An interval containing 0 is a tie, not a "
+            "ranking.")
+
+
+def pairwise_table(export, results) -> Table:
+    """Every planner pair x contrast metric: difference A - B, simultaneous interval,
+    stepdown p-value and verdict (A > B, B > A or tie)."""
+    r = _need(results)
+    t = r.table.copy()
+    data = t[["planner_a", "planner_b", "metric", "estimate", "se", "t", "low", "high",
+              "p_single_step", "p_stepdown", "verdict", "set_aside"]]
+    disp = pd.DataFrame({
+        "A": t.planner_a, "B": t.planner_b,
+        "metric": t.metric.map(lambda m: METRIC_LABELS.get(m, m)),
+        "A - B (pp) [simultaneous interval]": [
+            ci(e, lo, hi, 1, 100) for e, lo, hi in zip(t.estimate, t.low, t.high)],
+        "stepdown p": [("set aside" if s else f"{p:.3f}")
+                       for p, s in zip(t.p_stepdown, t.set_aside)],
+        "verdict": [("set aside (zero SE)" if s else VERDICT_TEXT[v])
+                    for v, s in zip(t.verdict, t.set_aside)],
+    })
+    n_ties = int(((t.verdict == "tie") & ~t.set_aside).sum())
+    return Table(
+        name="table06_pairwise_contrasts", title="Pairwise simultaneous planner contrasts",
+        paper_ref="paper C.5", data=data, display=disp,
+        notes=(f"{n_ties} of {r.family_size} contrasts are ties. Differences are task-macro "
+               "means of A minus B on the same tasks, in percentage points. "
+               + _method_note(results, r)))
+
+
+def pairwise_figure(export, results) -> FigureOutput:
+    """Forest plot: one panel per metric, one row per pair, marker shape by verdict."""
+    r = _need(results)
+    t = r.table
+    metrics = list(pd.unique(t.metric))
+    pairs = list(pd.unique(t.planner_a + " - " + t.planner_b))
+    fig = new_figure(3.0 * len(metrics) + 1.5, 0.28 * len(pairs) + 1.6)
+    axes = fig.subplots(1, len(metrics), sharey=True, squeeze=False)[0]
+    shape = {"a>b": MARKERS[1], "b>a": MARKERS[2], "tie": MARKERS[0]}
+    fill = {"a>b": "black", "b>a": "black", "tie": "white"}
+    rows = []
+    y = np.arange(len(pairs))
+    for ax, m in zip(axes, metrics):
+        part = t[t.metric == m]
+        for yi, row in zip(y, part.itertuples()):
+            v = "set_aside" if row.set_aside else row.verdict
+            ax.errorbar(100 * row.estimate, yi,
+                        xerr=[[100 * (row.estimate - row.low)], [100 * (row.high - row.estimate)]],
+                        fmt=shape.get(row.verdict, "x"), color="black",
+                        mfc=fill.get(row.verdict, "black"), ms=5, capsize=2, lw=1)
+            rows.append({"metric": m, "pair": pairs[yi], "planner_a": row.planner_a,
+                         "planner_b": row.planner_b, "estimate_pp": 100 * row.estimate,
+                         "low_pp": 100 * row.low, "high_pp": 100 * row.high, "verdict": v})
+        ax.axvline(0, color="0.4", ls="--", lw=0.8)
+        ax.set_title(METRIC_LABELS.get(m, m), fontsize=9)
+        ax.set_xlabel("difference A - B (percentage points)", fontsize=8)
+        ax.grid(axis="x", color="0.85", lw=0.5)
+    axes[0].set_yticks(y, pairs, fontsize=7)
+    axes[0].invert_yaxis()
+    axes[0].set_ylabel("pair A - B")
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], marker=shape[k], color="black", mfc=fill[k], ls="",
+                      label=VERDICT_TEXT[k]) for k in ("a>b", "b>a", "tie")]
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+    fig.suptitle(f"Pairwise contrasts with simultaneous {100 * r.confidence_level:g}% intervals",
+                 fontsize=10)
+    return FigureOutput(name="fig06_pairwise_forest", title="Pairwise contrasts (forest plot)",
+                        paper_ref="paper C.5", figure=fig, data=pd.DataFrame(rows),
+                        notes=_method_note(results, r))

@@ -1,0 +1,147 @@
+"""Table 4 (planner results), Table 5 and Figure 5 (endpoints), Table 7 (by tier)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..metrics import ENDPOINTS
+from .common import GREYS, HATCHES, Skip, estimand_note, new_figure, pct_ci
+from .context import PLANNER_METRICS
+from .output import FigureOutput, Table
+
+__all__ = ["planner_results", "endpoints_table", "endpoints_figure", "tier_results"]
+
+ENDPOINT_LABELS = {"parse_failure": "parse failure", "empty_plan": "empty plan",
+                   "execution_blocked": "execution blocked",
+                   "completed_none": "completed, no condition met",
+                   "completed_partial": "completed, some conditions met",
+                   "completed_all": "completed, all conditions met (success)"}
+
+
+def _need_planner(results):
+    if results is None or results.planner_boot is None:
+        raise Skip(results.skipped.get("planner", "no planner-suite runs") if results
+                   else "no statistics results")
+
+
+def _long(boot, label_map=None) -> pd.DataFrame:
+    t = boot.table.copy()
+    cols = [c for c in t.columns if c not in ("se", "degenerate")]
+    t = t[cols + ["se", "degenerate"]]
+    if label_map:
+        t["metric"] = t["metric"].map(lambda m: label_map.get(m, m))
+    return t
+
+
+def planner_results(export, results) -> Table:
+    """Per planner: every task-macro metric with its episode-cluster interval."""
+    _need_planner(results)
+    cfg = results.config
+    t = results.planner_boot.table
+    label = dict(PLANNER_METRICS)
+    data = t.rename(columns={"label": "planner"}).copy()
+    data.insert(2, "metric_label", data.metric.map(label))
+    data = data[["planner", "metric", "metric_label", "estimate", "low", "high", "se",
+                 "n_records", "n_clusters", "degenerate"]]
+    disp = []
+    for planner in results.labels:
+        part = t[t.label == planner].set_index("metric")
+        row = {"planner": planner, "tasks": int(part.loc["success", "n_records"])}
+        for m, lab in PLANNER_METRICS:
+            r = part.loc[m]
+            row[lab + " (%)"] = pct_ci(r.estimate, r.low, r.high)
+        disp.append(row)
+    n_terminal = int((results.planner_tasks.drop_duplicates("task_id").tier == "terminal").sum())
+    return Table(
+        name="table04_planner_results", title="Planner results on the planner suite",
+        paper_ref="paper 6.3 and C.1-C.3", data=data, display=pd.DataFrame(disp),
+        notes=(f"Task-macro means in percent with {cfg.level_pct} intervals in brackets. "
+               f"Operational-TSR counts every task of the suite (failures stay in the "
+               f"denominator); Strict-TSR and GCR (terminal) use the {n_terminal} "
+               "terminal-tier tasks, GCR (event) the event-tier tasks. "
+               + cfg.describe() + " " + estimand_note()))
+
+
+def endpoints_table(export, results) -> Table:
+    """Mutually exclusive task endpoints per planner: counts and shares with intervals."""
+    _need_planner(results)
+    cfg = results.config
+    pt = results.planner_tasks
+    counts = pd.crosstab(pt.label, pt.endpoint).reindex(index=results.labels,
+                                                        columns=list(ENDPOINTS), fill_value=0)
+    bt = results.endpoint_boot.table.set_index(["label", "metric"])
+    data, disp = [], []
+    for p in results.labels:
+        drow = {"planner": p, "tasks": int(counts.loc[p].sum())}
+        for e in ENDPOINTS:
+            b = bt.loc[(p, e)]
+            data.append({"planner": p, "endpoint": e, "tasks": int(counts.loc[p, e]),
+                         "share": b.estimate, "low": b.low, "high": b.high})
+            drow[ENDPOINT_LABELS[e]] = f"{int(counts.loc[p, e])} ({pct_ci(b.estimate, b.low, b.high)})"
+        disp.append(drow)
+    return Table(
+        name="table05_endpoints", title="Task endpoints per planner",
+        paper_ref="paper Figure 2 and 6.3", data=pd.DataFrame(data), display=pd.DataFrame(disp),
+        notes=("Each task of each run has exactly one endpoint: the first non-completed group "
+               "status, else how many conditions were met. Cells: task count (share in "
+               f"percent with its {cfg.level_pct} interval). Counts describe outcomes, not "
+               "causes. " + cfg.describe()))
+
+
+def endpoints_figure(export, results) -> FigureOutput:
+    """Stacked horizontal bars of endpoint counts per planner (hatched for greyscale)."""
+    _need_planner(results)
+    pt = results.planner_tasks
+    counts = pd.crosstab(pt.label, pt.endpoint).reindex(index=results.labels,
+                                                        columns=list(ENDPOINTS), fill_value=0)
+    fig = new_figure(7.0, 0.45 * len(results.labels) + 2.0)
+    ax = fig.add_subplot()
+    y = np.arange(len(results.labels))
+    left = np.zeros(len(y))
+    rows = []
+    for k, e in enumerate(ENDPOINTS):
+        v = counts[e].to_numpy()
+        ax.barh(y, v, left=left, color=GREYS[k], hatch=HATCHES[k], edgecolor="black",
+                linewidth=0.6, label=ENDPOINT_LABELS[e])
+        for p, c, l0 in zip(results.labels, v, left):
+            rows.append({"planner": p, "endpoint": e, "tasks": int(c), "left": int(l0)})
+        left += v
+    ax.set_yticks(y, results.labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("tasks (count)")
+    ax.set_ylabel("planner")
+    ax.set_title("Task endpoints per planner (planner suite)")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=8,
+              frameon=False)
+    return FigureOutput(name="fig05_endpoints", title="Task endpoints per planner",
+                        paper_ref="paper Figure 2", figure=fig, data=pd.DataFrame(rows),
+                        notes="Stacked counts of mutually exclusive endpoints; data: count "
+                              "and bar start per planner and endpoint.")
+
+
+def tier_results(export, results) -> Table:
+    """Per planner and contract tier: success, GCR, validity, completed-run rate."""
+    _need_planner(results)
+    cfg = results.config
+    t = results.tier_boot.table
+    labels = {"success": "Success", "gcr": "GCR", "action_validity": "Action validity",
+              "completed": "Completed-run rate"}
+    data = t.rename(columns={"label": "planner"})[
+        ["planner", "tier", "metric", "estimate", "low", "high", "se", "n_records",
+         "n_clusters", "degenerate"]]
+    disp = []
+    for (p, tier), part in t.groupby(["label", "tier"], sort=True):
+        part = part.set_index("metric")
+        row = {"planner": p, "tier": tier, "tasks": int(part.loc["success", "n_records"])}
+        for m, lab in labels.items():
+            r = part.loc[m]
+            row[lab + " (%)"] = pct_ci(r.estimate, r.low, r.high)
+        disp.append(row)
+    return Table(
+        name="table07_contract_tiers", title="Results by contract tier",
+        paper_ref="paper 6.3 (contract-type analysis) and C.1", data=data,
+        display=pd.DataFrame(disp),
+        notes=("Terminal tasks are scored on the world state at the task's end, event tasks "
+               "on accepted events within the task; the tiers are different contract "
+               "interpretations, not a difficulty scale. Success on terminal tasks is "
+               "Strict-TSR. " + cfg.describe() + " " + estimand_note()))

@@ -1,0 +1,169 @@
+"""Executor: hand-checked examples, every failed check reported, properties."""
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.executor import Executor, Rules, World
+from analysis.executor.rules import RulesError
+
+from test_differential import random_action, random_world
+
+RULES = Rules.load()
+EX = Executor(RULES)
+
+KITCHEN = World(
+    {"fridge": "fridge", "counter": "counter", "bottle": "bottle", "squash": "squash",
+     "glass": "glass", "spoon": "spoon", "cupboard": "cupboard"},
+    [("agent-at", "fridge"), ("hand-empty",), ("at", "bottle", "counter"),
+     ("capped", "bottle"), ("in", "squash", "bottle"), ("at", "glass", "counter"),
+     ("at", "spoon", "cupboard")])
+
+
+def run(world, *actions):
+    for a in actions:
+        out = EX.apply(world, {"type": a[0], "args": list(a[1:])})
+        assert out.accepted, (a, out.failed_checks)
+        world = out.world
+    return world
+
+
+def test_add_squash():
+    w = run(KITCHEN, ("navigate", "fridge", "counter"), ("pick_up", "bottle", "counter"),
+            ("open_container", "bottle"))
+    out = EX.apply(w, {"type": "pour", "args": ["squash", "bottle", "glass", "counter"]})
+    assert out.accepted and out.world.holds(("in", "squash", "glass"))
+    assert out.transition == {"added": [["filled", "glass"], ["in", "squash", "glass"]],
+                              "removed": []}
+    assert out.event == {"type": "pour", "args": ["squash", "bottle", "glass", "counter"]}
+    assert out.world.holds(("in", "squash", "bottle"))  # quantities are not modelled
+
+
+def test_pour_from_capped_bottle_names_every_failed_check():
+    # At the fridge, hand empty, bottle capped: three preconditions fail at once (the glass
+    # is at the counter, so target_at_fixture holds).
+    out = EX.apply(KITCHEN, {"type": "pour", "args": ["squash", "bottle", "glass", "counter"]})
+    assert not out.accepted and out.world is KITCHEN and out.event is None
+    assert out.failed_checks == ["agent_at_fixture", "holding_source", "source_not_capped"]
+
+
+def test_take_from_closed_storage_then_open():
+    w = run(KITCHEN, ("navigate", "fridge", "cupboard"))
+    out = EX.apply(w, {"type": "take_from_storage", "args": ["spoon", "cupboard"]})
+    assert out.failed_checks == ["storage_open"]
+    w = run(w, ("open_storage", "cupboard"), ("take_from_storage", "spoon", "cupboard"))
+    assert w.holds(("holding", "spoon")) and not w.holds(("at", "spoon", "cupboard"))
+    assert w.location_of("spoon") is None
+
+
+@pytest.mark.parametrize("action,checks", [
+    ("navigate", ["malformed_action"]),
+    (None, ["malformed_action"]),
+    ({"args": []}, ["field:type"]),
+    ({"type": "navigate"}, ["field:args"]),
+    ({"type": 3, "args": "x"}, ["field:type", "field:args"]),
+    ({"type": "navigate", "args": ["fridge", 1]}, ["field:args"]),
+    ({"type": "teleport", "args": []}, ["known_action_type"]),
+    ({"type": "navigate", "args": ["fridge"]}, ["arity"]),
+    ({"type": "navigate", "args": ["fridge", "moon"]}, ["known_object:to"]),
+    ({"type": "pick_up", "args": ["counter", "glass"]},
+     ["type:o", "type:f", "agent_at_source", "object_at_source"]),
+])
+def test_malformed_and_ill_typed_actions_are_rejected_not_raised(action, checks):
+    out = EX.apply(KITCHEN, action)
+    assert (out.accepted, out.failed_checks, out.world is KITCHEN) == (False, checks, True)
+
+
+def test_navigate_to_same_fixture_keeps_agent_there():
+    # STRIPS deletes first, then adds: the agent stays where it was.
+    out = EX.apply(KITCHEN, {"type": "navigate", "args": ["fridge", "fridge"]})
+    assert out.accepted and out.world.holds(("agent-at", "fridge"))
+    assert out.transition == {"added": [], "removed": []}
+
+
+def test_rules_validation_names_the_problem():
+    base = RULES.to_json()
+    bad = {**base, "actions": {"x": {"family": "f", "params": [["o", "item"]],
+                                     "pre": {"p": ["open", "o"]}}}}
+    with pytest.raises(RulesError, match=r"actions.x.pre.p: parameter 'o' of type 'item'"):
+        Rules.from_dict(bad)
+    with pytest.raises(RulesError, match="parent"):
+        Rules.from_dict({**base, "types": {"a": "b"}})
+    assert Rules.from_dict(base).to_json() == base
+
+
+def test_vocabulary_covers_hd_epic_families():
+    fams = {a.family for a in RULES.actions.values()}
+    assert len(RULES.actions) >= 60
+    assert {"retrieve", "leave", "access", "block", "merge", "clean", "split", "transition",
+            "manipulate", "monitor", "distribute", "order", "sense"} <= fams
+
+
+# ----------------------------------------------------------------------- properties
+seeds = st.integers(0, 2**32 - 1)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seeds)
+def test_invalid_actions_leave_the_hash_unchanged(seed):
+    rng = random.Random(seed)
+    w = random_world(rng)
+    for _ in range(15):
+        before = w.sha256()
+        out = EX.apply(w, random_action(rng, w))
+        if out.accepted:
+            w = out.world
+        else:
+            assert out.world is w and w.sha256() == before and out.failed_checks
+            assert out.transition is None and out.event is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(seeds)
+def test_same_sequence_same_outcomes(seed):
+    rng = random.Random(seed)
+    w0 = random_world(rng)
+    actions, w = [], w0
+    for _ in range(12):
+        a = random_action(rng, w)
+        actions.append(a)
+        out = EX.apply(w, a)
+        w = out.world
+    def replay():
+        w, rec = w0, []
+        for a in actions:
+            o = EX.apply(w, a)
+            rec.append((o.accepted, o.failed_checks, o.transition, o.event, o.world.sha256()))
+            w = o.world
+        return rec
+    assert replay() == replay()
+
+
+def _touched(world, action):
+    rule = RULES.actions[action["type"]]
+    b = {p.name: x for p, x in zip(rule.params, action["args"])}
+    return {c.atom.ground(b) for c in rule.pre} | {t.ground(b) for t in rule.add + rule.delete}
+
+
+@settings(max_examples=80, deadline=None)
+@given(seeds)
+def test_independent_accepted_actions_commute(seed):
+    rng = random.Random(seed)
+    w = random_world(rng)
+    # Find two actions, each applicable in w, touching disjoint atoms.
+    found = None
+    for _ in range(60):
+        a, b = random_action(rng, w, p_junk=0), random_action(rng, w, p_junk=0)
+        if EX.check(w, a) or EX.check(w, b):
+            continue
+        if not (_touched(w, a) & _touched(w, b)):
+            found = (a, b)
+            break
+    if found is None:
+        return
+    a, b = found
+    ab = EX.apply(EX.apply(w, a).world, b)
+    ba = EX.apply(EX.apply(w, b).world, a)
+    assert ab.accepted and ba.accepted
+    assert ab.world.sha256() == ba.world.sha256()
