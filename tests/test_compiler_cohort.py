@@ -75,3 +75,45 @@ def test_audit_all_admitted_pass_and_rejections_have_reasons(compiled):
     assert not tasks & {r["task_id"] for r in rej}
     assert {r["check"] for r in audit if r["check"].startswith("stress_")} >= {
         "stress_replay", "stress_witness", "stress_repeat", "stress_immutability"}
+
+
+def test_nespresso_capsule_task_is_terminal_in_planner_suite(compiled):
+    # README worked example: capsule add 16.0-18.0 s, step S01 "Put one capsule into the
+    # coffee machine." The machine is a fixture named only by the step text.
+    a, _ = compiled
+    tasks = read_records(a / "cohort" / "tasks.jsonl")
+    nes = [t for t in tasks if t["episode_id"] == "P01-20240202-110250"
+           and t["contract"]["conditions"][0].get("atom") == ["in", "capsule", "coffee_machine"]]
+    assert len(nes) == 1 and nes[0]["tier"] == "terminal"
+    refs = nes[0]["provenance"]["refs"]
+    assert (refs["ingredient"], refs["step"], refs["start"]) == ("P01_R01_I01", "P01_R01_S01", 16.0)
+    assert "insert" in nes[0]["reference_action_types"]
+    suites = {s["suite"]: s for s in read_records(a / "cohort" / "suites.jsonl")}
+    assert nes[0]["task_id"] in suites["planner"]["task_ids"]
+    dropped = read_records(a / "cohort" / "dropped.jsonl")
+    assert not [d for d in dropped if d["refs"].get("ingredient") == "P01_R01_I01"]
+
+
+def test_stress_commute_counts_only_tasks_with_a_pair(compiled):
+    a, rep = compiled
+    audit = read_records(a / "cohort" / "audit.jsonl")
+    stress_tasks = {r["task_id"] for r in audit if r["check"] == "stress_replay"}
+    com = {r["task_id"]: r for r in audit if r["check"] == "stress_commute"}
+    none = {r["task_id"]: r for r in audit if r["check"] == "stress_commute_no_pair"}
+    assert len(stress_tasks) == 12
+    # every stress task has exactly one of the two records
+    assert set(com) | set(none) == stress_tasks and not set(com) & set(none)
+    assert all("no independent pair" in r["detail"] for r in none.values())
+    assert all(" and " in r["detail"] and "both orders" in r["detail"] for r in com.values())
+    assert rep.audit["stress_commute"] == (sum(r["passed"] for r in com.values()), len(com))
+
+
+def test_dropped_events_exported_with_reasons(compiled):
+    a, rep = compiled
+    dropped = read_records(a / "cohort" / "dropped.jsonl")
+    assert len(dropped) == rep.dropped_events
+    assert all(d["reason"] and d["what"] for d in dropped)
+    # the readers' quirks: 4 reversed activity rows + 5 add/weigh events outside their capture
+    assert sum(d["kind"] == "source" for d in dropped) == 9
+    eps = {e["episode_id"] for e in read_records(a / "cohort" / "episodes.jsonl.gz")}
+    assert {d["episode_id"] for d in dropped if d["kind"] != "source"} <= eps

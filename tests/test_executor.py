@@ -167,3 +167,9 @@ def test_independent_accepted_actions_commute(seed):
     ba = EX.apply(EX.apply(w, b).world, a)
     assert ab.accepted and ba.accepted
     assert ab.world.sha256() == ba.world.sha256()
+
+
+def test_docs_table_is_generated_from_the_rules():
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "executor.md").read_text()
+    assert RULES.markdown_table() in doc

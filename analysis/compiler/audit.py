@@ -91,21 +91,156 @@ def stress(sim, objects, facts, group_recs, t, states, events) -> list[dict]:
         out.append(_rec("stress_missing_state_fails", tid,
                         not truth(cond, states[t["last"]], [], missing),
                         f"entity {atom[1]} removed from the world"))
-    # commute: two consecutive accepted independent operations in the task, both orders
-    f = states[t["first"] - 1]
-    ops = [{"type": o["type"], "args": o["args"]} for i in range(t["first"], t["last"] + 1)
-           for o in group_recs[i]["operations"]]
-    for a, b in zip(ops, ops[1:]):
-        if set(a["args"]) & set(b["args"]) or "navigate" in (a["type"], b["type"]):
-            ok1, _, f1 = sim.apply(objects, f, a)
-            f = f1 if ok1 else f
-            continue
-        ok1, _, fa = sim.apply(objects, f, a)
-        ok2, _, fab = sim.apply(objects, fa, b)
-        ok3, _, fb = sim.apply(objects, f, b)
-        ok4, _, fba = sim.apply(objects, fb, a)
-        if ok1 and ok2 and ok3 and ok4:
-            out.append(_rec("stress_commute", tid, fab == fba, f"{a['type']} and {b['type']} in both orders"))
-            break
-        f = fa if ok1 else f
+    out.append(commute_check(sim, objects, group_recs, t, states))
     return out
+
+
+# ----------------------------------------------------------------------- commute check
+# DESIGN.md section 6: independent updates commute. Two actions are independent when
+# neither writes (adds or deletes) an atom the other reads (a precondition, negated or
+# not) or writes; shared reads (both need ``agent-at f``) are allowed, because reading
+# cannot change the other's outcome. Both must change the world, so that comparing the
+# two orders is not vacuous. The pair is applied in both orders with
+# ``analysis.executor.Executor`` itself and the canonical world hashes compared.
+
+_EXECUTOR = []
+
+
+def _executor():
+    if not _EXECUTOR:
+        from analysis.executor.executor import Executor
+        from analysis.executor.rules import Rules
+        _EXECUTOR.append(Executor(Rules.load()))
+    return _EXECUTOR[0]
+
+
+def touched(sim: Sim, action: dict) -> tuple[frozenset, frozenset, frozenset, frozenset]:
+    """``(reads, writes, adds, dels)`` of a ground action (atoms as tuples)."""
+    rule = sim.actions[action["type"]]
+    b = {p[0]: a for p, a in zip(rule["params"], action["args"])}
+    g = lambda atom: (atom[0],) + tuple(b.get(x, x) for x in atom[1:])
+    reads = frozenset(g(c[1]) if c[0] == "not" else g(c) for c in (rule.get("pre") or {}).values())
+    adds = frozenset(g(a) for a in (rule.get("add") or []))
+    dels = frozenset(g(a) for a in (rule.get("del") or []))
+    return reads, adds | dels, adds, dels
+
+
+def independent(sim: Sim, facts: frozenset, a: dict, b: dict) -> bool:
+    """Disjoint touched atoms (see above), and each action changes ``facts``."""
+    ra, wa, adda, dela = touched(sim, a)
+    rb, wb, addb, delb = touched(sim, b)
+    if wa & (rb | wb) or wb & (ra | wa):
+        return False
+    return bool((adda - facts) | (dela & facts)) and bool((addb - facts) | (delb & facts))
+
+
+def ground_applicable(sim: Sim, objects: dict, facts: frozenset) -> list[dict]:
+    """Every ground action applicable in ``facts`` whose parameters are all bound by its
+    positive preconditions (matched against the facts), sorted for determinism.
+    Actions with a free parameter (``navigate``'s destination) are skipped: they are
+    never independent of another agent action anyway (both touch ``agent-at``)."""
+    by_pred: dict = {}
+    for a in sorted(facts):
+        by_pred.setdefault(a[0], []).append(a)
+    out = set()
+    for typ in sorted(sim.actions):
+        rule = sim.actions[typ]
+        params = [p[0] for p in rule["params"]]
+        pos = [c for c in (rule.get("pre") or {}).values() if c[0] != "not"]
+
+        def bind(i, b):
+            if i == len(pos):
+                if all(p in b for p in params):
+                    yield b
+                return
+            atom = pos[i]
+            for f in by_pred.get(atom[0], ()):
+                if len(f) != len(atom):
+                    continue
+                nb, ok = dict(b), True
+                for x, v in zip(atom[1:], f[1:]):
+                    if x in params:
+                        if nb.setdefault(x, v) != v:
+                            ok = False
+                            break
+                    elif x != v:
+                        ok = False
+                        break
+                if ok:
+                    yield from bind(i + 1, nb)
+
+        for b in bind(0, {}):
+            args = tuple(b[p] for p in params)
+            if not sim.check(objects, facts, {"type": typ, "args": list(args)}):
+                out.add((typ, args))
+    return [{"type": t, "args": list(a)} for t, a in sorted(out)]
+
+
+def _fmt(a: dict) -> str:
+    return f"{a['type']}({', '.join(a['args'])})"
+
+
+def both_orders(objects: dict, facts: frozenset, a: dict, b: dict) -> tuple[bool, str]:
+    """Apply a;b and b;a with the executor; ``(same accepted outcome, detail)``."""
+    from analysis.executor.world import World
+    ex = _executor()
+    w = World(objects, facts)
+    hashes = []
+    for x, y in ((a, b), (b, a)):
+        o1 = ex.apply(w, x)
+        o2 = ex.apply(o1.world, y) if o1.accepted else None
+        if not (o1.accepted and o2.accepted):
+            return False, f"{_fmt(x)} then {_fmt(y)} rejected by the executor"
+        hashes.append(o2.world.sha256())
+    same = hashes[0] == hashes[1]
+    return same, (f"world sha256 {hashes[0][:12]} in both orders" if same else
+                  f"world sha256 differs: {hashes[0][:12]} vs {hashes[1][:12]}")
+
+
+def find_commute_pair(sim: Sim, objects, group_recs, t, states):
+    """The first independent pair for a task, searched in this order (the detail names it):
+    1. two adjacent accepted operations of the task's reference replay;
+    2. two reference operations of the task applicable in the same replay state;
+    3. two ground actions applicable in a state of the task's replay (constructed).
+    Returns ``(facts, a, b, how)`` or ``None``."""
+    ops = [(i, {"type": o["type"], "args": o["args"]}) for i in range(t["first"], t["last"] + 1)
+           for o in group_recs[i]["operations"]]
+    seq = []                   # (group index, state before, action) for accepted operations
+    f = states[t["first"] - 1]
+    for gi, a in ops:
+        ok, _, nf = sim.apply(objects, f, a)
+        if ok:
+            seq.append((gi, f, a))
+            f = nf
+    for (gi, s, a), (_, sa, b) in zip(seq, seq[1:]):
+        if not sim.check(objects, s, b) and independent(sim, s, a, b):
+            return s, a, b, f"adjacent reference operations in {group_recs[gi]['group_id']}"
+    for gi, s, _ in seq:
+        app = [a for _, _, a in seq if not sim.check(objects, s, a)]
+        for k, a in enumerate(app):
+            for b in app[k + 1:]:
+                if independent(sim, s, a, b):
+                    return s, a, b, ("reference operations applicable in the same state "
+                                     f"(before an operation of {group_recs[gi]['group_id']})")
+    for gi, s, _ in seq:
+        app = ground_applicable(sim, objects, s)
+        for k, a in enumerate(app):
+            for b in app[k + 1:]:
+                if independent(sim, s, a, b):
+                    return s, a, b, ("constructed from the replay state before an operation "
+                                     f"of {group_recs[gi]['group_id']}")
+    return None
+
+
+def commute_check(sim: Sim, objects, group_recs, t, states) -> dict:
+    """One record: ``stress_commute`` when an independent pair exists (passed = both
+    orders accepted and equal hashes), else ``stress_commute_no_pair`` (informational,
+    passed true: the search ran; it is not counted in the commute tally, see FORMAT.md)."""
+    found = find_commute_pair(sim, objects, group_recs, t, states)
+    if found is None:
+        return _rec("stress_commute_no_pair", t["task_id"], True,
+                    "no independent pair: no two independent state-changing actions are "
+                    "applicable in any state of the task's reference replay; not counted")
+    facts, a, b, how = found
+    ok, detail = both_orders(objects, facts, a, b)
+    return _rec("stress_commute", t["task_id"], ok, f"{_fmt(a)} and {_fmt(b)} ({how}): {detail}")

@@ -42,7 +42,7 @@ SQUASH = ("P02-20240209-194141", ["in", "squash", "glass"])
 FILES = {"cohort/rules.json": "rules", "cohort/scenes.jsonl": "scene",
          "cohort/episodes.jsonl.gz": "episode", "cohort/tasks.jsonl": "task",
          "cohort/suites.jsonl": "suite", "cohort/audit.jsonl": "audit",
-         "cohort/rejected.jsonl": "rejected_task"}
+         "cohort/rejected.jsonl": "rejected_task", "cohort/dropped.jsonl": "dropped_event"}
 
 
 @dataclass
@@ -55,7 +55,8 @@ class CompileReport:
     operations: dict = field(default_factory=dict)
     rejections: dict = field(default_factory=dict)
     audit: dict = field(default_factory=dict)          # check -> [passed, total]
-    dropped_events: int = 0
+    dropped_events: int = 0                            # records of cohort/dropped.jsonl
+    dropped_by_kind: dict = field(default_factory=dict)
     source_quirks: list = field(default_factory=list)
     seconds: float = 0.0
 
@@ -64,7 +65,8 @@ class CompileReport:
         for s, tiers in sorted(self.tasks.items()):
             lines.append(f"suite {s}: " + ", ".join(f"{k} {v}" for k, v in sorted(tiers.items())))
         lines.append(f"world facts: {self.facts}; operations: {self.operations}")
-        lines.append(f"rejections: {self.rejections}; dropped source events: {self.dropped_events}")
+        lines.append(f"rejections: {self.rejections}; dropped source events: {self.dropped_events} "
+                     f"{self.dropped_by_kind}")
         lines.append("audit: " + ", ".join(f"{k} {p}/{n}" for k, (p, n) in sorted(self.audit.items())))
         lines.append(f"compile time {self.seconds:.1f} s")
         return "\n".join(lines)
@@ -131,6 +133,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     prov_counts = Counter()
     op_counts = Counter()
     per_ep = {}
+    dropped_of: dict[str, list[dict]] = {}
     for n, eid in enumerate(episode_ids, 1):
         progress(f"episode {n}/{len(episode_ids)} {eid}")
         s = eid[:3]
@@ -138,7 +141,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
                             recipes, nouns, vocab)
         groups, builder, adds, op_group = build_groups(world, recipes, activities, sim)
         grecs = group_records(world, groups)
-        rep.dropped_events += len(builder.out.dropped)
+        dropped_of[eid] = builder.out.dropped
         facts = sorted(world.facts)
         objects = world.objects
         init = frozenset(world.facts)
@@ -232,6 +235,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
                         "README; per episode up to 3 terminal and 3 event tasks that pass admission")},
     ]
     rejected.sort(key=lambda r: r["task_id"])
+    dropped = dropped_records(quirks, dropped_of, used_eps)
     rules = vocab.rules
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
@@ -248,6 +252,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         write_records(tmp / "suites.jsonl", suites)
         write_records(tmp / "audit.jsonl", audit)
         write_records(tmp / "rejected.jsonl", rejected)
+        write_records(tmp / "dropped.jsonl", dropped)
         final = out_dir / "cohort"
         if final.exists():
             old = out_dir / f".cohort.old.{os.getpid()}"
@@ -268,6 +273,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     rep.facts = dict(prov_counts)
     rep.operations = dict(op_counts)
     rep.rejections = dict(Counter(r["reason"] for r in rejected))
+    rep.dropped_events = len(dropped)
+    rep.dropped_by_kind = dict(sorted(Counter(d["kind"] for d in dropped).items()))
     agg = {}
     for a in audit:
         p, n = agg.get(a["check"], (0, 0))
@@ -309,3 +316,20 @@ def executor_crosscheck(episodes) -> list[dict]:
     return [{"check": "executor_replay", "task_id": None, "passed": total_bad == 0,
              "detail": f"{total - total_bad}/{total} reference operations of {len(episodes)} "
                        f"episodes accepted by analysis.executor; failing episodes: {bad_eps}"}]
+
+
+def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str]) -> list[dict]:
+    """``cohort/dropped.jsonl``: every source event that produced no accepted operation.
+
+    Kind ``source``: rows/events the readers discard (a quirk string ``"<where>: <why>;
+    ... dropped"``; no episode). Kinds ``track``/``add``/``cue``: per exported episode, in
+    the operation builder's order (time order of the events)."""
+    out = []
+    for n, q in enumerate(q for q in quirks if q.endswith("dropped")):
+        where, _, why = q.partition(": ")
+        out.append({"event_id": f"source/d{n:03d}", "episode_id": None, "kind": "source",
+                    "what": where, "reason": why.rsplit(";", 1)[0], "time": None, "refs": {}})
+    for eid in episode_ids:
+        for n, d in enumerate(dropped_of[eid]):
+            out.append({"event_id": f"{eid}/d{n:03d}", "episode_id": eid, **d})
+    return out

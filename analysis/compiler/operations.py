@@ -27,7 +27,9 @@ class Op:
 @dataclass
 class OpStream:
     ops: list[Op] = field(default_factory=list)
-    dropped: list[tuple[str, str]] = field(default_factory=list)   # (what, reason)
+    # one dict per source event that produced no accepted operation:
+    # {kind: track|add|cue, what, reason, time, refs} (exported as cohort/dropped.jsonl)
+    dropped: list[dict] = field(default_factory=list)
     facts: frozenset = frozenset()
 
 
@@ -51,6 +53,15 @@ class OpBuilder:
             self.facts = facts
             self.out.ops.append(Op(t, action, prov))
         return ok
+
+    def _drop(self, kind: str, what: str, reason: str, t: float, **refs) -> None:
+        self.out.dropped.append({"kind": kind, "what": what, "reason": reason, "time": t,
+                                 "refs": {k: v for k, v in sorted(refs.items()) if v is not None}})
+
+    def _drop_add(self, ev, recipe_id, step_id, reason: str) -> None:
+        self._drop("add", f"add {ev.ingredient_id} ({ev.name})", reason, ev.span.start,
+                   recipe=recipe_id, step=step_id, ingredient=ev.ingredient_id,
+                   video=ev.span.video, start=ev.span.start, end=ev.span.end)
 
     def _agent(self) -> str:
         return next(a[1] for a in sorted(self.facts) if a[0] == "agent-at")
@@ -137,7 +148,8 @@ class OpBuilder:
         prov_take = observed(association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video,
                              start=tr.start, end=tr.end, vqa=tr.src_ref)
         if not self.take(tr.start, tr.entity, prov_take):
-            self.out.dropped.append((f"track {tr.track_id} ({tr.entity})", "pick-up not executable"))
+            self._drop("track", f"track {tr.track_id} ({tr.entity})", "pick-up not executable", tr.start,
+                       association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
             return
         if tr.dst:
             dst, prov = tr.dst, observed(association=tr.assoc.assoc_id, track=tr.track_id,
@@ -150,7 +162,8 @@ class OpBuilder:
             dst, prov = self.w.work_counter, curated("unobserved_destination_work_counter")
         if not self.put(tr.end, tr.entity, dst, prov):
             self.put_back_somewhere(tr.end, tr.entity)
-            self.out.dropped.append((f"track {tr.track_id} ({tr.entity})", f"put-down at {dst} not executable"))
+            self._drop("track", f"track {tr.track_id} ({tr.entity})", f"put-down at {dst} not executable",
+                       tr.end, association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
         if self.sim.vocab.is_a(self.objects[tr.entity], "vessel"):
             self.recent_vessel = tr.entity
 
@@ -176,20 +189,26 @@ class OpBuilder:
     def add(self, ev, recipe_id: str, step_id: str | None, step_text: str):
         ing = self.w.ingredient_entities.get(ev.ingredient_id)
         if ing is None:
-            self.out.dropped.append((f"add {ev.ingredient_id}", "ingredient has no entity"))
+            self._drop_add(ev, recipe_id, step_id, "ingredient has no entity")
             return None
         target, how = self.resolve_container(step_text, ing)
         if target is None:
-            self.out.dropped.append((f"add {ev.ingredient_id}", "no target container"))
+            self._drop_add(ev, recipe_id, step_id, "no target container")
             return None
         prov = observed(recipe=recipe_id, ingredient=ev.ingredient_id, step=step_id,
                         video=ev.span.video, start=ev.span.start, end=ev.span.end,
                         target=how)
         t = ev.span.start
         ltype = self.objects[ing]
-        tf, tcont = self.location(target)
+        if self.sim.vocab.is_a(self.objects[target], "fixture"):
+            # a fixture target (the coffee machine, named only by the step text) is never
+            # `at` anything: it is its own place. Asking location() for it returned None
+            # and dropped the Nespresso capsule add ("not placed on a fixture").
+            tf, tcont = target, None
+        else:
+            tf, tcont = self.location(target)
         if tf is None or tcont not in (None, tf):
-            self.out.dropped.append((f"add {ev.ingredient_id}", f"target {target} not placed on a fixture"))
+            self._drop_add(ev, recipe_id, step_id, f"target {target} not placed on a fixture")
             return None
         ok = False
         if self.sim.vocab.is_a(ltype, "substance"):
@@ -209,22 +228,30 @@ class OpBuilder:
                         ok = self._try(t, "put_in_container", [ing, target, tf], prov)
                 self.put_back_somewhere(t, ing)
         if not ok:
-            self.out.dropped.append((f"add {ev.ingredient_id}", "add not executable"))
+            self._drop_add(ev, recipe_id, step_id, f"add into {target} not executable")
             return None
         return (ing, target)
 
     def cue(self, t, verb: str, text: str, prov_refs: dict):
-        """Step-text cues: stir (with a spoon into the recent vessel), turn on (appliance named)."""
+        """Step-text cues: stir (with a spoon into the recent vessel), turn on (appliance named).
+        A cue that yields no accepted step operation is listed in ``dropped`` with the reason."""
+        n0 = len(self.out.ops)
+        reason = self._cue(t, verb, text, prov_refs)
+        if not any(op.provenance["source"] == "observed" for op in self.out.ops[n0:]):
+            self._drop("cue", f"cue {verb} {prov_refs.get('step')}", reason or "cue not executable",
+                       t, **prov_refs)
+
+    def _cue(self, t, verb: str, text: str, prov_refs: dict) -> str | None:
+        """Apply a cue; returns why nothing was grounded (None when it was tried)."""
         prov = observed(**prov_refs)
         if verb in ("stir", "mix"):
             spoon = next((e for e in sorted(self.objects) if self.objects[e] in ("spoon", "whisk_tool")), None)
             target = self.recent_vessel
             if spoon is None or target is None:
-                self.out.dropped.append((f"cue {verb} {prov_refs.get('step')}", "no spoon or vessel"))
-                return
+                return "no spoon or vessel"
             tf, tc = self.location(target)
             if tf is None or tc not in (None, tf):
-                return
+                return f"vessel {target} not placed on a fixture"
             if self.take(t, spoon, curated("take_tool_for_step")):
                 if self.goto(t, tf):
                     self._try(t, "stir" if self.objects[spoon] != "whisk_tool" else "whisk",
@@ -245,5 +272,6 @@ class OpBuilder:
                         f, c = self.location(ent)
                         if f and c is None and self.goto(t, f):
                             self._try(t, "turn_on_container", [ent, f], prov)
-                    return
-            self.out.dropped.append((f"cue {verb} {prov_refs.get('step')}", "no appliance named"))
+                    return f"{verb} {ent} not executable"
+            return "no appliance named"
+        return None

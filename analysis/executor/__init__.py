@@ -16,3 +16,9 @@ __all__ = ["World", "Rules", "RulesError", "Executor", "Outcome", "TRUE", "FALSE
            "domain_pddl", "problem_pddl"]
 
 # --- observation / belief / runtime / replay: re-exports go below this line ---
+from .observation import Observer, RegionObservation, observe_region  # noqa: E402
+from .belief import Belief  # noqa: E402
+from .runtime import RuntimeConfig, find_repair, run_episode  # noqa: E402
+from .replay import Divergence, ReplayReport, replay_run  # noqa: E402
+__all__ += ["Observer", "RegionObservation", "observe_region", "Belief", "RuntimeConfig",
+            "find_repair", "run_episode", "Divergence", "ReplayReport", "replay_run"]

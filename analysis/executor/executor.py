@@ -35,14 +35,48 @@ KNOWN_ACTION_TYPE = "known_action_type"
 ARITY = "arity"
 
 
-@dataclass(frozen=True, slots=True)
 class Outcome:
-    """Result of one attempt. ``world`` is the input object itself when invalid."""
-    accepted: bool
-    failed_checks: list[str]
-    world: World
-    transition: dict | None
-    event: dict | None
+    """Result of one attempt. ``world`` is the input object itself when invalid.
+
+    ``transition`` (``{"added": [...], "removed": [...]}``, atoms as sorted lists) and
+    ``event`` (``{"type", "args"}``) are ``None`` for an invalid attempt. They are built
+    on first access: a replay or a planner loop rarely reads them, and building sorted
+    lists for every attempt cost more than the check itself.
+    """
+
+    __slots__ = ("accepted", "failed_checks", "world", "_before", "_changes", "_event",
+                 "_transition", "_event_dict")
+
+    def __init__(self, accepted, failed_checks, world, before=None, changes=None,
+                 event=None):
+        self.accepted = accepted
+        self.failed_checks = failed_checks
+        self.world = world
+        self._before = before      # facts before the action (accepted only)
+        self._changes = changes    # (deleted atoms, added atoms) of the rule
+        self._event = event        # (type, args tuple)
+        self._transition = self._event_dict = None
+
+    @property
+    def transition(self) -> dict | None:
+        if self._transition is None and self.accepted:
+            dels, adds = self._changes
+            facts = self._before
+            # Report what really changed: an add of a fact already true is no change,
+            # and a deleted-then-added atom stays (STRIPS: delete first, then add).
+            self._transition = {"added": [list(a) for a in sorted(adds - facts)],
+                                "removed": [list(a) for a in sorted((dels - adds) & facts)]}
+        return self._transition
+
+    @property
+    def event(self) -> dict | None:
+        if self._event_dict is None and self.accepted:
+            self._event_dict = {"type": self._event[0], "args": list(self._event[1])}
+        return self._event_dict
+
+    def __repr__(self) -> str:
+        return (f"Outcome(accepted={self.accepted}, failed_checks={self.failed_checks}, "
+                f"event={self.event})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +89,35 @@ class _Compiled:
     pre: tuple[tuple[str, str, tuple[int, ...], bool], ...]  # (name, pred, idx, negated)
     add: tuple[tuple[str, tuple[int, ...]], ...]
     delete: tuple[tuple[str, tuple[int, ...]], ...]
+    check: Any = None     # generated: (args, facts, objects) -> list of failed check names
+    effects: Any = None   # generated: args -> (deleted atoms, added atoms)
+
+
+def _generate(c: _Compiled) -> tuple[Any, Any]:
+    # Straight-line Python per action type (the semantics stay in the tuples above; this
+    # only unrolls them): no loops, no index lookups, about 3x faster than interpreting.
+    def atom(pred, idx):
+        return "(" + "".join([repr(pred) + ", "] + [f"a[{i}], " for i in idx]) + ")"
+
+    lines = ["def check(a, facts, objects, allowed):", "    failed = []"]
+    for i, (known, typed, _) in enumerate(c.param_checks):
+        lines += [f"    t = objects.get(a[{i}])",
+                  f"    if t is None: failed.append({known!r})",
+                  f"    elif t not in allowed[{i}]: failed.append({typed!r})"]
+    for name, pred, idx, negated in c.pre:
+        op = "in" if negated else "not in"
+        lines.append(f"    if {atom(pred, idx)} {op} facts: failed.append({name!r})")
+    lines.append("    return failed")
+    lines.append("def effects(a):")
+    dels = ", ".join(atom(p, idx) for p, idx in c.delete)
+    adds = ", ".join(atom(p, idx) for p, idx in c.add)
+    lines.append(f"    return {{{dels}}} if {bool(c.delete)} else set(), "
+                 f"{{{adds}}} if {bool(c.add)} else set()")
+    ns: dict = {}
+    exec("\n".join(lines), ns)  # noqa: S102 - source built from validated rule names only
+    allowed = tuple(t for _, _, t in c.param_checks)
+    check = ns["check"]
+    return (lambda a, facts, objects: check(a, facts, objects, allowed)), ns["effects"]
 
 
 def _compile(rules: Rules) -> dict[str, _Compiled]:
@@ -71,6 +134,9 @@ def _compile(rules: Rules) -> dict[str, _Compiled]:
             add=tuple((t.predicate, tuple(index[x] for x in t.args)) for t in a.add),
             delete=tuple((t.predicate, tuple(index[x] for x in t.args)) for t in a.delete),
         )
+        check, effects = _generate(out[name])
+        object.__setattr__(out[name], "check", check)
+        object.__setattr__(out[name], "effects", effects)
     return out
 
 
@@ -80,6 +146,10 @@ class Executor:
     def __init__(self, rules: Rules):
         self.rules = rules
         self._compiled = _compile(rules)
+        # Grounded operators by (type, args): planners and replays submit the same few
+        # hundred actions again and again, so grounding once makes the common case one
+        # subset test, as in pyperplan. Only well-formed, known, right-arity actions enter.
+        self._grounded: dict[tuple, _Grounded] = {}
 
     def check(self, world: World, action: Any) -> list[str]:
         """Names of every failed check of ``action`` in ``world`` (empty when valid).
@@ -98,7 +168,7 @@ class Executor:
         failed = []
         if not isinstance(t, str):
             failed.append(FIELD_TYPE)
-        if not isinstance(args, list) or not all(isinstance(x, str) for x in args):
+        if type(args) is not list or not all(type(x) is str for x in args):
             failed.append(FIELD_ARGS)
         if failed:
             return failed, None
@@ -107,38 +177,59 @@ class Executor:
             return [KNOWN_ACTION_TYPE], None
         if len(args) != c.arity:
             return [ARITY], None
-        objects = world._objects
-        for arg, (known, typed, allowed) in zip(args, c.param_checks):
-            ty = objects.get(arg)
-            if ty is None:
-                failed.append(known)
-            elif ty not in allowed:
-                failed.append(typed)
-        facts = world._facts
-        for name, pred, idx, negated in c.pre:
-            if ((pred, *[args[i] for i in idx]) in facts) is negated:
-                failed.append(name)
-        return failed, c
+        return c.check(args, world._facts, world._objects), c
+
+    def _ground(self, c: _Compiled, args) -> "_Grounded":
+        def atoms(spec):
+            return frozenset((p, *(args[i] for i in idx)) for p, idx in spec)
+        pos = frozenset((p, *(args[i] for i in idx)) for _, p, idx, neg in c.pre if not neg)
+        negs = frozenset((p, *(args[i] for i in idx)) for _, p, idx, neg in c.pre if neg)
+        named = tuple((name, (p, *(args[i] for i in idx)), neg) for name, p, idx, neg in c.pre)
+        return _Grounded(c, tuple(args), tuple((t[2], a) for t, a in zip(c.param_checks, args)),
+                         pos, negs, atoms(c.delete), atoms(c.add), named)
 
     def apply(self, world: World, action: Any) -> Outcome:
         """Check ``action`` and, when every check passes, apply its effects.
 
         Never raises on a malformed action: it is rejected with a named check.
         """
-        failed, c = self._check(world, action)
-        if failed:
-            return Outcome(False, failed, world, None, None)
-        args = action["args"]
-        facts = world._facts
-        dels = {(p, *[args[i] for i in idx]) for p, idx in c.delete}
-        adds = {(p, *[args[i] for i in idx]) for p, idx in c.add}
-        new_facts = (facts - dels) | adds
-        # Report what really changed: an add of a fact already true is no change, and a
-        # deleted-then-added atom stays (STRIPS: delete first, then add).
-        added = sorted(adds - facts)
-        removed = sorted((dels - adds) & facts)
-        return Outcome(
-            True, [], World._trusted(world._objects, new_facts),
-            {"added": [list(a) for a in added], "removed": [list(a) for a in removed]},
-            {"type": c.name, "args": list(args)},
-        )
+        facts, objects = world._facts, world._objects
+        g = None
+        if type(action) is dict:
+            try:
+                g = self._grounded.get((action["type"], tuple(action["args"])))
+            except (KeyError, TypeError):
+                g = None
+        if g is not None:
+            # Fast path: the action was grounded before. Types are checked against this
+            # world's objects; the preconditions are one subset and one disjointness test.
+            for allowed, arg in g.typed:
+                if objects.get(arg) not in allowed:
+                    return Outcome(False, g.compiled.check(g.args, facts, objects), world)
+            if not (g.pos <= facts and g.neg.isdisjoint(facts)):
+                return Outcome(False, [n for n, atom, negated in g.named
+                                       if (atom in facts) is negated], world)
+            c, args, dels, adds = g.compiled, g.args, g.delete, g.add
+        else:
+            failed, c = self._check(world, action)
+            if c is not None and len(self._grounded) < 200_000:
+                g = self._ground(c, action["args"])
+                self._grounded[(c.name, g.args)] = g
+            if failed:
+                return Outcome(False, failed, world, None, None)
+            args = action["args"]
+            dels, adds = c.effects(args)
+        return Outcome(True, [], World._trusted(objects, (facts - dels) | adds), facts,
+                       (dels, adds), (c.name, args))
+
+
+@dataclass(frozen=True, slots=True)
+class _Grounded:
+    compiled: _Compiled
+    args: tuple
+    typed: tuple            # ((allowed types, arg), ...)
+    pos: frozenset          # positive preconditions
+    neg: frozenset          # atoms that must be false
+    delete: frozenset
+    add: frozenset
+    named: tuple            # ((check name, atom, negated), ...) in rule order

@@ -29,7 +29,7 @@ task's last group from the world and the task's accepted events.
 >>> from analysis.executor import Rules
 >>> cfg = RuntimeConfig(attempt_limit=10)
 >>> cfg.attempt_limit, cfg.max_planner_calls
-(10, 6)
+(10, 8)
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ class RuntimeConfig:
     """Loop settings. ``feedback_window``: how many recent attempts the planner sees."""
 
     attempt_limit: int = 80
-    max_planner_calls: int = 6
+    max_planner_calls: int = 8
     feedback_window: int = 5
     repair: bool = True
 

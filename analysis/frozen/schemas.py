@@ -105,6 +105,15 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "reason": "str",
         "detail": "str",
     },
+    "dropped_event": {
+        "event_id": "str",
+        "episode_id": "str|null",
+        "kind": {"source", "track", "add", "cue"},
+        "what": "str",
+        "reason": "str",
+        "time": "float|null",
+        "refs": "dict",
+    },
     "run": {
         "run_id": "str",
         "planner": "str",
@@ -160,6 +169,7 @@ ID_FIELDS: dict[str, tuple[str, ...]] = {
     "task": ("task_id",),
     "suite": ("suite",),
     "rejected_task": ("task_id",),
+    "dropped_event": ("event_id",),
     "run": ("run_id",),
     "group_record": ("group_id",),
     "task_record": ("task_id",),

@@ -23,7 +23,7 @@ entity of a compatible type at rate ``p_wrong_binding`` and emits malformed JSON
 
 >>> from analysis.planners.toy import toy_episode
 >>> BeliefSearchPlanner(seed=0).config()["max_queries"]
-3
+1
 """
 from __future__ import annotations
 
@@ -47,14 +47,18 @@ class BeliefSearchPlanner:
 
     name = "belief_search"
 
-    def __init__(self, seed: int = 0, max_queries: int = 3, max_depth: int = 2):
+    def __init__(self, seed: int = 0, max_queries: int = 1, max_depth: int = 2,
+                 max_retries: int = 2):
         self.seed = int(seed)
         self.max_queries = int(max_queries)
         self.max_depth = int(max_depth)
+        self.max_retries = int(max_retries)
+        self._may_query = True
         self._groups: dict[str, dict] = {}
 
     def config(self) -> dict:
-        return {"seed": self.seed, "max_queries": self.max_queries, "max_depth": self.max_depth}
+        return {"seed": self.seed, "max_queries": self.max_queries, "max_depth": self.max_depth,
+                "max_retries": self.max_retries}
 
     # ------------------------------------------------------------------ helpers
     def _type(self, view: PlannerView, e: str | None) -> str | None:
@@ -97,10 +101,34 @@ class BeliefSearchPlanner:
             self._open(view, out, state, here)
         self._emit(view, out, state, action, [held, here])
 
+    #: where a kitchen keeps things, by item type (a common-sense prior for guessing)
+    PRIOR = (("utensil", ("drawer", "cupboard", "fridge")),
+             ("food", ("fridge", "cupboard", "drawer")),
+             ("item", ("cupboard", "fridge", "drawer")))
+
+    def _guess(self, view: PlannerView, state: BelievedState, item: str) -> str | None:
+        """A storage fixture to try for an item of unknown location (prior order, minus
+        fixtures the feedback ruled out)."""
+        ty = view.object_types.get(item)
+        kinds = next((k for t, k in self.PRIOR if is_subtype(view.types, ty, t)), ())
+        storage = [r for r in view.regions
+                   if is_subtype(view.types, view.object_types.get(r), "storage")]
+        rank = {k: i for i, k in enumerate(kinds)}
+        storage.sort(key=lambda r: (rank.get(view.object_types.get(r), len(rank)), r))
+        for r in storage:
+            if state.flags.get(("at", item, r)) is not False:
+                return r
+        return None
+
     def _fetch(self, view, out, state, item: str) -> None:
         rel = state.loc.get(item)
         if rel is None:
-            raise _NeedLocation(item)
+            if self.max_queries > 0 and self._may_query:
+                raise _NeedLocation(item)
+            guess = self._guess(view, state, item)
+            if guess is None:
+                raise _NeedLocation(item)
+            rel = ("at", guess)
         if state.holding is not None:
             self._put_down(view, out, state)
         if rel[0] == "in":
@@ -138,11 +166,11 @@ class BeliefSearchPlanner:
             p = atom[0]
             if p == "open" and expected and state.truth(atom) is not True:
                 self._open(view, out, state, atom[1])
-            elif p == "at" and expected and state.truth(atom) is not True \
-                    and state.holding != atom[1] and depth < self.max_depth:
-                # The item must stand at the fixture: bring it (it must be located first).
-                if state.loc.get(atom[1]) is None:
-                    raise _NeedLocation(atom[1])
+            elif p == "at" and expected and state.truth(atom) is False \
+                    and state.holding != atom[1] and depth < self.max_depth \
+                    and state.loc.get(atom[1]) is not None:
+                # The item is known to be elsewhere but must stand at the fixture: bring
+                # it. (Unknown: trust the binding, e.g. a retrieval's source.)
                 self._fetch(view, out, state, atom[1])
                 self._goto(view, out, state, atom[2])
                 put = self._kind_action(view, atom[2], PUT_BY_FIXTURE)
@@ -179,7 +207,7 @@ class BeliefSearchPlanner:
                 continue
             failed = set(fb["failed_checks"])
             for name, expected, atom in ground(rule, a["args"]):
-                if name in failed and atom[0] in ("at", "in", "open"):
+                if name in failed:
                     state.flags[atom] = not expected
                     if atom[0] in ("at", "in") and state.loc.get(atom[1]) == (atom[0], atom[2]):
                         del state.loc[atom[1]]
@@ -187,7 +215,7 @@ class BeliefSearchPlanner:
     # ------------------------------------------------------------------ planning
     def plan(self, view: PlannerView) -> tuple[list[dict], str | None]:
         gkey = view.key.rsplit("/", 1)[0]
-        st = self._groups.setdefault(gkey, {"start": 0, "retried": set(), "queried": [],
+        st = self._groups.setdefault(gkey, {"start": 0, "retried": {}, "queried": [],
                                             "planned": []})
         if view.call_index > 0:
             failed = next((fb for fb in reversed(view.feedback)
@@ -196,17 +224,19 @@ class BeliefSearchPlanner:
             if failed is not None:
                 h = next((h for h, a in reversed(st["planned"]) if a == failed["action"]), None)
                 if h is not None:
-                    if h in st["retried"]:
-                        st["start"] = h + 1
-                    else:
-                        st["retried"].add(h)
-                        st["start"] = h
+                    # Retry a failed step (feedback rules out the wrong guess) a bounded
+                    # number of times, then move on to the next step.
+                    n = st["retried"].get(h, 0)
+                    st["start"] = h + 1 if n >= self.max_retries else h
+                    st["retried"][h] = n + 1
         steps = self._steps(view, st)
         interest = [a for _, args in steps for a in (args or [])]
         state = state_from_view(view, interest)
         self._negative_facts(view, state)
         actions: list[dict] = []
         planned: list[tuple[int, dict]] = []
+        # Queries first while the budget lasts; afterwards unknown locations are guessed.
+        self._may_query = len(st["queried"]) < self.max_queries
         for h in range(st["start"], len(steps)):
             t, hargs = steps[h]
             trial = state.copy()
@@ -219,13 +249,14 @@ class BeliefSearchPlanner:
                     if region is not None:
                         st["queried"].append(region)
                         return [], region
-                # Unknown location and no query left: plan the step without the fetch.
+                # No query left: plan again, guessing where unknown items are.
+                self._may_query = False
                 out = []
                 trial = state.copy()
-                args = bind_action(view, t, hargs, trial)
-                if args is None:
+                try:
+                    self._plan_step(view, trial, t, hargs, out)
+                except _NeedLocation:
                     continue
-                self._emit(view, out, trial, t, args)
             state = trial
             actions += out
             planned += [(h, a) for a in out]

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402
 
 __all__ = ["Skip", "ci", "pct_ci", "new_figure", "HATCHES", "MARKERS", "GREYS",
-           "LINESTYLES", "estimand_note"]
+           "LINESTYLES", "estimand_note", "clip", "CLIP_NOTE"]
 
 #: Greyscale-safe encodings: every series differs by hatch/marker/line style, not colour
 #: alone.
@@ -29,6 +29,8 @@ def _num(v, decimals):
         return "n/a"
     if isinstance(v, float) and math.isinf(v):
         return "inf" if v > 0 else "-inf"
+    if abs(v) >= 1e9:
+        return f"{v:.3g}"
     return f"{v:.{decimals}f}"
 
 
@@ -40,8 +42,25 @@ def ci(est, low, high, decimals=2, scale=1.0) -> str:
     return f"{f(est)} [{f(low)}, {f(high)}]"
 
 
-def pct_ci(est, low, high, decimals=1) -> str:
+def clip(v, lo, hi):
+    """``v`` truncated to the parameter space ``[lo, hi]`` (NaN stays NaN)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return v
+    return min(max(float(v), lo), hi)
+
+
+def pct_ci(est, low, high, decimals=1, bounds=(0.0, 1.0)) -> str:
+    """A proportion in percent; the interval is truncated to ``bounds`` (the parameter
+    space: [0, 1] for a rate, [-1, 1] for a difference of rates)."""
+    if bounds is not None:
+        low, high = clip(low, *bounds), clip(high, *bounds)
     return ci(est, low, high, decimals, 100.0)
+
+
+CLIP_NOTE = ("Displayed intervals of rates are truncated to the parameter space ([0, 100]% "
+             "for a rate, [-100, 100] pp for a difference); the CSV keeps the untruncated "
+             "bounds, which can be infinite when a resampled episode set has zero "
+             "variance (bootstrap-t with few episodes).")
 
 
 def estimand_note() -> str:

@@ -108,8 +108,8 @@ def memory_pairs(tasks: pd.DataFrame) -> list[str]:
 
 def _labels(tasks: pd.DataFrame) -> pd.Series:
     """Planner name, or ``planner (memory)`` where a planner has several memory runs."""
-    runs = tasks.drop_duplicates("run_id")[["run_id", "planner", "memory"]]
-    multi = runs.groupby("planner")["memory"].transform("nunique") > 1
+    runs = tasks.drop_duplicates("run_id")[["run_id", "planner", "memory", "suite"]]
+    multi = runs.groupby(["suite", "planner"])["memory"].transform("nunique") > 1
     lab = np.where(multi, runs.planner + " (" + runs.memory + ")", runs.planner)
     return tasks.run_id.map(dict(zip(runs.run_id, lab)))
 

@@ -134,26 +134,40 @@ def trace_excerpt(export, results=None) -> Table:
 def repair_excerpt(export, results=None) -> Table:
     """Attempts around the first executor repair: planner actions vs repair actions."""
     idx = _Groups(export)
+    fallback = None
     for run_id in _run_order(export):
         for r, gid in idx.order:
             if r != run_id:
                 continue
             g = idx.by_key[(r, gid)]
-            pos = [i for i, a in enumerate(g["attempts"]) if a["source"] == "repair"]
+            atts = g["attempts"]
+            # prefer a repair that follows a rejected planner action (paper E.4)
+            pos = [i for i, a in enumerate(atts) if a["source"] == "repair"
+                   and any(b["source"] == "planner" and b["status"] == "invalid"
+                           for b in atts[:i])]
             if not pos:
+                fallback = fallback or next(((run_id, gid, i) for i, a in enumerate(atts)
+                                             if a["source"] == "repair"), None)
                 continue
-            lo, hi = max(0, pos[0] - 4), min(len(g["attempts"]), pos[0] + 5)
-            rows = [_attempt_row(run_id, g, a, "") for a in g["attempts"][lo:hi]]
-            rows[0]["instruction"] = idx.groups[gid]["instruction"]
-            return Table(
-                name="table13_repair_excerpt", title="Executor repair versus planner actions",
-                paper_ref="paper E.4", data=pd.DataFrame(rows),
-                notes=(f"Attempts {lo}-{hi - 1} of group {gid} in run {run_id} (group status "
-                       f"{g['status']}), around its first repair attempt (attempt "
-                       f"{g['attempts'][pos[0]]['index']}). Repairs are inserted and validated "
-                       "by the runtime (source repair); planner-tagged actions come from the "
-                       "planner. Acceptance is not goal attainment."))
+            return _repair_table(idx, run_id, gid, pos[0])
+    if fallback:
+        return _repair_table(idx, *fallback)
     raise Skip("no group record holds a repair attempt")
+
+
+def _repair_table(idx, run_id, gid, first):
+    g = idx.by_key[(run_id, gid)]
+    lo, hi = max(0, first - 4), min(len(g["attempts"]), first + 5)
+    rows = [_attempt_row(run_id, g, a, "") for a in g["attempts"][lo:hi]]
+    rows[0]["instruction"] = idx.groups[gid]["instruction"]
+    return Table(
+        name="table13_repair_excerpt", title="Executor repair versus planner actions",
+        paper_ref="paper E.4", data=pd.DataFrame(rows),
+        notes=(f"Attempts {lo}-{hi - 1} of group {gid} in run {run_id} (group status "
+               f"{g['status']}), around its first repair attempt (attempt "
+               f"{g['attempts'][first]['index']}). Repairs are inserted and validated by the "
+               "runtime (source repair); planner-tagged actions come from the planner. "
+               "Acceptance is not goal attainment."))
 
 
 def _regions(action) -> set:

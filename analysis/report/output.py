@@ -119,6 +119,6 @@ def render_figure(fig: FigureOutput) -> dict[str, bytes]:
     for ext, meta in (("png", {"Software": None}),
                       ("pdf", {"Creator": None, "Producer": None, "CreationDate": None})):
         buf = io.BytesIO()
-        fig.figure.savefig(buf, format=ext, metadata=meta, dpi=150, bbox_inches="tight")
+        fig.figure.savefig(buf, format=ext, metadata=meta, dpi=150)
         out[f"{fig.name}.{ext}"] = buf.getvalue()
     return out

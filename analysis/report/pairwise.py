@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import MARKERS, Skip, ci, new_figure
+from .common import CLIP_NOTE, MARKERS, Skip, new_figure, pct_ci
 from .context import METRIC_LABELS
 from .output import FigureOutput, Table
 
@@ -44,7 +44,7 @@ def pairwise_table(export, results) -> Table:
         "A": t.planner_a, "B": t.planner_b,
         "metric": t.metric.map(lambda m: METRIC_LABELS.get(m, m)),
         "A - B (pp) [simultaneous interval]": [
-            ci(e, lo, hi, 1, 100) for e, lo, hi in zip(t.estimate, t.low, t.high)],
+            pct_ci(e, lo, hi, 1, (-1.0, 1.0)) for e, lo, hi in zip(t.estimate, t.low, t.high)],
         "stepdown p": [("set aside" if s else f"{p:.3f}")
                        for p, s in zip(t.p_stepdown, t.set_aside)],
         "verdict": [("set aside (zero SE)" if s else VERDICT_TEXT[v])
@@ -56,7 +56,7 @@ def pairwise_table(export, results) -> Table:
         paper_ref="paper C.5", data=data, display=disp,
         notes=(f"{n_ties} of {r.family_size} contrasts are ties. Differences are task-macro "
                "means of A minus B on the same tasks, in percentage points. "
-               + _method_note(results, r)))
+               + _method_note(results, r) + " " + CLIP_NOTE))
 
 
 def pairwise_figure(export, results) -> FigureOutput:
@@ -75,13 +75,19 @@ def pairwise_figure(export, results) -> FigureOutput:
         part = t[t.metric == m]
         for yi, row in zip(y, part.itertuples()):
             v = "set_aside" if row.set_aside else row.verdict
-            ax.errorbar(100 * row.estimate, yi,
-                        xerr=[[100 * (row.estimate - row.low)], [100 * (row.high - row.estimate)]],
-                        fmt=shape.get(row.verdict, "x"), color="black",
-                        mfc=fill.get(row.verdict, "black"), ms=5, capsize=2, lw=1)
+            # bounds truncated to the parameter space [-100, 100] pp (flagged in the data)
+            lo, hi = max(100 * row.low, -100.0), min(100 * row.high, 100.0)
+            est = 100 * row.estimate
+            ax.errorbar(est, yi, xerr=[[est - lo], [hi - est]],
+                        fmt=shape.get(row.verdict, "x") if not row.set_aside else "x",
+                        color="black", mfc=fill.get(row.verdict, "black"), ms=5, capsize=2,
+                        lw=1)
             rows.append({"metric": m, "pair": pairs[yi], "planner_a": row.planner_a,
-                         "planner_b": row.planner_b, "estimate_pp": 100 * row.estimate,
-                         "low_pp": 100 * row.low, "high_pp": 100 * row.high, "verdict": v})
+                         "planner_b": row.planner_b, "estimate_pp": est, "low_pp": lo,
+                         "high_pp": hi, "truncated": bool(lo != 100 * row.low
+                                                          or hi != 100 * row.high),
+                         "verdict": v})
+        ax.set_xlim(-105, 105)
         ax.axvline(0, color="0.4", ls="--", lw=0.8)
         ax.set_title(METRIC_LABELS.get(m, m), fontsize=9)
         ax.set_xlabel("difference A - B (percentage points)", fontsize=8)
@@ -97,4 +103,6 @@ def pairwise_figure(export, results) -> FigureOutput:
                  fontsize=10)
     return FigureOutput(name="fig06_pairwise_forest", title="Pairwise contrasts (forest plot)",
                         paper_ref="paper C.5", figure=fig, data=pd.DataFrame(rows),
-                        notes=_method_note(results, r))
+                        notes=_method_note(results, r) + " Plotted bounds are truncated to "
+                              "[-100, 100] pp (column truncated); a cross marks a contrast "
+                              "set aside for zero SE.")

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import ENDPOINTS
-from .common import GREYS, HATCHES, Skip, estimand_note, new_figure, pct_ci
+from .common import CLIP_NOTE, GREYS, HATCHES, Skip, estimand_note, new_figure, pct_ci
 from .context import PLANNER_METRICS
 from .output import FigureOutput, Table
 
@@ -59,7 +59,7 @@ def planner_results(export, results) -> Table:
                f"Operational-TSR counts every task of the suite (failures stay in the "
                f"denominator); Strict-TSR and GCR (terminal) use the {n_terminal} "
                "terminal-tier tasks, GCR (event) the event-tier tasks. "
-               + cfg.describe() + " " + estimand_note()))
+               + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE))
 
 
 def endpoints_table(export, results) -> Table:
@@ -85,7 +85,7 @@ def endpoints_table(export, results) -> Table:
         notes=("Each task of each run has exactly one endpoint: the first non-completed group "
                "status, else how many conditions were met. Cells: task count (share in "
                f"percent with its {cfg.level_pct} interval). Counts describe outcomes, not "
-               "causes. " + cfg.describe()))
+               "causes. " + cfg.describe() + " " + CLIP_NOTE))
 
 
 def endpoints_figure(export, results) -> FigureOutput:
@@ -144,4 +144,4 @@ def tier_results(export, results) -> Table:
         notes=("Terminal tasks are scored on the world state at the task's end, event tasks "
                "on accepted events within the task; the tiers are different contract "
                "interpretations, not a difficulty scale. Success on terminal tasks is "
-               "Strict-TSR. " + cfg.describe() + " " + estimand_note()))
+               "Strict-TSR. " + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE))

@@ -118,16 +118,26 @@ def replicate_ratio_se(W: np.ndarray, S: np.ndarray, N: np.ndarray, n_clusters):
     ``sum_g w_g (S_g - theta_b N_g)^2`` is expanded as
     ``W(S^2) - 2 theta_b W(SN) + theta_b^2 W(N^2)``. Returns ``(theta_b, se_b, zero_b)``.
     """
-    WS, WN = W @ S, W @ N
-    WSS, WSN, WNN = W @ (S * S), W @ (S * N), W @ (N * N)
+    J = S.shape[1]
+    X = np.stack([S, N, S * S, S * N, N * N])  # (5, G, J)
+    WS, WN, WSS, WSN, WNN = np.matmul(W[None], X)  # one batched product, contiguous slices
+    G = float(n_clusters)
     with np.errstate(invalid="ignore", divide="ignore"):
-        theta_b = WS / WN
-        q = WSS - 2 * theta_b * WSN + theta_b**2 * WNN
-        scale = WSS + theta_b**2 * WNN
-        zero_b = q <= _REL_TOL * 16 * np.maximum(scale, 1e-300)
-        G = np.asarray(n_clusters, dtype=float)
-        se_b = np.sqrt(np.clip(q, 0, None) * G / (G - 1)) / WN
-    se_b = np.where(zero_b, 0.0, se_b)
+        theta_b = np.divide(WS, WN, out=WS)  # WS is not needed afterwards
+        t2 = theta_b * theta_b
+        np.multiply(t2, WNN, out=WNN)  # theta^2 W(N^2)
+        q = np.multiply(theta_b, WSN, out=WSN)
+        q *= -2.0
+        q += WSS
+        q += WNN
+        scale = np.add(WSS, WNN, out=WSS)
+        scale *= _REL_TOL * 16
+        zero_b = q <= scale
+        np.clip(q, 0, None, out=q)
+        q *= G / (G - 1)
+        se_b = np.sqrt(q, out=q)
+        se_b /= WN
+    se_b[zero_b] = 0.0
     return theta_b, se_b, zero_b
 
 
@@ -138,13 +148,14 @@ def studentize(theta_b, theta, se_b, zero_b):
     otherwise (it is evidence of a larger deviation than any finite t).
     """
     diff = theta_b - theta
-    tiny = _REL_TOL * 16 * np.maximum(np.abs(theta), 1.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = diff / np.where(zero_b, 1.0, se_b)
-    same = np.abs(diff) <= tiny
-    with np.errstate(invalid="ignore"):
-        inf = np.where(np.isnan(diff), np.nan, np.copysign(np.inf, diff))
-    t = np.where(zero_b, np.where(same, 0.0, inf), t)
+        t = diff / se_b
+    if zero_b.any():
+        tiny = _REL_TOL * 16 * np.maximum(np.abs(theta), 1.0)
+        d = np.broadcast_to(diff, t.shape)[zero_b]
+        tz = np.broadcast_to(tiny, t.shape)[zero_b]
+        with np.errstate(invalid="ignore"):
+            t[zero_b] = np.where(np.abs(d) <= tz, 0.0, np.where(np.isnan(d), np.nan, np.copysign(np.inf, d)))
     return t
 
 
@@ -152,49 +163,80 @@ def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=()):
     """Reduce records to per-cluster sums and counts.
 
     Returns ``(clusters, columns, S, N)``: ``clusters`` the sorted cluster labels
-    (length G), ``columns`` a DataFrame with one row per statistic (the ``by`` keys
-    and ``metric``), and ``S``, ``N`` of shape (G, J). Missing values are left out
-    of both the sum and the count of their column.
+    (length G), ``columns`` a DataFrame with one row per statistic (the ``by`` keys,
+    sorted, then ``metric`` in the given order), and ``S``, ``N`` of shape (G, J).
+    Missing values are left out of both the sum and the count of their column.
     """
     value_cols = list(value_cols)
     by = list(by)
     check_columns(df, [cluster_col, *by, *value_cols])
-    vals = df[value_cols].apply(pd.to_numeric, errors="raise").astype(float)
-    keys = [df[c] for c in by] + [df[cluster_col]]
-    sums = vals.groupby(keys, sort=True, observed=True).sum(min_count=0)
-    cnts = vals.notna().astype(np.int64).groupby(keys, sort=True, observed=True).sum()
+    try:
+        X = df[value_cols].to_numpy(dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"value columns {value_cols} must be numeric (or bool): {exc}") from None
+    ccodes, clusters = pd.factorize(df[cluster_col], sort=True)
+    G = len(clusters)
     if by:
-        lv = list(range(len(by)))
-        sums = sums.unstack(level=lv)
-        cnts = cnts.unstack(level=lv)
-        # columns: MultiIndex (metric, *by) after unstack/T -> reorder to (*by, metric)
-        sums = sums.reorder_levels([*range(1, len(by) + 1), 0], axis=1).sort_index(axis=1)
-        cnts = cnts.reorder_levels([*range(1, len(by) + 1), 0], axis=1).sort_index(axis=1)
-        cols = sums.columns.to_frame(index=False)
-        cols.columns = [*by, "metric"]
-        # keep metric order as given
-        order = {m: i for i, m in enumerate(value_cols)}
-        cols["_o"] = cols["metric"].map(order)
-        perm = cols.sort_values([*by, "_o"], kind="stable").index.to_numpy()
-        cols = cols.loc[perm].drop(columns="_o").reset_index(drop=True)
-        S = sums.fillna(0).to_numpy(float)[:, perm]
-        N = cnts.fillna(0).to_numpy(float)[:, perm]
-        clusters = sums.index.to_numpy()
+        grp = df.groupby(by, sort=True, dropna=False, observed=True)
+        gcodes = grp.ngroup().to_numpy()
+        keys = grp.size().index.to_frame(index=False)[by]
     else:
-        cols = pd.DataFrame({"metric": value_cols})
-        S = sums.to_numpy(float)
-        N = cnts.to_numpy(float)
-        clusters = sums.index.to_numpy()
-    return clusters, cols, S, N
-
-
-_BIG = 1e300
+        gcodes, keys = np.zeros(len(df), dtype=np.int64), pd.DataFrame(index=[0])
+    nG = len(keys)
+    flat = gcodes * G + ccodes
+    ok = ~np.isnan(X)
+    Xf = np.where(ok, X, 0.0)
+    K = len(value_cols)
+    S = np.empty((G, nG * K))
+    N = np.empty((G, nG * K))
+    for k in range(K):
+        s = np.bincount(flat, weights=Xf[:, k], minlength=nG * G).reshape(nG, G)
+        n = np.bincount(flat, weights=ok[:, k], minlength=nG * G).reshape(nG, G)
+        S[:, k::K] = s.T
+        N[:, k::K] = n.T
+    cols = keys.loc[np.repeat(np.arange(nG), K)].reset_index(drop=True)
+    cols["metric"] = np.tile(value_cols, nG)
+    if not by:
+        cols = cols[["metric"]]
+    return np.asarray(clusters), cols, S, N
 
 
 def quantile(a: np.ndarray, q, axis: int = 0):
-    """Linear quantiles (as ``np.quantile``/``scipy.stats.quantile``) that ignore NaN
-    replicates and keep +-inf exact (no inf - inf interpolation)."""
-    a = np.clip(a, -_BIG, _BIG)
-    r = np.nanquantile(a, q, axis=axis) if np.isnan(a).any() else np.quantile(a, q, axis=axis)
-    r = np.asarray(r, dtype=float)
-    return np.where(r >= _BIG, np.inf, np.where(r <= -_BIG, -np.inf, r))
+    """Linear quantiles along axis 0 (the ``np.quantile`` / ``scipy.stats.quantile``
+    default), ignoring NaN replicates, keeping +-inf exact, one sort for all levels.
+
+    ``q`` is a scalar, a list of levels (result (L, J)), or a (J,) array of per-column
+    levels (result (J,)); 1-D ``a`` is treated as one column.
+    """
+    a = np.asarray(a, dtype=float)
+    one_d = a.ndim == 1
+    if one_d:
+        a = a[:, None]
+    qa = np.asarray(q, dtype=float)
+    per_col = qa.ndim == 1 and not isinstance(q, list) and qa.shape[0] == a.shape[1] and not one_d
+    B = a.shape[0]
+    if not per_col and not np.isnan(a).any():
+        # same levels for every column: partial sort at the needed order statistics only
+        h0 = (B - 1) * np.atleast_1d(qa)
+        kth = np.unique(np.clip(np.concatenate([np.floor(h0), np.floor(h0) + 1]), 0, B - 1).astype(np.int64))
+        srt = np.partition(a.T, kth, axis=1)
+    else:
+        srt = np.sort(a.T, axis=1)  # NaN last
+    n = (~np.isnan(srt)).sum(axis=1)
+    levels = qa[None, :] if per_col else np.atleast_1d(qa)[:, None]
+    h = (n[None, :] - 1) * levels
+    lo = np.clip(np.floor(h).astype(np.int64), 0, np.maximum(n - 1, 0)[None, :])
+    hi = np.minimum(lo + 1, np.maximum(n - 1, 0)[None, :])
+    t = h - lo
+    rows = np.arange(a.shape[1])[None, :]
+    va, vb = srt[rows, lo], srt[rows, hi]
+    with np.errstate(invalid="ignore"):
+        d = vb - va
+        r = np.where(t >= 0.5, vb - d * (1 - t), va + d * t)  # numpy's _lerp
+    r = np.where(va == vb, va, r)
+    r = np.where(n[None, :] == 0, np.nan, r)
+    if per_col:
+        return r[0]
+    if one_d:
+        r = r[:, 0]
+    return r[0] if np.ndim(q) == 0 else r

@@ -82,10 +82,10 @@ def interval_from_replicates(method, theta, se, zero, S, N, G, W, alpha):
         theta_b = (W @ S) / (W @ N)
     if method == "bca":
         lo_lvl, hi_lvl = _bca_bounds(theta, theta_b, S, N, alpha)
-        low = np.array([_quantile(theta_b[:, j], lo_lvl[j]) if np.isfinite(lo_lvl[j]) else np.nan
-                        for j in range(theta_b.shape[1])])
-        high = np.array([_quantile(theta_b[:, j], hi_lvl[j]) if np.isfinite(hi_lvl[j]) else np.nan
-                         for j in range(theta_b.shape[1])])
+        lv = np.where(np.isfinite(lo_lvl), lo_lvl, 0.5)
+        hv = np.where(np.isfinite(hi_lvl), hi_lvl, 0.5)
+        low = np.where(np.isfinite(lo_lvl), _quantile(theta_b, lv), np.nan)
+        high = np.where(np.isfinite(hi_lvl), _quantile(theta_b, hv), np.nan)
         return low, high
     low, high = _quantile(theta_b, [alpha, 1 - alpha])
     if method == "basic":

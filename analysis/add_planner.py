@@ -1,0 +1,288 @@
+"""``python -m analysis.add_planner records=PATH name=NAME``: add a planner's records.
+
+``records`` is a folder holding ``run.json``, ``groups.jsonl.gz`` and ``tasks.jsonl`` as
+in docs/FORMAT.md (as written by ``analysis.run``, or by your own runner). The command
+
+1. reads and schema-checks every record (errors name the file, line and field);
+2. names the run ``<name>__<suite>__<memory>``: the ``run_id`` and ``planner`` fields of
+   every record are rewritten to ``name`` when they differ (reported, and the original
+   ID kept in the manifest as ``renamed_from``);
+3. checks the records against the export: the cohort fingerprint (``cohort_sha256``)
+   must be this export's, the suite must exist, every task and group of the suite must be
+   present once and no unknown ID may appear, and ``name`` must not be a planner the
+   export already holds;
+4. re-executes the records through the executor (``analysis.executor.replay``; on by
+   default, ``reexecute=false`` skips it and the manifest records ``reexecuted: false``);
+5. writes the run atomically: the files go to a temporary folder inside the export, the
+   whole export *with* the new run is verified in a scratch view, then the folder is
+   renamed into ``runs/<run_id>`` and the manifest updated. Any failure writes nothing.
+
+The next ``python -m analysis.tables`` includes the planner in every table and figure.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .frozen import IntegrityError, read_records, validate, write_record, write_records
+from .frozen.io import RecordParseError
+from .frozen.integrity import verify_records
+from .frozen.manifest import (MANIFEST_NAME, cohort_fingerprint, file_entry, read_manifest,
+                              write_manifest)
+from .frozen.schemas import SchemaError
+
+__all__ = ["AddPlannerError", "AddResult", "add_planner", "main"]
+
+NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_\-]*[a-z0-9])?$")
+FILES = {"run.json": "run", "groups.jsonl.gz": "group_record", "tasks.jsonl": "task_record"}
+
+
+class AddPlannerError(ValueError):
+    """The records cannot be added; the message says why. Nothing was written."""
+
+
+@dataclass(frozen=True)
+class AddResult:
+    run_id: str
+    path: str
+    n_groups: int
+    n_tasks: int
+    reexecuted: bool
+    renamed_from: str | None
+    messages: tuple
+
+
+def _read(folder: Path):
+    if not folder.is_dir():
+        raise AddPlannerError(f"records={folder}: not a folder (expected run.json, "
+                              "groups.jsonl.gz and tasks.jsonl)")
+    out = {}
+    for fname, rtype in FILES.items():
+        path = folder / fname
+        if not path.is_file():
+            raise AddPlannerError(f"records={folder}: {fname} is missing (expected "
+                                  f"{', '.join(FILES)})")
+        try:
+            recs = read_records(path)
+        except (RecordParseError, OSError, EOFError) as exc:
+            raise AddPlannerError(f"{path}: unreadable ({exc})") from exc
+        for i, rec in enumerate(recs, 1):
+            try:
+                validate(rtype, rec)
+            except SchemaError as exc:
+                raise AddPlannerError(f"{path} line {i}: schema violation for {rtype}: "
+                                      f"{exc}") from exc
+        out[fname] = recs
+    if len(out["run.json"]) != 1:
+        raise AddPlannerError(f"{folder / 'run.json'}: expected exactly one run record, got "
+                              f"{len(out['run.json'])}")
+    return out["run.json"][0], out["groups.jsonl.gz"], out["tasks.jsonl"]
+
+
+def _check_ids(run, groups, tasks, cohort, folder: Path):
+    """Same run ID throughout; every task and group of the suite exactly once."""
+    rid = run["run_id"]
+    for fname, recs, key in (("groups.jsonl.gz", groups, "group_id"),
+                             ("tasks.jsonl", tasks, "task_id")):
+        for i, r in enumerate(recs, 1):
+            if r["run_id"] != rid:
+                raise AddPlannerError(f"{folder / fname} line {i} ({r[key]}): run_id "
+                                      f"{r['run_id']!r} differs from run.json's {rid!r}")
+    suite = cohort["suites"][run["suite"]]
+    want_tasks = list(suite["task_ids"])
+    want_groups = {g["group_id"]: e for e in suite["episode_ids"]
+                   for g in cohort["episodes"][e]["groups"]}
+    for fname, recs, key, want in (("tasks.jsonl", tasks, "task_id", set(want_tasks)),
+                                   ("groups.jsonl.gz", groups, "group_id", set(want_groups))):
+        seen = {}
+        for i, r in enumerate(recs, 1):
+            if r[key] not in want:
+                raise AddPlannerError(f"{folder / fname} line {i}: unknown {key} {r[key]!r} "
+                                      f"(not in suite {run['suite']!r} of this cohort)")
+            if r[key] in seen:
+                raise AddPlannerError(f"{folder / fname} line {i}: duplicate {key} "
+                                      f"{r[key]!r} (first at line {seen[r[key]]})")
+            seen[r[key]] = i
+        missing = sorted(want - set(seen))
+        if missing:
+            raise AddPlannerError(f"{folder / fname}: {len(missing)} {key}(s) of suite "
+                                  f"{run['suite']!r} missing, first {missing[0]!r}; every "
+                                  "task stays in the denominator, so a run must cover all")
+    for i, r in enumerate(groups, 1):
+        if want_groups[r["group_id"]] != r["episode_id"]:
+            raise AddPlannerError(f"{folder / 'groups.jsonl.gz'} line {i} ({r['group_id']}): "
+                                  f"episode_id {r['episode_id']!r} is not the group's episode")
+
+
+def _cohort(root: Path, manifest: dict) -> dict:
+    def of(rtype):
+        return [r for rel, e in sorted(manifest["files"].items())
+                if e["record_type"] == rtype and rel.startswith("cohort/")
+                for r in read_records(root / rel)]
+    return {"suites": {s["suite"]: s for s in of("suite")},
+            "episodes": {e["episode_id"]: e for e in of("episode")},
+            "tasks": {t["task_id"]: t for t in of("task")}}
+
+
+def _replay(root: Path, run_id, groups, tasks):
+    try:
+        from .executor.replay import replay_run
+        from .run import load_cohort
+    except ImportError as exc:  # pragma: no cover - the executor ships with the package
+        raise AddPlannerError(f"re-execution is unavailable ({exc}); pass reexecute=false "
+                              "to add the records without it") from exc
+    cohort = load_cohort(root)
+    return replay_run(run_id, groups, tasks, cohort.episodes, cohort.tasks, cohort.rules,
+                      groups_file="groups.jsonl.gz", tasks_file="tasks.jsonl")
+
+
+def _scratch_view(root: Path, manifest: dict, rid: str, staged: Path) -> Path:
+    """A folder of symlinks: the export's cohort and runs plus the staged run, and the
+    new manifest, so that the whole export can be verified before anything moves."""
+    view = Path(tempfile.mkdtemp(prefix="add_planner_view."))
+    (view / "runs").mkdir()
+    for entry in root.iterdir():
+        if entry.name in ("runs", MANIFEST_NAME):
+            continue
+        os.symlink(entry.resolve(), view / entry.name)
+    if (root / "runs").is_dir():
+        for run_dir in (root / "runs").iterdir():
+            if not run_dir.name.startswith("."):
+                os.symlink(run_dir.resolve(), view / "runs" / run_dir.name)
+    os.symlink(staged.resolve(), view / "runs" / rid)
+    write_manifest(view, manifest)
+    return view
+
+
+def add_planner(export_root, records, name: str, reexecute: bool = True,
+                progress=None) -> AddResult:
+    """Validate, re-execute and add the run in ``records`` under planner ``name``.
+
+    Raises :class:`AddPlannerError` (nothing written) when the name exists or is not a
+    valid identifier, the records fail the schema or the suite checks, belong to another
+    cohort, or fail re-execution.
+    """
+    say = progress or (lambda msg: None)
+    root, folder = Path(export_root), Path(records)
+    if not isinstance(name, str) or not NAME_RE.match(name) or "__" in name:
+        raise AddPlannerError(f"name={name!r}: use lowercase letters, digits, '_' and '-' "
+                              "(no '__', which separates the parts of a run ID)")
+    try:
+        verify_records(root)
+    except IntegrityError as exc:
+        raise AddPlannerError(f"export_root={root} does not verify, fix it first: {exc}") \
+            from exc
+    manifest = read_manifest(root)
+    say(f"reading {folder}")
+    run, groups, tasks = _read(folder)
+    cohort = _cohort(root, manifest)
+    existing = {r["planner"] for rel, e in manifest["files"].items() if e["record_type"] == "run"
+                for r in read_records(root / rel)}
+    if name in existing:
+        raise AddPlannerError(f"name={name!r}: the export already holds planner {name!r} "
+                              f"(planners: {sorted(existing)}); choose another name")
+    fingerprint = cohort_fingerprint(manifest)
+    if run["cohort_sha256"] != fingerprint:
+        raise AddPlannerError(f"{folder / 'run.json'}: records are for another cohort "
+                              f"(cohort_sha256 {run['cohort_sha256'][:12]}... != this "
+                              f"export's {fingerprint[:12]}...); rerun the planner on this "
+                              "cohort with python -m analysis.run")
+    if run["suite"] not in cohort["suites"]:
+        raise AddPlannerError(f"{folder / 'run.json'}: unknown suite {run['suite']!r} "
+                              f"(suites: {sorted(cohort['suites'])})")
+    _check_ids(run, groups, tasks, cohort, folder)
+    messages = []
+    old_id = run["run_id"]
+    rid = f"{name}__{run['suite']}__{run['memory']}"
+    renamed = None
+    if old_id != rid or run["planner"] != name:
+        renamed = old_id
+        messages.append(f"renamed run {old_id!r} (planner {run['planner']!r}) to {rid!r} "
+                        f"(planner {name!r}) in every record")
+        run = {**run, "run_id": rid, "planner": name}
+        groups = [{**g, "run_id": rid} for g in groups]
+        tasks = [{**t, "run_id": rid} for t in tasks]
+    if (root / "runs" / rid).exists():
+        raise AddPlannerError(f"runs/{rid} already exists in {root}")
+    if reexecute:
+        say(f"re-executing {len(groups)} group records through the executor")
+        rep = _replay(root, rid, groups, tasks)
+        if not rep.ok:
+            raise AddPlannerError(f"re-execution failed, records not added: "
+                                  f"{rep.divergences[0].message()}")
+        messages.append(rep.summary())
+    else:
+        messages.append("re-execution skipped (reexecute=false); recorded in the manifest")
+    runs_dir = root / "runs"
+    runs_dir.mkdir(exist_ok=True)
+    staged = Path(tempfile.mkdtemp(prefix=f".{rid}.", dir=runs_dir))
+    view = None
+    try:
+        write_record(staged / "run.json", run)
+        write_records(staged / "groups.jsonl.gz", groups)
+        write_records(staged / "tasks.jsonl", tasks)
+        os.chmod(staged, 0o755)
+        new = {**manifest, "files": dict(manifest["files"]),
+               "runs": dict(manifest.get("runs", {}))}
+        for fname, rtype in FILES.items():
+            new["files"][f"runs/{rid}/{fname}"] = file_entry(staged / fname, rtype)
+        meta = {"reexecuted": bool(reexecute), "added_by": "analysis.add_planner"}
+        if renamed:
+            meta["renamed_from"] = renamed
+        new["runs"][rid] = meta
+        say("verifying the export with the new run")
+        view = _scratch_view(root, new, rid, staged)
+        try:
+            verify_records(view)
+        except IntegrityError as exc:
+            raise AddPlannerError(f"the export would not verify with the new run: {exc}") \
+                from exc
+        os.replace(staged, runs_dir / rid)
+        write_manifest(root, new)
+    except BaseException:
+        if staged.exists():
+            shutil.rmtree(staged, ignore_errors=True)
+        raise
+    finally:
+        if view is not None:
+            shutil.rmtree(view, ignore_errors=True)
+    return AddResult(run_id=rid, path=str(runs_dir / rid), n_groups=len(groups),
+                     n_tasks=len(tasks), reexecuted=bool(reexecute), renamed_from=renamed,
+                     messages=tuple(messages))
+
+
+def main() -> None:
+    import hydra
+    from omegaconf import DictConfig
+
+    from ._hydra import CONFIG_PATH, resolve_path
+
+    @hydra.main(config_path=CONFIG_PATH, config_name="add_planner", version_base="1.3")
+    def _main(cfg: DictConfig) -> None:
+        if cfg.records is None or cfg.name is None:
+            print("add_planner FAILED, nothing written: give records=PATH and name=NAME",
+                  file=sys.stderr)
+            sys.exit(2)
+        try:
+            res = add_planner(resolve_path(cfg.export_root), resolve_path(cfg.records),
+                              str(cfg.name), reexecute=bool(cfg.reexecute),
+                              progress=lambda m: print(f"[analysis.add_planner] {m}",
+                                                       file=sys.stderr, flush=True))
+        except AddPlannerError as exc:
+            print(f"add_planner FAILED, nothing written: {exc}", file=sys.stderr)
+            sys.exit(1)
+        for m in res.messages:
+            print(m)
+        print(f"added {res.run_id}: {res.n_groups} groups, {res.n_tasks} tasks -> {res.path}; "
+              "run python -m analysis.tables to include it in every table and figure")
+
+    _main()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""``python -m analysis.run planner=NAME suite=planner|memory memory=persistent|reset``.
+
+Runs a planner over every episode of a suite with the runtime loop
+(:mod:`analysis.executor.runtime`) and writes its records to
+``frozen_exports/runs/<planner>__<suite>__<memory>/`` (``run.json``,
+``groups.jsonl.gz``, ``tasks.jsonl``; docs/FORMAT.md), then updates the manifest.
+Episodes run in parallel with ``jobs=N`` (processes); results are identical to a serial
+run because every episode starts from its own initial world with a fresh planner and
+belief, and planners seed from (seed, episode, group, call). Records are written to a
+temporary folder next to the target and renamed into place, so an interrupted run
+leaves no partial records.
+
+>>> run_id("belief_search", "memory", "reset")
+'belief_search__memory__reset'
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+from .executor.belief import MEMORY_MODES
+from .executor.rules import Rules
+from .executor.runtime import RuntimeConfig, run_episode
+from .frozen.hashing import sha256_file
+from .frozen.io import read_records, write_record, write_records
+from .frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
+from .planners import PLANNERS, make_planner
+
+__all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
+
+COHORT_FILES = ("rules.json", "episodes.jsonl.gz", "tasks.jsonl", "suites.jsonl")
+
+
+def run_id(planner: str, suite: str, memory: str) -> str:
+    return f"{planner}__{suite}__{memory}"
+
+
+@dataclass(frozen=True)
+class Cohort:
+    rules: Rules
+    rules_json: dict
+    episodes: dict          # episode_id -> episode record
+    tasks: dict             # task_id -> task record
+    suites: dict            # suite name -> suite record
+    fingerprint: str
+
+
+def load_cohort(export_root: str | os.PathLike) -> Cohort:
+    """Read the cohort, checking each file's SHA-256 against the manifest first."""
+    root = Path(export_root)
+    manifest = read_manifest(root)
+    files = manifest.get("files", {})
+    for name in COHORT_FILES:
+        rel = f"cohort/{name}"
+        if rel not in files:
+            raise FileNotFoundError(f"{root / rel}: not in the manifest (compile the cohort "
+                                    "first: python -m analysis.compile)")
+        if sha256_file(root / rel) != files[rel]["sha256"]:
+            raise ValueError(f"{root / rel}: SHA-256 differs from the manifest; "
+                             "run python -m analysis.verify")
+    rules_json = read_records(root / "cohort/rules.json")[0]
+    return Cohort(
+        rules=Rules.from_dict(rules_json), rules_json=rules_json,
+        episodes={e["episode_id"]: e for e in read_records(root / "cohort/episodes.jsonl.gz")},
+        tasks={t["task_id"]: t for t in read_records(root / "cohort/tasks.jsonl")},
+        suites={s["suite"]: s for s in read_records(root / "cohort/suites.jsonl")},
+        fingerprint=cohort_fingerprint(manifest),
+    )
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    run_id: str
+    path: str
+    n_episodes: int
+    n_groups: int
+    n_tasks: int
+    seconds: float
+    bytes_written: int
+
+
+def _episode_job(args):
+    (episode, tasks, rules_json, planner, seed, settings, memory, cfg, rid) = args
+    rules = Rules.from_dict(rules_json)
+    res = run_episode(episode, tasks, make_planner(planner, seed=seed, **settings), rules,
+                      memory, RuntimeConfig(**cfg), run_id=rid)
+    return res.group_records, res.task_records
+
+
+def _progress(done: int, total: int, rid: str, enabled: bool) -> None:
+    if enabled:
+        width = 30
+        filled = width * done // max(total, 1)
+        print(f"\r{rid} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} episodes",
+              end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+
+def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathLike,
+              seed: int = 0, jobs: int = 1, attempt_limit: int = 80,
+              planner_settings: Mapping | None = None, runtime: Mapping | None = None,
+              progress: bool = True, write: bool = True) -> tuple[RunSummary, dict]:
+    """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
+
+    Returns the summary and the records ``{"run": ..., "groups": [...], "tasks": [...]}``.
+    """
+    if planner not in PLANNERS:
+        raise ValueError(f"planner={planner!r}: expected one of {sorted(PLANNERS)}")
+    if memory not in MEMORY_MODES:
+        raise ValueError(f"memory={memory!r}: expected one of {list(MEMORY_MODES)}")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs={jobs!r}: expected a positive integer")
+    root = Path(export_root)
+    cohort = load_cohort(root)
+    if suite not in cohort.suites:
+        raise ValueError(f"suite={suite!r}: expected one of {sorted(cohort.suites)}")
+    settings = dict(planner_settings or {})
+    cfg = {**RuntimeConfig().as_dict(), **dict(runtime or {}), "attempt_limit": int(attempt_limit)}
+    RuntimeConfig(**cfg)  # validate before any work
+    rid = run_id(planner, suite, memory)
+    s = cohort.suites[suite]
+    suite_tasks = set(s["task_ids"])
+    jobs_args = []
+    for eid in s["episode_ids"]:
+        ep = cohort.episodes[eid]
+        tasks = [t for t in cohort.tasks.values() if t["task_id"] in suite_tasks
+                 and t["episode_id"] == eid]
+        jobs_args.append((ep, tasks, cohort.rules_json, planner, seed, settings, memory, cfg, rid))
+    t0 = time.perf_counter()
+    results = []
+    _progress(0, len(jobs_args), rid, progress)
+    if jobs == 1:
+        for i, a in enumerate(jobs_args, 1):
+            results.append(_episode_job(a))
+            _progress(i, len(jobs_args), rid, progress)
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            # map keeps episode order, so the records equal a serial run's.
+            for i, r in enumerate(pool.map(_episode_job, jobs_args), 1):
+                results.append(r)
+                _progress(i, len(jobs_args), rid, progress)
+    seconds = time.perf_counter() - t0
+    groups = [g for gr, _ in results for g in gr]
+    task_recs = [t for _, tr in results for t in tr]
+    order = {tid: i for i, tid in enumerate(s["task_ids"])}
+    task_recs.sort(key=lambda t: order[t["task_id"]])
+    missing = suite_tasks - {t["task_id"] for t in task_recs}
+    if missing:
+        raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
+    planner_config = make_planner(planner, seed=seed, **settings).config()
+    run_rec = {"run_id": rid, "planner": planner, "memory": memory, "suite": suite,
+               "seed": int(seed), "attempt_limit": int(attempt_limit),
+               "cohort_sha256": cohort.fingerprint,
+               "planner_config": {**planner_config, "runtime": cfg}}
+    records = {"run": run_rec, "groups": groups, "tasks": task_recs}
+    size = 0
+    if write:
+        size = write_run(root, rid, records)
+    return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(groups),
+                      len(task_recs), seconds, size), records
+
+
+def write_run(root: Path, rid: str, records: Mapping) -> int:
+    """Write a run's three files atomically (temp folder + rename) and update the manifest."""
+    runs = root / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    final = runs / rid
+    tmp = Path(tempfile.mkdtemp(prefix=f".{rid}.", dir=runs))
+    try:
+        write_record(tmp / "run.json", records["run"])
+        write_records(tmp / "groups.jsonl.gz", records["groups"])
+        write_records(tmp / "tasks.jsonl", records["tasks"])
+        os.chmod(tmp, 0o755)
+        old = None
+        if final.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{rid}.old.", dir=runs))
+            os.replace(final, old / rid)
+        os.replace(tmp, final)
+        if old is not None:
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    prefix = f"runs/{rid}/"
+    update_manifest(root, {prefix + "run.json": "run", prefix + "groups.jsonl.gz": "group_record",
+                           prefix + "tasks.jsonl": "task_record"}, replace_prefix=prefix)
+    return sum(p.stat().st_size for p in final.iterdir())
+
+
+def main_from_cfg(cfg) -> RunSummary:
+    summary, _ = run_suite(
+        planner=cfg.planner.name, suite=cfg.suite.name, memory=cfg.memory,
+        export_root=cfg.export_root, seed=int(cfg.seed), jobs=int(cfg.jobs),
+        attempt_limit=int(cfg.attempt_limit),
+        planner_settings=dict(cfg.planner.get("settings") or {}),
+        runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress))
+    print(f"{summary.run_id}: {summary.n_episodes} episodes, {summary.n_groups} groups, "
+          f"{summary.n_tasks} tasks in {summary.seconds:.1f} s -> {summary.path} "
+          f"({summary.bytes_written} bytes)")
+    return summary
+
+
+def _hydra_main():
+    import hydra
+    from omegaconf import DictConfig
+
+    from ._hydra import CONFIG_PATH
+
+    @hydra.main(config_path=CONFIG_PATH, config_name="run", version_base="1.3")
+    def main(cfg: DictConfig) -> None:
+        try:
+            main_from_cfg(cfg)
+        except (ValueError, FileNotFoundError) as exc:
+            print(f"run FAILED: {exc}", file=sys.stderr)
+            sys.exit(2)
+
+    return main
+
+
+def main() -> None:
+    _hydra_main()()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,107 @@
+"""analysis.run: records, parallel == serial, atomic writes, name errors, re-execution."""
+import pytest
+
+from analysis import run as run_mod
+from analysis.executor import Rules
+from analysis.frozen.io import write_record, write_records
+from analysis.frozen.manifest import read_manifest, update_manifest
+from analysis.frozen.schemas import validate
+from analysis.planners.toy import toy_episode, toy_suite, toy_tasks
+from analysis.reexecute import reexecute, run_reexecute
+
+EPS = ("toy-a", "toy-b", "toy-c")
+
+
+@pytest.fixture()
+def export(tmp_path):
+    root = tmp_path / "fe"
+    c = root / "cohort"
+    write_record(c / "rules.json", Rules.load().to_json())
+    write_records(c / "episodes.jsonl.gz", [toy_episode(e) for e in EPS])
+    write_records(c / "tasks.jsonl", [t for e in EPS for t in toy_tasks(e)])
+    mem = dict(toy_suite(EPS[:2]), suite="memory")
+    write_records(c / "suites.jsonl", [toy_suite(EPS), mem])
+    update_manifest(root, {"cohort/rules.json": "rules", "cohort/episodes.jsonl.gz": "episode",
+                           "cohort/tasks.jsonl": "task", "cohort/suites.jsonl": "suite"})
+    return root
+
+
+def test_run_writes_valid_records_and_manifest(export):
+    summary, rec = run_mod.run_suite("belief_search", "planner", "persistent", export,
+                                     progress=False)
+    d = export / "runs" / "belief_search__planner__persistent"
+    assert sorted(p.name for p in d.iterdir()) == ["groups.jsonl.gz", "run.json", "tasks.jsonl"]
+    assert summary.n_groups == 9 and summary.n_tasks == 6
+    validate("run", rec["run"])
+    for g in rec["groups"]:
+        validate("group_record", g)
+    for t in rec["tasks"]:
+        validate("task_record", t)
+    files = read_manifest(export)["files"]
+    assert files["runs/belief_search__planner__persistent/groups.jsonl.gz"]["records"] == 9
+    assert not [p for p in (export / "runs").iterdir() if p.name.startswith(".")]
+
+
+def test_parallel_equals_serial(export):
+    _, serial = run_mod.run_suite("random_hints", "planner", "reset", export, progress=False,
+                                  write=False)
+    _, par = run_mod.run_suite("random_hints", "planner", "reset", export, jobs=2,
+                               progress=False, write=False)
+    assert serial == par
+
+
+def test_rerun_gives_identical_bytes(export):
+    run_mod.run_suite("lexicon", "memory", "reset", export, progress=False)
+    p = export / "runs" / "lexicon__memory__reset" / "groups.jsonl.gz"
+    first = p.read_bytes()
+    run_mod.run_suite("lexicon", "memory", "reset", export, progress=False)
+    assert p.read_bytes() == first
+
+
+def test_unknown_names_list_valid_ones(export):
+    with pytest.raises(ValueError, match=r"suite='x'.*\['memory', 'planner'\]"):
+        run_mod.run_suite("lexicon", "x", "reset", export, progress=False)
+    with pytest.raises(ValueError, match="greedy_hints"):
+        run_mod.run_suite("nope", "planner", "reset", export, progress=False)
+    with pytest.raises(ValueError, match="persistent"):
+        run_mod.run_suite("lexicon", "planner", "sometimes", export, progress=False)
+
+
+def test_interrupted_run_leaves_no_partial_records(export, monkeypatch):
+    calls = []
+
+    def failing(path, records):
+        calls.append(path)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_mod, "write_records", failing)
+    with pytest.raises(KeyboardInterrupt):
+        run_mod.run_suite("lexicon", "planner", "persistent", export, progress=False)
+    assert calls
+    assert list((export / "runs").iterdir()) == []
+    assert not any(k.startswith("runs/") for k in read_manifest(export)["files"])
+
+
+def test_changed_cohort_is_refused(export):
+    (export / "cohort" / "tasks.jsonl").write_text("{}\n")
+    with pytest.raises(ValueError, match="SHA-256"):
+        run_mod.run_suite("lexicon", "planner", "persistent", export, progress=False)
+
+
+def test_reexecute_all_runs_and_detect_tampering(export, capsys):
+    run_mod.run_suite("noisy_search_binding", "planner", "persistent", export, progress=False)
+    run_mod.run_suite("belief_search", "memory", "reset", export, progress=False)
+    reports = reexecute(export)
+    assert len(reports) == 2 and all(r.ok for r in reports)
+    assert run_reexecute(export, "belief_search") == 0
+    assert run_reexecute(export, "nobody") == 1
+    # flip one recorded attempt status
+    import json, gzip
+    p = export / "runs" / "belief_search__memory__reset" / "groups.jsonl.gz"
+    lines = gzip.decompress(p.read_bytes()).decode().splitlines()
+    rec = json.loads(lines[0])
+    rec["attempts"][0]["status"] = "invalid" if rec["attempts"][0]["status"] == "accepted" else "accepted"
+    lines[0] = json.dumps(rec)
+    p.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    assert run_reexecute(export) == 1
+    assert "groups.jsonl.gz line 1" in capsys.readouterr().err
