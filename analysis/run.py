@@ -31,7 +31,7 @@ from .executor.runtime import RuntimeConfig, run_episode
 from .frozen.hashing import sha256_file
 from .frozen.io import read_records, write_record, write_records
 from .frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
-from .planners import PLANNERS, make_planner
+from .planners import ADAPTERS, PLANNERS, make_planner
 
 __all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
 
@@ -110,8 +110,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
 
     Returns the summary and the records ``{"run": ..., "groups": [...], "tasks": [...]}``.
     """
-    if planner not in PLANNERS:
-        raise ValueError(f"planner={planner!r}: expected one of {sorted(PLANNERS)}")
+    if planner not in PLANNERS and planner not in ADAPTERS:
+        raise ValueError(f"planner={planner!r}: expected one of {sorted(PLANNERS | ADAPTERS)}")
     if memory not in MEMORY_MODES:
         raise ValueError(f"memory={memory!r}: expected one of {list(MEMORY_MODES)}")
     if not isinstance(jobs, int) or jobs < 1:

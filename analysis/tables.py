@@ -91,6 +91,12 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
     for path, data in sorted(files.items()):
         if not path.exists() or path.read_bytes() != data:
             atomic_write_bytes(path, data)
+    # outputs of artefacts this export no longer supports would be stale: remove them
+    for sub, pattern in (("tables", "table[0-9][0-9]_*"), ("figures", "fig[0-9][0-9]_*")):
+        for stale in sorted((out / sub).glob(pattern)):
+            if stale.is_file() and stale not in files:
+                stale.unlink()
+                progress(f"removed stale {stale}")
     seconds = time.perf_counter() - start
     progress(f"wrote {len(files)} files in {seconds:.1f} s")
     return RegenerationReport(written=tuple(str(p) for p in sorted(files)), seconds=seconds)

@@ -36,7 +36,8 @@ def test_parse_accepts_code_fence_and_query_only():
 
 
 def test_token_count_rule():
-    assert count_tokens("") == 0 and count_tokens("a b c") == 4 and count_tokens("a b") == 3
+    assert count_tokens("") == 0 and count_tokens("a b c") == 3
+    assert count_tokens('{"type": "pick_up"}') == 9   # { " type " : " pick_up " }
 
 
 def test_hint_parsing():
@@ -112,3 +113,53 @@ def test_render_prompt_is_deterministic_text():
     run_episode(toy_episode(), [], Spy(), RULES, "persistent")
     assert "Instruction: Get a glass from the cupboard" in seen[0]
     assert "Action take_from_storage(o:item, s:storage)" in seen[0]
+
+
+def test_chat_adapter_against_local_stub_server():
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    seen = []
+    reply = json.dumps({"actions": [{"type": "navigate", "args": ["counter", "cupboard"]}]})
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, body))
+            out = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply}}],
+                              "usage": {"prompt_tokens": 123, "completion_tokens": 7}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+        def log_message(self, *a):
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=server.serve_forever, daemon=True)
+    t.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/v1"
+        ep = toy_episode()
+        ep["groups"] = ep["groups"][:1]
+        res = run_episode(ep, [], make_planner("chat", base_url=url, model="stub"), RULES,
+                          "persistent")
+    finally:
+        server.shutdown()
+        server.server_close()
+    g = res.group_records[0]
+    assert seen[0][0] == "/v1/chat/completions" and seen[0][1]["model"] == "stub"
+    assert "Instruction: Get a glass" in seen[0][1]["messages"][1]["content"]
+    assert g["attempts"][0]["action"] == {"type": "navigate", "args": ["counter", "cupboard"]}
+    assert g["prompt_tokens"] == 123 * len(g["planner_calls"])
+    assert g["completion_tokens"] == 7 * len(g["planner_calls"])
+
+
+def test_chat_adapter_unreachable_endpoint_is_parse_failure():
+    ep = toy_episode()
+    ep["groups"] = ep["groups"][:1]
+    res = run_episode(ep, [], make_planner("chat", base_url="http://127.0.0.1:9/v1",
+                                           timeout=2.0), RULES, "persistent")
+    assert res.group_records[0]["status"] == "parse_failure"

@@ -144,7 +144,7 @@ def test_tokens_counted_when_planner_reports_none():
     g = run(p).group_records[0]
     assert (g["prompt_tokens"], g["completion_tokens"]) == (11, 2)
     g = run(Scripted([{"actions": []}])).group_records[0]
-    assert g["completion_tokens"] == count_tokens('{"actions": []}') == 3
+    assert g["completion_tokens"] == count_tokens('{"actions": []}') == 8
     assert g["prompt_tokens"] > 20
 
 

@@ -159,3 +159,25 @@ def test_row_order_invariant_and_scale_equivariant(method):
     scaled = df.assign(validity=df.validity * 7.0 + 0.0)
     c = cluster_bootstrap(scaled, ["validity"], method=method, n_resamples=300, seed=3).table
     assert np.allclose(c[["estimate", "low", "high", "se"]], 7.0 * a[["estimate", "low", "high", "se"]])
+
+
+def test_bootstrap_t_finite_near_boundary():
+    # 17 of 18 episodes all-success: many replicates have zero SE; interval stays finite
+    rows = [dict(planner="p", episode_id=g, x=1) for g in range(17) for _ in range(5)]
+    rows += [dict(planner="p", episode_id=17, x=0), dict(planner="p", episode_id=17, x=1)]
+    df = pd.DataFrame(rows)
+    t = cluster_bootstrap(df, ["x"], n_resamples=2000, seed=0).table.iloc[0]
+    assert np.isfinite(t.low) and np.isfinite(t.high)
+    assert t.estimate == pytest.approx(86 / 87)
+    assert t.low < t.estimate <= t.high
+
+
+def test_bounds_clip_rates():
+    df = pd.DataFrame({"planner": "p", "episode_id": np.arange(18).repeat(5),
+                       "x": np.r_[1, np.zeros(89)]})
+    raw = cluster_bootstrap(df, ["x"], method="cr1_t").table.iloc[0]
+    assert raw.low < 0
+    t = cluster_bootstrap(df, ["x"], method="cr1_t", bounds=(0, 1)).table.iloc[0]
+    assert t.low == 0 and t.high == raw.high
+    with pytest.raises(ValueError, match="bounds"):
+        cluster_bootstrap(df, ["x"], bounds=(1, 0))

@@ -11,8 +11,9 @@ from .base import (Plan, PlanParseError, Planner, PlannerResponse, PlannerView, 
                    parse_plan, render_prompt)
 from .search import BeliefSearchPlanner, NoisyBindingPlanner, NoisySkipPlanner
 from .simple import GreedyHintsPlanner, LexiconPlanner, RandomHintsPlanner
+from .chat import ChatPlanner
 
-__all__ = ["PLANNERS", "make_planner", "Planner", "PlannerView", "PlannerResponse", "Plan",
+__all__ = ["PLANNERS", "ADAPTERS", "make_planner", "Planner", "PlannerView", "PlannerResponse", "Plan",
            "PlanParseError", "parse_plan", "render_prompt", "count_tokens"]
 
 #: name -> planner class; each takes ``seed`` plus its own keyword settings.
@@ -25,9 +26,13 @@ PLANNERS = {
     "noisy_search_skip": NoisySkipPlanner,
 }
 
+#: planners that need an external service (configured in configs/planner/<name>.yaml)
+ADAPTERS = {"chat": ChatPlanner}
+
 
 def make_planner(name: str, seed: int = 0, **settings) -> Planner:
     """A fresh planner instance (one per episode: planners may keep per-group state)."""
-    if name not in PLANNERS:
-        raise ValueError(f"planner={name!r}: expected one of {sorted(PLANNERS)}")
-    return PLANNERS[name](seed=seed, **settings)
+    cls = PLANNERS.get(name) or ADAPTERS.get(name)
+    if cls is None:
+        raise ValueError(f"planner={name!r}: expected one of {sorted(PLANNERS | ADAPTERS)}")
+    return cls(seed=seed, **settings)

@@ -14,12 +14,12 @@ which episodes are run (parallel runs equal serial runs).
 
 Token accounting: a planner may return a :class:`PlannerResponse` with its own token
 counts; when it returns a plain string the runtime uses :func:`count_tokens` on the
-rendered prompt (:func:`render_prompt`) and on the returned text:
-``round(words * 4 / 3)`` with words = whitespace-separated pieces (a documented,
-deterministic stand-in for a tokenizer).
+rendered prompt (:func:`render_prompt`) and on the returned text: the number of word
+pieces (runs of letters, digits and underscores, plus every other non-space character),
+a documented, deterministic stand-in for a tokenizer.
 
 >>> count_tokens("open the fridge")
-4
+3
 >>> parse_plan('{"actions": [{"type": "open_storage", "args": ["fridge"]}]}').actions
 [{'type': 'open_storage', 'args': ['fridge']}]
 """
@@ -155,10 +155,17 @@ def plan_json(actions: list[dict], query: str | None = None) -> str:
                        "query": query}, sort_keys=True, separators=(",", ":"))
 
 
+_PIECE = re.compile(r"\w+|[^\w\s]")
+
+
 def count_tokens(text: str) -> int:
-    """Deterministic token estimate: whitespace-split words x 4/3, rounded half up."""
-    words = len(text.split())
-    return (words * 4 + 1) // 3
+    """Deterministic token estimate: word pieces = runs of letters/digits/underscores plus
+    every other non-space character (so compact JSON is not one "word").
+
+    >>> count_tokens('{"actions": []}')
+    8
+    """
+    return len(_PIECE.findall(text))
 
 
 def render_prompt(view: PlannerView, include_schema: bool = True) -> str:

@@ -141,11 +141,14 @@ def replicate_ratio_se(W: np.ndarray, S: np.ndarray, N: np.ndarray, n_clusters):
     return theta_b, se_b, zero_b
 
 
-def studentize(theta_b, theta, se_b, zero_b):
+def studentize(theta_b, theta, se_b, zero_b, se=None):
     """t_b = (theta_b - theta) / se_b with explicit zero-SE handling.
 
-    A replicate with zero SE gives t = 0 when it reproduces the estimate and +-inf
-    otherwise (it is evidence of a larger deviation than any finite t).
+    A replicate whose own SE is zero (e.g. it drew only episodes where every task
+    succeeded) has no studentisation; it is scaled by the original SE ``se`` instead
+    (a percentile-t hybrid for those replicates, which keeps the interval finite at
+    proportions near 0 or 1). Without ``se`` (or where it is zero too) such a
+    replicate gives t = 0 when it reproduces the estimate and +-inf otherwise.
     """
     diff = theta_b - theta
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -154,8 +157,12 @@ def studentize(theta_b, theta, se_b, zero_b):
         tiny = _REL_TOL * 16 * np.maximum(np.abs(theta), 1.0)
         d = np.broadcast_to(diff, t.shape)[zero_b]
         tz = np.broadcast_to(tiny, t.shape)[zero_b]
-        with np.errstate(invalid="ignore"):
-            t[zero_b] = np.where(np.abs(d) <= tz, 0.0, np.where(np.isnan(d), np.nan, np.copysign(np.inf, d)))
+        fb = np.zeros(t.shape) if se is None else np.broadcast_to(np.asarray(se, float), t.shape)
+        f = fb[zero_b]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            alt = np.where(np.isnan(d), np.nan, np.copysign(np.inf, d))
+            alt = np.where(f > 0, d / np.where(f > 0, f, 1.0), alt)
+            t[zero_b] = np.where(np.abs(d) <= tz, 0.0, alt)
     return t
 
 

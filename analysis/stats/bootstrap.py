@@ -74,7 +74,7 @@ def interval_from_replicates(method, theta, se, zero, S, N, G, W, alpha):
         return theta - q * se, theta + q * se
     if method == "bootstrap_t":
         theta_b, se_b, zero_b = replicate_ratio_se(W, S, N, G)
-        t = studentize(theta_b, theta, se_b, zero_b)
+        t = studentize(theta_b, theta, se_b, zero_b, se)
         qlo, qhi = _quantile(t, [alpha, 1 - alpha])
         low, high = theta - qhi * se, theta - qlo * se
         return np.where(zero, theta, low), np.where(zero, theta, high)
@@ -102,6 +102,7 @@ def cluster_bootstrap(
     method: str = "bootstrap_t",
     confidence_level: float = 0.95,
     seed: int | np.random.Generator | None = 0,
+    bounds: tuple | None = None,
 ) -> ClusterBootstrapResult:
     """Episode-cluster bootstrap intervals for task-macro means.
 
@@ -110,10 +111,13 @@ def cluster_bootstrap(
     of ``value_cols`` the estimate is ``sum of values / number of non-missing
     values``, computed as a ratio of per-episode sums, and the interval resamples
     whole episodes. Methods: ``bootstrap_t`` (default; studentised with CR1 SEs
-    recomputed in every replicate), ``cr1_t`` (CR1 SE with t(G-1)), ``percentile``,
+    recomputed in every replicate; a replicate with zero SE is scaled by the
+    original SE, which keeps intervals finite near 0 and 1), ``cr1_t`` (CR1 SE with t(G-1)), ``percentile``,
     ``basic``, ``bca`` (the last three as in ``scipy.stats.bootstrap`` on the paired
     per-episode sums and counts, with the same resamples for the same seed).
     Groups with different episode sets are resampled separately, from one Generator.
+    ``bounds=(lo, hi)`` clips the intervals to the metric's range (e.g. ``(0, 1)``
+    for rates: the t-based intervals can cross it near 0 or 1).
 
     Example
     -------
@@ -162,6 +166,10 @@ def cluster_bootstrap(
         lo, hi = interval_from_replicates(method, th, s, z, Sg, Ng, G, W, alpha)
         est[colmask], se[colmask], zero[colmask] = th, s, z
         low[colmask], high[colmask], ncl[colmask] = lo, hi, G
+    if bounds is not None:
+        if len(bounds) != 2 or not bounds[0] < bounds[1]:
+            raise ValueError(f"bounds={bounds!r} must be a (low, high) pair with low < high")
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     table = cols.copy()
     table["estimate"], table["low"], table["high"], table["se"] = est, low, high, se
     table["n_records"] = N.sum(axis=0).astype(int)

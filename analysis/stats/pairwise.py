@@ -184,7 +184,7 @@ def family_inference(method, D, N, theta, se, active, alpha_fw, B, rng):
     def pairs_t():
         W = pairs_weights(rng, B, G)
         tb, seb, zb = replicate_ratio_se(W, Da, Na, G)
-        T = np.abs(studentize(tb, th, seb, zb))
+        T = np.abs(studentize(tb, th, seb, zb, sa))
         return np.where(np.isnan(T), 0.0, T)
 
     def gauss_z():
