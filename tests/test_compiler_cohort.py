@@ -58,6 +58,9 @@ def test_add_squash_task_is_terminal_and_in_both_suites(compiled):
     sq = [t for t in tasks if t["episode_id"] == "P02-20240209-194141"
           and t["contract"]["conditions"][0].get("atom") == ["in", "squash", "glass"]]
     assert len(sq) == 1 and sq[0]["tier"] == "terminal"
+    # c1 the glass's contents, c2 the bottle set down on the counter afterwards
+    assert [c["atom"] for c in sq[0]["contract"]["conditions"]] == [
+        ["in", "squash", "glass"], ["at", "squash_bottle", "counter_left_of_fridge"]]
     assert sq[0]["provenance"]["refs"]["ingredient"] == "P02_R03_I02"
     suites = {s["suite"]: s for s in read_records(a / "cohort" / "suites.jsonl")}
     assert sq[0]["task_id"] in suites["memory"]["task_ids"]
@@ -85,6 +88,8 @@ def test_nespresso_capsule_task_is_terminal_in_planner_suite(compiled):
     nes = [t for t in tasks if t["episode_id"] == "P01-20240202-110250"
            and t["contract"]["conditions"][0].get("atom") == ["in", "capsule", "coffee_machine"]]
     assert len(nes) == 1 and nes[0]["tier"] == "terminal"
+    assert [c["atom"] for c in nes[0]["contract"]["conditions"]] == [
+        ["in", "capsule", "coffee_machine"], ["at", "cup", "counter_bottom_left_of_microwave"]]
     refs = nes[0]["provenance"]["refs"]
     assert (refs["ingredient"], refs["step"], refs["start"]) == ("P01_R01_I01", "P01_R01_S01", 16.0)
     assert "insert" in nes[0]["reference_action_types"]
@@ -117,3 +122,38 @@ def test_dropped_events_exported_with_reasons(compiled):
     assert sum(d["kind"] == "source" for d in dropped) == 9
     eps = {e["episode_id"] for e in read_records(a / "cohort" / "episodes.jsonl.gz")}
     assert {d["episode_id"] for d in dropped if d["kind"] != "source"} <= eps
+
+
+def test_multi_condition_contracts_hold_at_end_and_fail_at_start(compiled):
+    """Replay every episode (compiler Sim) and evaluate each task's conditions: all TRUE
+    after the task's last group; at the task's start at least one FALSE (terminal: every
+    extra condition FALSE there, c1 FALSE too); one negative suite per condition."""
+    from analysis.compiler.admission import replay, truth
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.vocabulary import Vocabulary
+    a, _ = compiled
+    sim = Sim(Vocabulary.load())
+    tasks = read_records(a / "cohort" / "tasks.jsonl")
+    sizes = [len(t["contract"]["conditions"]) for t in tasks]
+    assert max(sizes) == 4 and sizes.count(1) > 0 and sum(n >= 2 for n in sizes) > len(tasks) / 3
+    eps = {e["episode_id"]: e for e in read_records(a / "cohort" / "episodes.jsonl.gz")}
+    for t in tasks:
+        e = eps[t["episode_id"]]
+        objects = e["initial_world"]["objects"]
+        init = frozenset(tuple(f) for f in e["initial_world"]["facts"])
+        states, events, rej = replay(sim, objects, init, e["groups"])
+        assert not rej
+        idx = [g["group_id"] for g in e["groups"]]
+        first, last = idx.index(t["group_ids"][0]), idx.index(t["group_ids"][-1])
+        conds = t["contract"]["conditions"]
+        assert [c["id"] for c in conds] == [f"c{n}" for n in range(1, len(conds) + 1)]
+        evs = [x for i in range(first, last + 1) for x in events[i]]
+        assert all(truth(c, states[last], evs, objects) for c in conds), t["task_id"]
+        start = [truth(c, states[first - 1], [], objects) for c in conds]
+        assert not all(start), t["task_id"]
+        if t["tier"] == "terminal":
+            assert not any(start), t["task_id"]
+    audit = read_records(a / "cohort" / "audit.jsonl")
+    neg = [(r["task_id"], r["condition_id"]) for r in audit if r["check"] == "negative_suite"]
+    assert sorted(neg) == sorted((t["task_id"], c["id"]) for t in tasks
+                                 for c in t["contract"]["conditions"])

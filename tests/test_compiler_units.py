@@ -89,3 +89,76 @@ def test_find_commute_pair_prefers_adjacent_reference_ops_and_reports_none(vocab
     ops2 = [{"type": "put_on", "args": ["cup", "counter"]}]
     assert find_commute_pair(sim, {"counter": "counter", "cup": "cup"},
                              [{"group_id": "e/g0000", "operations": ops2}], task, {-1: lone}) is None
+
+
+# ------------------------------------------------------------ multi-condition contracts
+class _StubSim:
+    """Applies the effects an action spells in its args: ``"+in|water|cup"`` adds
+    ``in(water, cup)``, ``"-hand-empty"`` deletes ``hand-empty`` (enough for ``goal_atoms``)."""
+    def apply(self, objects, facts, action):
+        eff = lambda sign: {tuple(a[1:].split("|")) for a in action["args"] if a[0] == sign}
+        return True, [], frozenset((set(facts) - eff("-")) | eff("+"))
+
+
+def _stub_task(ops_by_group, objects_by_group, c1):
+    group_recs = [{"group_id": f"g{i}", "objects": objs, "operations": ops}
+                  for i, (ops, objs) in enumerate(zip(ops_by_group, objects_by_group))]
+    return group_recs, {"tier": "terminal", "first": 1, "last": 2,
+                        "conditions": [{"id": "c1", "kind": "atom", "atom": c1}]}
+
+
+def test_goal_atoms_rule_by_hand():
+    from analysis.compiler.admission import replay
+    from analysis.compiler.tasks import goal_atoms
+    op = lambda add=(), dele=(): {"type": "x", "args": ["+" + "|".join(a) for a in add]
+                                  + ["-" + "|".join(a) for a in dele]}
+    init = frozenset({("agent-at", "counter"), ("hand-empty",), ("at", "cup", "shelf")})
+    ops = [
+        [op(add=[("cut", "lemon")])],                          # g0: before the task
+        [op(add=[("holding", "cup")], dele=[("at", "cup", "shelf"), ("hand-empty",)]),
+         op(add=[("at", "cup", "counter"), ("hand-empty",)], dele=[("holding", "cup")]),
+         op(add=[("open", "fridge")]),                         # skipped predicate
+         op(add=[("powered", "kettle")]),                      # kettle: not named
+         op(add=[("mixed", "bowl")]),                          # transient: undone below
+         op(dele=[("mixed", "bowl")])],
+        [op(add=[("in", "water", "cup"), ("filled", "cup")]),  # filled: skipped
+         op(add=[("in", "juice", "cup")]),                     # c1 itself
+         op(add=[("cut", "orange")]),
+         op(add=[("at", "spoon", "counter")])],
+    ]
+    objs = [["lemon"], ["cup", "bowl"], ["juice", "orange", "spoon"]]
+    grecs, task = _stub_task(ops, objs, ["in", "juice", "cup"])
+    sim = _StubSim()
+    states, _, _ = replay(sim, {}, init, grecs)
+    # in first, then at in establishment order, then attributes; capped at 3 extras;
+    # cut(lemon) predates the task, open/filled/agent facts skipped, mixed(bowl) undone
+    assert goal_atoms(task, sim, {}, states, grecs) == [
+        ("in", "water", "cup"), ("at", "cup", "counter"), ("at", "spoon", "counter")]
+
+
+def test_key_events_skip_movement_handling_and_duplicates():
+    from analysis.compiler.tasks import key_events
+    ev = lambda t, *a: {"type": t, "args": list(a)}
+    events = {0: [ev("stir", "spoon", "pot", "hob")],
+              1: [ev("navigate", "a", "b"), ev("pick_up", "spoon", "b"),
+                  ev("stir", "spoon", "pot", "hob"), ev("pour", "oil", "bottle", "pot", "hob"),
+                  ev("pour", "oil", "bottle", "pot", "hob"), ev("turn_on", "hob")],
+              2: [ev("put_on", "spoon", "b"), ev("chop", "onion", "knife", "b"),
+                  ev("cover", "pot", "hob")]}
+    task = {"first": 1, "last": 2, "conditions": [
+        {"id": "c1", "kind": "event", "event": ev("stir", "spoon", "pot", "hob")}]}
+    assert key_events(task, events) == [ev("pour", "oil", "bottle", "pot", "hob"),
+                                        ev("turn_on", "hob"), ev("chop", "onion", "knife", "b")]
+
+
+def test_negative_suite_one_record_per_condition():
+    from analysis.compiler.audit import negative_suites
+    objects = {"juice": "food", "cup": "container", "counter": "fixture"}
+    end = frozenset({("in", "juice", "cup"), ("at", "cup", "counter")})
+    task = {"task_id": "e/t000", "first": 0, "last": 0, "conditions": [
+        {"id": "c1", "kind": "atom", "atom": ["in", "juice", "cup"]},
+        {"id": "c2", "kind": "atom", "atom": ["at", "cup", "counter"]}]}
+    recs = negative_suites(task, {-1: frozenset(), 0: end}, {0: []}, objects)
+    assert [(r["task_id"], r["condition_id"]) for r in recs] == [("e/t000", "c1"), ("e/t000", "c2")]
+    assert [r["detail"].split(":")[0] for r in recs] == ["c1 in(juice, cup)", "c2 at(cup, counter)"]
+    assert all(r["passed"] for r in recs)

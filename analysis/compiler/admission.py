@@ -1,6 +1,17 @@
-"""Task admission (DESIGN.md section 7): reference replay satisfies the contract, the
-initial state fails it, and it is not trivially true (already true when the task starts)."""
+"""Task admission (DESIGN.md section 7): reference replay satisfies the contract (every
+condition TRUE at the task's end), the initial state fails it, and it is not trivially true
+(already true when the task starts).
+
+A contract fails a state when not all of its conditions are TRUE there. Admission is
+stricter for the primary condition ``c1`` (the task's goal fact): it must be FALSE both in
+the episode's initial world and, for terminal tasks, at the task's start, so a contract
+never rests on a goal that already held. The further conditions are FALSE at the task's
+start by construction (``tasks.add_goal_conditions``)."""
 from __future__ import annotations
+
+from types import MappingProxyType
+
+from analysis.executor import TRUE, World, evaluate_condition
 
 from .sim import Sim
 
@@ -26,14 +37,10 @@ def replay(sim: Sim, objects: dict, facts: frozenset, group_recs: list[dict]):
 
 
 def truth(cond: dict, facts: frozenset, events: list[dict], objects: dict) -> bool:
-    if cond["kind"] == "atom":
-        atom = tuple(cond["atom"])
-        if any(a not in objects for a in atom[1:]):
-            return False      # UNKNOWN counts as not met
-        return atom in facts
-    ev = cond["event"]
-    return any(e["type"] == ev["type"] and len(e["args"]) == len(ev["args"]) and
-               all(x is None or x == y for x, y in zip(ev["args"], e["args"])) for e in events)
+    """Whether ``cond`` is TRUE, by the executor's own contract semantics (UNKNOWN, e.g. an
+    entity absent from the world, counts as not met)."""
+    world = World._trusted(MappingProxyType(objects), facts)
+    return evaluate_condition(cond, world, events, groups_completed=True) is TRUE
 
 
 def contract_holds(task: dict, states, events, objects) -> bool:
@@ -42,13 +49,24 @@ def contract_holds(task: dict, states, events, objects) -> bool:
     return all(truth(c, end, evs, objects) for c in task["conditions"])
 
 
+def state_holds(task: dict, facts: frozenset, objects) -> bool:
+    """Every condition TRUE in a state with an empty event log (the initial world, the
+    task's start): only terminal contracts can hold there."""
+    return all(truth(c, facts, [], objects) for c in task["conditions"])
+
+
 def admit(task: dict, states, events, objects) -> tuple[bool, str, str]:
     """``(admitted, reason, detail)``."""
     if not contract_holds(task, states, events, objects):
-        return False, "reference_fails", "reference replay does not satisfy the contract"
-    if any(truth(c, states[-1], [], objects) for c in task["conditions"]):
-        return False, "initial_passes", "the recorded initial state already satisfies a condition"
-    if task["tier"] == "terminal" and all(
-            truth(c, states[task["first"] - 1], [], objects) for c in task["conditions"]):
-        return False, "trivially_true", "conditions already hold when the task starts"
+        end = states[task["last"]]
+        evs = [e for i in range(task["first"], task["last"] + 1) for e in events[i]]
+        bad = [c["id"] for c in task["conditions"] if not truth(c, end, evs, objects)]
+        return False, "reference_fails", f"reference replay leaves {', '.join(bad)} not TRUE"
+    c1 = task["conditions"][0]
+    if truth(c1, states[-1], [], objects) or state_holds(task, states[-1], objects):
+        return False, "initial_passes", "the recorded initial state already satisfies c1"
+    start = states[task["first"] - 1]
+    if task["tier"] == "terminal" and (truth(c1, start, [], objects)
+                                       or state_holds(task, start, objects)):
+        return False, "trivially_true", "c1 already holds when the task starts"
     return True, "", ""

@@ -2,12 +2,13 @@
 initial_fail, nontrivial, per-predicate negative suites; and a 12-task stress test."""
 from __future__ import annotations
 
-from .admission import contract_holds, replay, truth
+from .admission import contract_holds, replay, state_holds, truth
 from .sim import Sim
 
 
-def _rec(check, task_id, passed, detail):
-    return {"check": check, "task_id": task_id, "passed": bool(passed), "detail": detail}
+def _rec(check, task_id, passed, detail, condition_id=None):
+    return {"check": check, "task_id": task_id, "condition_id": condition_id,
+            "passed": bool(passed), "detail": detail}
 
 
 def audit_episode(sim: Sim, objects, facts, group_recs, tasks, stress_ids: set) -> list[dict]:
@@ -18,26 +19,56 @@ def audit_episode(sim: Sim, objects, facts, group_recs, tasks, stress_ids: set) 
         ok = contract_holds(t, states, events, objects)
         out.append(_rec("reference_pass", tid, ok, f"replay of {t['last'] + 1} groups; "
                         f"{len(rejected)} rejected operations in episode"))
-        init = any(truth(c, states[-1], [], objects) for c in t["conditions"])
-        out.append(_rec("initial_fail", tid, not init, "initial world evaluated"))
-        start_true = t["tier"] == "terminal" and all(
-            truth(c, states[t["first"] - 1], [], objects) for c in t["conditions"])
-        out.append(_rec("nontrivial", tid, not start_true, "state at task start evaluated"))
-        end = states[t["last"]]
-        evs = [e for i in range(t["first"], t["last"] + 1) for e in events[i]]
-        for c in t["conditions"]:
-            if c["kind"] == "atom":
-                neg = end - {tuple(c["atom"])}
-                rejected_neg = not truth(c, neg, [], objects)
-                out.append(_rec("negative_suite", tid, rejected_neg,
-                                f"predicate {c['atom'][0]}: passing end state minus {c['atom']}"))
-            else:
-                ev = c["event"]
-                neg = [e for e in evs if e["type"] != ev["type"]]
-                out.append(_rec("negative_suite", tid, not truth(c, end, neg, objects),
-                                f"event {ev['type']}: task log without that event type"))
+        init = state_holds(t, states[-1], objects)
+        out.append(_rec("initial_fail", tid, not init,
+                        f"initial world evaluated: {_n_true(t, states[-1], objects)}/"
+                        f"{len(t['conditions'])} conditions TRUE"))
+        start = states[t["first"] - 1]
+        start_true = t["tier"] == "terminal" and state_holds(t, start, objects)
+        out.append(_rec("nontrivial", tid, not start_true,
+                        f"state at task start evaluated: {_n_true(t, start, objects)}/"
+                        f"{len(t['conditions'])} conditions TRUE"))
+        out.extend(negative_suites(t, states, events, objects))
         if tid in stress_ids:
             out.extend(stress(sim, objects, facts, group_recs, t, states, events))
+    return out
+
+
+def _n_true(t, facts, objects) -> int:
+    return sum(truth(c, facts, [], objects) for c in t["conditions"])
+
+
+def negative_suites(t, states, events, objects) -> list[dict]:
+    """One ``negative_suite`` record per condition (DESIGN.md section 7): take the passing
+    end of the reference replay (end state and the task's event log) and remove that
+    condition's evidence alone (the atom from the state; the events matching it from the
+    log). Passed when the contract rejects the result while every other condition is still
+    TRUE, i.e. the case differs from a passing one in that predicate only.
+
+    The audit record ID is ``(check, task_id)`` (``analysis.frozen.schemas``), so with
+    several conditions per task these records name the condition in ``task_id`` the way
+    group and task IDs nest: ``<task_id>/<condition id>``, e.g. ``P02-.../t017/c2``."""
+    tid = t["task_id"]
+    end = states[t["last"]]
+    evs = [e for i in range(t["first"], t["last"] + 1) for e in events[i]]
+    out = []
+    for c in t["conditions"]:
+        if c["kind"] == "atom":
+            neg_state, neg_evs = end - {tuple(c["atom"])}, evs
+            what = (f"{c['id']} {c['atom'][0]}({', '.join(c['atom'][1:])}): passing end state "
+                    "minus that atom")
+        else:
+            neg_state = end
+            neg_evs = [e for e in evs if not truth(c, end, [e], objects)]
+            ev = c["event"]
+            what = (f"{c['id']} event {ev['type']}({', '.join(ev['args'])}): task log without the "
+                    f"{len(evs) - len(neg_evs)} matching event(s)")
+        rejected = not all(truth(x, neg_state, neg_evs, objects) for x in t["conditions"])
+        others = all(truth(x, neg_state, neg_evs, objects) for x in t["conditions"] if x is not c)
+        out.append(_rec("negative_suite", tid, rejected and others,
+                        f"{what}; contract {'rejected' if rejected else 'ACCEPTED'}, "
+                        f"other conditions {'TRUE' if others else 'CHANGED'}",
+                        condition_id=c["id"]))
     return out
 
 
@@ -47,19 +78,24 @@ def stress(sim, objects, facts, group_recs, t, states, events) -> list[dict]:
     ok = contract_holds(t, states, events, objects)
     out.append(_rec("stress_replay", tid, ok, "reference replay satisfies the contract"))
     cond = t["conditions"][0]
-    # witness: an accepted operation inside the task adds the atom / is the event
-    wit = False
+    # witness: for every condition, an accepted operation inside the task adds the atom /
+    # is the event
+    witnessed = set()
     f = states[t["first"] - 1]
     for i in range(t["first"], t["last"] + 1):
         for op in group_recs[i]["operations"]:
             a = {"type": op["type"], "args": op["args"]}
             okk, _, nf = sim.apply(objects, f, a)
-            if okk and cond["kind"] == "atom" and tuple(cond["atom"]) in nf - f:
-                wit = True
-            if okk and cond["kind"] == "event" and truth(cond, nf, [a], objects):
-                wit = True
+            for c in t["conditions"]:
+                if okk and c["kind"] == "atom" and tuple(c["atom"]) in nf - f:
+                    witnessed.add(c["id"])
+                if okk and c["kind"] == "event" and truth(c, nf, [a], objects):
+                    witnessed.add(c["id"])
             f = nf
-    out.append(_rec("stress_witness", tid, wit, "an accepted operation in the task establishes the condition"))
+    wit = len(witnessed) == len(t["conditions"])
+    out.append(_rec("stress_witness", tid, wit,
+                    f"accepted operations in the task establish {len(witnessed)}/"
+                    f"{len(t['conditions'])} conditions"))
     s2, e2, _ = replay(sim, objects, facts, group_recs[: t["last"] + 1])
     same = all(s2[i] == states[i] for i in range(-1, t["last"] + 1))
     out.append(_rec("stress_repeat", tid, same, "second replay gives identical states"))
@@ -71,8 +107,9 @@ def stress(sim, objects, facts, group_recs, t, states, events) -> list[dict]:
         {**t, "last": -1, "first": 0}, states, {**events, -1: []}, objects) if cond["kind"] == "atom"
         else not truth(cond, states[-1], [], objects), "initial state fails"))
     partial = states[t["first"] - 1]
-    out.append(_rec("stress_partial_fails", tid, not truth(cond, partial, [], objects),
-                    "state before the task's groups fails"))
+    out.append(_rec("stress_partial_fails", tid, not state_holds(t, partial, objects),
+                    f"state before the task's groups fails ({_n_true(t, partial, objects)}/"
+                    f"{len(t['conditions'])} conditions TRUE)"))
     if cond["kind"] == "atom":
         atom = list(cond["atom"])
         alts = sorted(e for e in objects if objects[e] == objects[atom[-1]] and e != atom[-1]

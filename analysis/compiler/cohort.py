@@ -21,7 +21,7 @@ from .audit import audit_episode
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, group_records
 from .sim import Sim
-from .tasks import candidate_tasks
+from .tasks import add_goal_conditions, candidate_tasks
 from .vocabulary import Vocabulary
 from .worlds import build_world
 
@@ -165,6 +165,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
+        add_goal_conditions(cands, sim, objects, states, events, grecs)
         admitted = []
         for c in cands:
             ok, reason, detail = admit(c, states, events, objects)
@@ -217,7 +218,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         if mine:
             audit += audit_episode(sim, objects, init, grecs, mine, stress_ids)
     audit += executor_crosscheck(episodes)
-    audit.sort(key=lambda a: (a["task_id"] or "", a["check"], a["detail"]))
+    audit.sort(key=lambda a: (a["task_id"] or "", a["check"], a["condition_id"] or "", a["detail"]))
 
     used_eps = sorted({c["episode_id"] for c in all_tasks.values()})
     episodes = [e for e in episodes if e["episode_id"] in used_eps]
@@ -286,14 +287,11 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
 
 
 def executor_crosscheck(episodes) -> list[dict]:
-    """Replay every episode through ``analysis.executor`` itself (not the compiler's Sim)."""
-    try:
-        from analysis.executor.executor import Executor
-        from analysis.executor.rules import Rules
-        from analysis.executor.world import World
-    except ImportError as exc:     # executor not installed: say so in the audit
-        return [{"check": "executor_replay", "task_id": None, "passed": False,
-                 "detail": f"analysis.executor unavailable: {exc}"}]
+    """Replay every episode's reference operations from its initial world through
+    :class:`analysis.executor.Executor`, as a user's re-execution would (not the
+    compiler's incremental state)."""
+    from analysis.executor import Executor, Rules, World
+
     ex = Executor(Rules.load())
     out, total, total_bad, bad_eps = [], 0, 0, []
     for e in episodes:
@@ -312,8 +310,8 @@ def executor_crosscheck(episodes) -> list[dict]:
         total_bad += bad
         if bad:
             bad_eps.append(e["episode_id"])
-    # one record (the audit's ID is (check, task_id)): all episodes' reference operations
-    return [{"check": "executor_replay", "task_id": None, "passed": total_bad == 0,
+    return [{"check": "executor_replay", "task_id": None, "condition_id": None,
+             "passed": total_bad == 0,
              "detail": f"{total - total_bad}/{total} reference operations of {len(episodes)} "
                        f"episodes accepted by analysis.executor; failing episodes: {bad_eps}"}]
 

@@ -96,6 +96,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
     "audit": {
         "check": "str",
         "task_id": "str|null",
+        "condition_id": "str|null",
         "passed": "bool",
         "detail": "str",
     },
@@ -173,7 +174,7 @@ ID_FIELDS: dict[str, tuple[str, ...]] = {
     "run": ("run_id",),
     "group_record": ("group_id",),
     "task_record": ("task_id",),
-    "audit": ("check", "task_id"),
+    "audit": ("check", "task_id", "condition_id"),
 }
 
 
