@@ -23,7 +23,7 @@ import argparse
 import time
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from analysis.stats._core import cr1_se, pairs_weights
 from analysis.stats.bootstrap import interval_from_replicates

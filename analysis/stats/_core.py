@@ -222,14 +222,22 @@ def quantile(a: np.ndarray, q, axis: int = 0):
     qa = np.asarray(q, dtype=float)
     per_col = qa.ndim == 1 and not isinstance(q, list) and qa.shape[0] == a.shape[1] and not one_d
     B = a.shape[0]
-    if not per_col and not np.isnan(a).any():
-        # same levels for every column: partial sort at the needed order statistics only
+    nan_cols = np.isnan(a).any(axis=0)
+    if not per_col:
+        # same levels for every column: partial sort at the needed order statistics for
+        # the NaN-free columns, a full sort (NaN last) only for the others
         h0 = (B - 1) * np.atleast_1d(qa)
         kth = np.unique(np.clip(np.concatenate([np.floor(h0), np.floor(h0) + 1]), 0, B - 1).astype(np.int64))
-        srt = np.partition(a.T, kth, axis=1)
+        srt = np.empty((a.shape[1], B))
+        if (~nan_cols).any():
+            srt[~nan_cols] = np.partition(a.T[~nan_cols], kth, axis=1)
+        if nan_cols.any():
+            srt[nan_cols] = np.sort(a.T[nan_cols], axis=1)
     else:
         srt = np.sort(a.T, axis=1)  # NaN last
-    n = (~np.isnan(srt)).sum(axis=1)
+    n = np.full(a.shape[1], B)
+    if nan_cols.any():
+        n[nan_cols] = (~np.isnan(srt[nan_cols])).sum(axis=1)
     levels = qa[None, :] if per_col else np.atleast_1d(qa)[:, None]
     h = (n[None, :] - 1) * levels
     lo = np.clip(np.floor(h).astype(np.int64), 0, np.maximum(n - 1, 0)[None, :])
