@@ -60,17 +60,25 @@ def _run(root: Path, manifest: dict, planner: str, seed: int) -> dict:
            "planner_config": {}}
     groups = []
     for ep in EPISODES:
+        glass_taken = False  # group 1's attempt picks the glass up off the counter
         for i in range(3):
             ok = (i + seed) % 2 == 0
+            action = ({"type": "pick_up", "args": ["glass", "counter"]} if i == 1 else
+                      {"type": "pour", "args": ["squash", "bottle", "glass", "counter"]})
+            # each group queries the counter before its attempt; the anchor is the glass,
+            # which an accepted pick-up in group 1 (beta only) removes explicitly
+            query = {"region": "counter", "responded": True, "after_attempts": 0,
+                     "anchor": ["glass"], "visible": [] if glass_taken else ["glass"],
+                     "added": [], "removed": ["glass"] if glass_taken else []}
+            glass_taken = glass_taken or (i == 1 and ok)
             groups.append({
                 "run_id": run_id, "episode_id": ep, "group_id": f"{ep}/g{i:03d}",
                 "status": "completed",
                 "attempts": [{"index": 0, "source": "planner", "raw": '{"actions": []}',
-                              "action": {"type": "pour", "args": ["squash", "bottle", "glass",
-                                                                  "counter"]},
+                              "action": action,
                               "status": "accepted" if ok else "invalid",
                               "failed_checks": [] if ok else ["holding_source"]}],
-                "queries": [{"region": "counter", "responded": True}],
+                "queries": [query],
                 "planner_calls": [{"raw": "{}", "prompt_tokens": 10, "completion_tokens": 2}],
                 "prompt_tokens": 10, "completion_tokens": 2,
                 "belief": {"cross_group_hits": i, "repeated_region_queries": 0,
@@ -194,20 +202,25 @@ def _rich_cohort(rng, n_episodes):
 def _rich_audit(rng, tasks):
     recs = []
     for t in tasks:
-        recs.append({"check": "reference_pass", "task_id": t["task_id"], "passed": True,
+        recs.append({"check": "reference_pass", "task_id": t["task_id"], "condition_id": None,
+                     "passed": True,
                      "detail": "reference replay satisfies the contract"})
-        recs.append({"check": "initial_fail", "task_id": t["task_id"], "passed": True,
+        recs.append({"check": "initial_fail", "task_id": t["task_id"], "condition_id": None,
+                     "passed": True,
                      "detail": "initial state fails the contract"})
-        recs.append({"check": "nontrivial", "task_id": t["task_id"], "passed": True,
+        recs.append({"check": "nontrivial", "task_id": t["task_id"], "condition_id": None,
+                     "passed": True,
                      "detail": "not trivially true"})
     for t in tasks:
         for c in t["contract"]["conditions"]:
-            recs.append({"check": "negative_suite", "task_id": f"{t['task_id']}#{c['id']}",
-                         "passed": True, "detail": "negative states rejected"})
+            recs.append({"check": "negative_suite", "task_id": t["task_id"],
+                         "condition_id": c["id"], "passed": True,
+                         "detail": "negative states rejected"})
     for t in tasks[:4]:
         for check in _AUDIT_STRESS:
             passed = bool(check != "stress_commute" or rng.random() < 0.75)
-            recs.append({"check": check, "task_id": t["task_id"], "passed": passed,
+            recs.append({"check": check, "task_id": t["task_id"], "condition_id": None,
+                         "passed": passed,
                          "detail": "ok" if passed else "no independent update pair"})
     return recs
 
@@ -216,6 +229,7 @@ def _rich_groups(rng, run_id, episodes, quality, memory):
     """Group records of one run; ``quality`` in (0, 1) shifts acceptance and completion."""
     out, status_of = [], {}
     for ep in episodes:
+        glass_at = "counter"  # the initial world: the glass at the counter
         for g in ep["groups"]:
             u = rng.random()
             status = ("completed" if u < 0.55 + 0.4 * quality else
@@ -238,6 +252,28 @@ def _rich_groups(rng, run_id, episodes, quality, memory):
             n_q = int(rng.integers(0, 4 if memory == "reset" else 2))
             queries = [{"region": str(rng.choice(_REGIONS)), "responded": bool(rng.random() < .9)}
                        for _ in range(n_q)]
+            # Query contents follow the observation rule without further draws (so the
+            # rest of the export is unchanged): query k comes after min(2k, n) attempts;
+            # an accepted pick_up takes the glass away, an accepted put_down puts it at
+            # its region; every region's anchor is the glass (see _rich_cohort).
+            where = [glass_at]
+            for a in attempts:
+                if a["status"] == "accepted" and a["action"]["type"] == "pick_up":
+                    glass_at = None
+                elif a["status"] == "accepted" and a["action"]["type"] == "put_down":
+                    glass_at = a["action"]["args"][1]
+                where.append(glass_at)
+            for k, q in enumerate(queries):
+                pos = min(2 * k, n_att)
+                now = where[pos]
+                before = {"glass"} if q["region"] == "counter" else set()
+                here = {"glass"} if now == q["region"] else set()
+                added, removed = sorted(here - before), sorted(before - here)
+                visible = sorted(({"glass"} - set(removed)) | set(added))
+                q.update(after_attempts=pos, anchor=["glass"] if q["responded"] else [],
+                         visible=visible if q["responded"] else [],
+                         added=added if q["responded"] else [],
+                         removed=removed if q["responded"] else [])
             pt, ct = int(rng.integers(200, 900)), int(rng.integers(20, 120))
             if memory == "persistent":
                 pt += 150 * g["index"]

@@ -1,5 +1,6 @@
 """Replay: recorded attempts re-executed from the initial world match the record."""
 import copy
+import json
 
 from analysis.executor import Rules
 from analysis.executor.replay import replay_run
@@ -60,3 +61,62 @@ def test_replay_catches_a_dropped_attempt():
     accepted = [i for i, a in enumerate(groups[0]["attempts"]) if a["status"] == "accepted"]
     del groups[0]["attempts"][accepted[0]]
     assert not _replay(ep, groups, res.task_records).ok
+
+
+class _Scripted:
+    """Replies in order, then an empty plan (as in test_runtime)."""
+    name = "scripted"
+
+    def __init__(self, replies):
+        self.replies = list(replies)
+
+    def config(self):
+        return {}
+
+    def propose(self, view):
+        return json.dumps(self.replies.pop(0) if self.replies else {"actions": []})
+
+
+def _queried_run():
+    """Toy group 0: query the fridge, take the milk out (3 accepted attempts, then a
+    rejected second take that makes the planner replan), query the fridge again."""
+    ep = toy_episode()
+    take = {"type": "take_from_storage", "args": ["milk", "fridge"]}
+    planner = _Scripted([
+        {"actions": [{"type": "navigate", "args": ["counter", "fridge"]},
+                     {"type": "open_storage", "args": ["fridge"]}, take, take],
+         "query": "fridge"},
+        {"actions": [], "query": "fridge"}])
+    res = run_episode(ep, toy_tasks(), planner, RULES, "persistent", run_id="r")
+    return ep, res
+
+
+def test_replay_recomputes_query_contents():
+    ep, res = _queried_run()
+    q = res.group_records[0]["queries"]
+    assert [(x["after_attempts"], x["removed"]) for x in q] == [(0, []), (4, ["milk"])]
+    assert _replay(ep, res.group_records, res.task_records).ok
+
+
+def test_replay_names_a_changed_query_field():
+    ep, res = _queried_run()
+    groups = copy.deepcopy(res.group_records)
+    groups[0]["queries"][1]["removed"] = []
+    d = _replay(ep, groups, res.task_records).divergences[0]
+    assert (d.file, d.line, d.record_id, d.field) == ("groups.jsonl.gz", 1, "g0",
+                                                      "queries[1].removed")
+    assert (d.recorded, d.replayed) == ([], ["milk"])
+
+
+def test_replay_places_a_query_by_its_attempt_count():
+    ep, res = _queried_run()
+    # recorded as made before any attempt: then the milk was still in the fridge
+    groups = copy.deepcopy(res.group_records)
+    groups[0]["queries"][1]["after_attempts"] = 0
+    d = _replay(ep, groups, res.task_records).divergences[0]
+    assert (d.field, d.recorded, d.replayed) == (
+        "queries[1].visible", ["squash_bottle"], ["milk", "squash_bottle"])
+    # a position past the group's four attempts cannot be replayed
+    groups[0]["queries"][1]["after_attempts"] = 9
+    d = _replay(ep, groups, res.task_records).divergences[0]
+    assert (d.field, d.recorded) == ("queries[1].after_attempts", 9)

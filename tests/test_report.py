@@ -81,7 +81,8 @@ def test_latex_is_booktabs_and_markdown_has_title(rich):
 # build_export: 3 episodes x 3 groups, tasks t1 (g0,g1 terminal), t2 (g2 event),
 # t3 (g0-g2 terminal), t4 (g1 event); every group completed with one attempt, accepted
 # for alpha at even group index, for beta at odd; alpha's c1 FALSE, beta's c1 TRUE,
-# c2 (terminal only) TRUE.
+# c2 (terminal only) TRUE. Group 1's attempt is pick_up(glass, counter) (the others a
+# pour); each group queries the counter (anchor: the glass) before its attempt.
 
 def test_endpoints_by_hand(small):
     _, out = small
@@ -110,6 +111,28 @@ def test_step_level_counts_by_hand(small):
     assert t.loc["alpha", ["attempts", "planner accepted", "planner invalid",
                            "repair accepted"]].tolist() == [9, 6, 3, 0]
     assert t.loc["beta", "planner accepted"] == 3
+
+
+def test_reobservation_excerpt_by_hand(small):
+    # alpha's pick-up is rejected, so its counter reports never change; beta picks the
+    # glass up in g001, so its g002 query keeps the anchor and removes the glass. The
+    # g001 query (before the pick-up) is the latest one before the change; P01-ep1 comes
+    # first of the three identical episodes.
+    _, out = small
+    t = pd.read_csv(out / "tables" / "table13_reobservation_excerpt.csv", dtype=str,
+                    keep_default_na=False)
+    assert t.step.tolist() == ["first query", "accepted action", "query again"]
+    assert t.group.tolist() == ["P01-ep1/g001"] * 2 + ["P01-ep1/g002"]
+    assert t.entry.tolist() == ["query(counter)", "pick_up(glass, counter) [planner]",
+                                "query(counter)"]
+    assert t.anchor.tolist() == ["glass", "", "glass"]
+    assert t.visible.tolist() == ["glass", "", "(none)"]
+    assert t["removed from anchor"].tolist() == ["(none)", "", "glass"]
+    assert t["other removals"].tolist() == ["0", "", "0"]
+    md = (out / "tables" / "table13_reobservation_excerpt.md").read_text()
+    assert "Run beta__planner__persistent, episode P01-ep1" in md
+    assert "No longer visible at the second query: glass" in md
+    assert "no visual query between the two reported glass" in md
 
 
 def test_pairwise_for_two_planners_has_one_pair_per_metric(small):

@@ -133,10 +133,47 @@ def test_queries_count_and_respond():
     p = Scripted([{"actions": [], "query": "fridge"}, {"actions": [], "query": "moon"},
                   {"actions": [act("navigate", "counter", "sink")]}])
     g = run(p).group_records[0]
-    assert g["queries"] == [{"region": "fridge", "responded": True},
-                            {"region": "moon", "responded": False}]
+    # the fridge's toy anchor is milk and the bottle; nothing has moved yet (no delta)
+    assert g["queries"] == [
+        {"region": "fridge", "responded": True, "after_attempts": 0,
+         "anchor": ["milk", "squash_bottle"], "visible": ["milk", "squash_bottle"],
+         "added": [], "removed": []},
+        {"region": "moon", "responded": False, "after_attempts": 0,
+         "anchor": [], "visible": [], "added": [], "removed": []}]
     assert p.views[1].query_results[0]["visible"] == ["milk", "squash_bottle"]
     assert g["status"] == "completed"
+
+
+def test_reobserving_after_a_change_records_the_delta():
+    # look at the fridge, take the milk out, fail a second take (so the planner replans),
+    # then look again: same anchor, the milk is now an explicit removal
+    take = act("take_from_storage", "milk", "fridge")
+    p = Scripted([{"actions": [act("navigate", "counter", "fridge"),
+                               act("open_storage", "fridge"), take, take], "query": "fridge"},
+                  {"actions": [], "query": "fridge"}])
+    g = run(p).group_records[0]
+    assert [a["status"] for a in g["attempts"]] == ["accepted"] * 3 + ["invalid"]
+    assert g["queries"] == [
+        {"region": "fridge", "responded": True, "after_attempts": 0,
+         "anchor": ["milk", "squash_bottle"], "visible": ["milk", "squash_bottle"],
+         "added": [], "removed": []},
+        {"region": "fridge", "responded": True, "after_attempts": 4,
+         "anchor": ["milk", "squash_bottle"], "visible": ["squash_bottle"],
+         "added": [], "removed": ["milk"]}]
+    assert g["status"] == "completed"
+
+
+def test_item_put_at_a_region_is_added_to_its_observation():
+    p = Scripted([{"actions": [act("navigate", "counter", "fridge"), act("open_storage", "fridge"),
+                               act("take_from_storage", "milk", "fridge"),
+                               act("navigate", "fridge", "counter"),
+                               act("put_on", "milk", "counter"), act("put_on", "milk", "counter")]},
+                  {"actions": [], "query": "counter"}])
+    g = run(p).group_records[0]
+    assert [a["status"] for a in g["attempts"]][-1] == "invalid"
+    assert g["queries"] == [{"region": "counter", "responded": True, "after_attempts": 6,
+                             "anchor": ["mug"], "visible": ["milk", "mug"],
+                             "added": ["milk"], "removed": []}]
 
 
 def test_tokens_counted_when_planner_reports_none():

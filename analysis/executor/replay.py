@@ -2,8 +2,11 @@
 
 For every episode of the run, the world starts from the episode's initial world; the
 group records are taken in group order and each recorded attempt's action is applied
-again. Compared with the record: each attempt's status and failed checks, the world
-hash after each group, and for each task its ``completed`` flag and every condition's
+again. Compared with the record: each attempt's status and failed checks, what each
+visual query reported (``responded`` and the observation's ``anchor``, ``visible``,
+``added``, ``removed``, recomputed on the replayed world after the recorded number of
+attempts), the world hash after each group, and for each task its ``completed`` flag and
+every condition's
 truth (re-evaluated from the replayed world and accepted events). The first divergence
 is reported with the file, the record (line and ID) and the field.
 
@@ -18,10 +21,26 @@ from typing import Mapping, Sequence
 
 from .contracts import evaluate_contract
 from .executor import Executor
+from .observation import Observer
 from .rules import Rules
 from .world import World
 
-__all__ = ["Divergence", "ReplayReport", "replay_run"]
+__all__ = ["Divergence", "ReplayReport", "replay_run", "QUERY_FIELDS"]
+
+#: Recorded query fields recomputed by replay (``region`` identifies the query;
+#: ``after_attempts`` places it).
+QUERY_FIELDS = ("responded", "anchor", "visible", "added", "removed")
+
+
+def _replayed_query(observer: Observer, fixtures, region: str, world: World) -> dict:
+    """What the runtime records for a query of ``region`` in ``world``
+    (``analysis.executor.runtime.query_record``, without the position)."""
+    responded = observer.is_region(region) or region in fixtures
+    if not responded:
+        return {"responded": False, "anchor": [], "visible": [], "added": [], "removed": []}
+    obs = observer.observe(region, world)
+    return {"responded": True, "anchor": list(obs.anchor), "visible": list(obs.visible),
+            "added": list(obs.added), "removed": list(obs.removed)}
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,8 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
             continue
         ep = episodes[eid]
         world = World.from_json(ep["initial_world"])
+        observer = Observer(ep, rules)
+        fixtures = {o for o, t in world.objects.items() if rules.is_subtype(t, "fixture")}
         events: dict[str, list] = {}
         statuses: dict[str, str] = {}
         for g in sorted(ep["groups"], key=lambda g: g["index"]):
@@ -95,7 +116,32 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
             line = line_of[(eid, gid)]
             rep.n_groups += 1
             evs = []
+            # queries by position: a query made after k attempts sees the world before
+            # attempt k (k == len(attempts): the world at the group's end)
+            n_att = len(rec["attempts"])
+            at_pos: dict[int, list] = {}
+            for j, q in enumerate(rec["queries"]):
+                at_pos.setdefault(q["after_attempts"], []).append((j, q))
+            bad = [k for k in at_pos if k > n_att]
+            if bad:
+                j = at_pos[min(bad)][0][0]
+                if diverge(Divergence(groups_file, line, gid, f"queries[{j}].after_attempts",
+                                      min(bad), f"at most {n_att} (the group's attempts)")):
+                    return rep
+
+            def check_queries(k) -> bool:
+                for j, q in at_pos.get(k, ()):
+                    got = _replayed_query(observer, fixtures, q["region"], world)
+                    for f in QUERY_FIELDS:
+                        if q[f] != got[f]:
+                            if diverge(Divergence(groups_file, line, gid, f"queries[{j}].{f}",
+                                                  q[f], got[f])):
+                                return True
+                return False
+
             for i, att in enumerate(rec["attempts"]):
+                if check_queries(i):
+                    return rep
                 rep.n_attempts += 1
                 out = ex.apply(world, att["action"])
                 status = "accepted" if out.accepted else "invalid"
@@ -111,6 +157,8 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
                 if out.accepted:
                     world = out.world
                     evs.append(out.event)
+            if check_queries(n_att):
+                return rep
             if world.sha256() != rec["world_sha256_after"]:
                 if diverge(Divergence(groups_file, line, gid, "world_sha256_after",
                                       rec["world_sha256_after"], world.sha256())):

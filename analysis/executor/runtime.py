@@ -46,7 +46,7 @@ from .world import World
 from . import contracts as _contracts
 
 __all__ = ["RuntimeConfig", "GroupResult", "EpisodeResult", "run_episode", "find_repair",
-           "failed_atoms", "BeliefReader", "GROUP_STATUSES"]
+           "failed_atoms", "BeliefReader", "GROUP_STATUSES", "query_record"]
 
 GROUP_STATUSES = ("completed", "execution_blocked", "parse_failure", "empty_plan")
 
@@ -206,6 +206,28 @@ def find_repair(executor: Executor, world: World, action: Mapping) -> list[dict]
     return None
 
 
+def query_record(region: str, responded: bool, obs, after_attempts: int) -> dict:
+    """The record of one visual query (docs/FORMAT.md ``query``).
+
+    It keeps what the observation reported about items (``anchor``, ``visible``,
+    ``added``, ``removed``; sorted, empty when the region did not respond) so that a
+    re-observation after a state change can be read from the records and re-checked by
+    replay. ``after_attempts`` is the number of the group's attempts made before the
+    query: queries and attempts are separate lists, and without it the order of a query
+    relative to the group's state changes would be lost. Open states and contents are
+    left out to keep records compact (replay recomputes them from the same world).
+
+    >>> query_record("shelf", False, None, 2)["visible"]
+    []
+    """
+    rec = {"region": region, "responded": responded, "after_attempts": after_attempts,
+           "anchor": [], "visible": [], "added": [], "removed": []}
+    if obs is not None:
+        rec.update(anchor=list(obs.anchor), visible=list(obs.visible),
+                   added=list(obs.added), removed=list(obs.removed))
+    return rec
+
+
 # ----------------------------------------------------------------------- the loop
 class _EpisodeRun:
     def __init__(self, episode: Mapping, planner, rules: Rules, executor: Executor,
@@ -327,14 +349,15 @@ class _EpisodeRun:
                 if plan.query is not None and used < cfg.attempt_limit:
                     used += 1
                     responded = self.observer.is_region(plan.query) or plan.query in self.regions
-                    queries.append({"region": plan.query, "responded": responded})
                     self.belief.note_query(plan.query)
                     if responded:
                         obs = self.observer.observe(plan.query, self.world)
                         self.belief.observe(obs)
                         query_results.append(obs.as_dict())
                     else:
+                        obs = None
                         query_results.append({"region": plan.query, "error": "unknown region"})
+                    queries.append(query_record(plan.query, responded, obs, len(attempts)))
                 queue = [(a, r, next(ids)) for a, r in zip(plan.actions, plan.raw_actions)]
                 need_call = False
                 if not queue:

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -83,7 +84,9 @@ def decode_file_bytes(path: str | os.PathLike, raw: bytes) -> bytes:
     if str(path).endswith(".gz"):
         try:
             return gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
+        # a flipped byte can surface as a bad header (OSError), a truncated stream
+        # (EOFError) or corrupt deflate data (zlib.error), depending on where it lands
+        except (OSError, EOFError, zlib.error) as exc:
             raise RecordParseError(0, f"not a valid gzip stream ({exc})") from exc
     return raw
 

@@ -158,7 +158,11 @@ _NAMED: dict[str, Any] = {
     "condition": CONDITION,
     "action": ACTION,
     "attempt": ATTEMPT,
-    "query": {"region": "str", "responded": "bool"},
+    # what the observation reported about items (empty lists when it did not respond)
+    # and how many of the group's attempts preceded it (orders it among state changes)
+    "query": {"region": "str", "responded": "bool", "after_attempts": "int",
+              "anchor": "list[str]", "visible": "list[str]", "added": "list[str]",
+              "removed": "list[str]"},
     "call": {"raw": "str", "prompt_tokens": "int", "completion_tokens": "int"},
     "truthrec": {"id": "str", "truth": TRUTH},
 }

@@ -212,15 +212,18 @@ def quantile(a: np.ndarray, q, axis: int = 0):
     """Linear quantiles along axis 0 (the ``np.quantile`` / ``scipy.stats.quantile``
     default), ignoring NaN replicates, keeping +-inf exact, one sort for all levels.
 
-    ``q`` is a scalar, a list of levels (result (L, J)), or a (J,) array of per-column
-    levels (result (J,)); 1-D ``a`` is treated as one column.
+    ``q`` is a scalar, a list of levels (result (L, J)), a (J,) array of per-column
+    levels (result (J,)) or an (L, J) array of per-column levels (result (L, J));
+    1-D ``a`` is treated as one column.
     """
     a = np.asarray(a, dtype=float)
     one_d = a.ndim == 1
     if one_d:
         a = a[:, None]
     qa = np.asarray(q, dtype=float)
-    per_col = qa.ndim == 1 and not isinstance(q, list) and qa.shape[0] == a.shape[1] and not one_d
+    per_col = (not isinstance(q, list) and not one_d and qa.ndim in (1, 2)
+               and qa.shape[-1] == a.shape[1])
+    per_col_2d = per_col and qa.ndim == 2
     B = a.shape[0]
     nan_cols = np.isnan(a).any(axis=0)
     if not per_col:
@@ -233,12 +236,20 @@ def quantile(a: np.ndarray, q, axis: int = 0):
             srt[~nan_cols] = np.partition(a.T[~nan_cols], kth, axis=1)
         if nan_cols.any():
             srt[nan_cols] = np.sort(a.T[nan_cols], axis=1)
+    elif not nan_cols.any():
+        # per-column levels: a partial sort of each column at its own two order
+        # statistics is several times cheaper than sorting every column in full
+        h0 = np.floor((B - 1) * np.atleast_2d(qa)).astype(np.int64)  # (L, J)
+        kth = np.clip(np.concatenate([h0, h0 + 1]), 0, B - 1)
+        srt = np.ascontiguousarray(a.T)
+        for j in range(srt.shape[0]):
+            srt[j].partition(np.unique(kth[:, j]))
     else:
         srt = np.sort(a.T, axis=1)  # NaN last
     n = np.full(a.shape[1], B)
     if nan_cols.any():
         n[nan_cols] = (~np.isnan(srt[nan_cols])).sum(axis=1)
-    levels = qa[None, :] if per_col else np.atleast_1d(qa)[:, None]
+    levels = np.atleast_2d(qa) if per_col else np.atleast_1d(qa)[:, None]
     h = (n[None, :] - 1) * levels
     lo = np.clip(np.floor(h).astype(np.int64), 0, np.maximum(n - 1, 0)[None, :])
     hi = np.minimum(lo + 1, np.maximum(n - 1, 0)[None, :])
@@ -251,7 +262,7 @@ def quantile(a: np.ndarray, q, axis: int = 0):
     r = np.where(va == vb, va, r)
     r = np.where(n[None, :] == 0, np.nan, r)
     if per_col:
-        return r[0]
+        return r if per_col_2d else r[0]
     if one_d:
         r = r[:, 0]
     return r[0] if np.ndim(q) == 0 else r

@@ -84,8 +84,9 @@ def interval_from_replicates(method, theta, se, zero, S, N, G, W, alpha):
         lo_lvl, hi_lvl = _bca_bounds(theta, theta_b, S, N, alpha)
         lv = np.where(np.isfinite(lo_lvl), lo_lvl, 0.5)
         hv = np.where(np.isfinite(hi_lvl), hi_lvl, 0.5)
-        low = np.where(np.isfinite(lo_lvl), _quantile(theta_b, lv), np.nan)
-        high = np.where(np.isfinite(hi_lvl), _quantile(theta_b, hv), np.nan)
+        qlo, qhi = _quantile(theta_b, np.vstack([lv, hv]))
+        low = np.where(np.isfinite(lo_lvl), qlo, np.nan)
+        high = np.where(np.isfinite(hi_lvl), qhi, np.nan)
         return low, high
     low, high = _quantile(theta_b, [alpha, 1 - alpha])
     if method == "basic":
@@ -142,7 +143,7 @@ def cluster_bootstrap(
     # partition the columns by the set of clusters their group touches
     J = S.shape[1]
     if by:
-        gkey = cols[by].astype(str).agg("\x1f".join, axis=1).to_numpy()
+        gkey = cols.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
     else:
         gkey = np.zeros(J, dtype=object)
     group_present = {}
