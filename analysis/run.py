@@ -31,7 +31,7 @@ from .executor.runtime import RuntimeConfig, run_episode
 from .frozen.hashing import sha256_file
 from .frozen.io import read_records, write_record, write_records
 from .frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
-from .planners import ADAPTERS, PLANNERS, make_planner
+from .planners import make_planner, planner_label
 
 __all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
 
@@ -110,8 +110,7 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
 
     Returns the summary and the records ``{"run": ..., "groups": [...], "tasks": [...]}``.
     """
-    if planner not in PLANNERS and planner not in ADAPTERS:
-        raise ValueError(f"planner={planner!r}: expected one of {sorted(PLANNERS | ADAPTERS)}")
+    label = planner_label(planner)  # validates the name or the import path
     if memory not in MEMORY_MODES:
         raise ValueError(f"memory={memory!r}: expected one of {list(MEMORY_MODES)}")
     if not isinstance(jobs, int) or jobs < 1:
@@ -123,7 +122,7 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     settings = dict(planner_settings or {})
     cfg = {**RuntimeConfig().as_dict(), **dict(runtime or {}), "attempt_limit": int(attempt_limit)}
     RuntimeConfig(**cfg)  # validate before any work
-    rid = run_id(planner, suite, memory)
+    rid = run_id(label, suite, memory)
     s = cohort.suites[suite]
     suite_tasks = set(s["task_ids"])
     jobs_args = []
@@ -154,7 +153,9 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     if missing:
         raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
     planner_config = make_planner(planner, seed=seed, **settings).config()
-    run_rec = {"run_id": rid, "planner": planner, "memory": memory, "suite": suite,
+    if planner != label:
+        planner_config = {**planner_config, "import_path": planner}
+    run_rec = {"run_id": rid, "planner": label, "memory": memory, "suite": suite,
                "seed": int(seed), "attempt_limit": int(attempt_limit),
                "cohort_sha256": cohort.fingerprint,
                "planner_config": {**planner_config, "runtime": cfg}}
@@ -209,6 +210,7 @@ def main_from_cfg(cfg) -> RunSummary:
 def _hydra_main():
     import hydra
     from omegaconf import DictConfig
+    from omegaconf.errors import MissingMandatoryValue
 
     from ._hydra import CONFIG_PATH
 
@@ -216,6 +218,10 @@ def _hydra_main():
     def main(cfg: DictConfig) -> None:
         try:
             main_from_cfg(cfg)
+        except MissingMandatoryValue as exc:
+            print(f"run FAILED: {exc.full_key} is required (e.g. planner=custom "
+                  "planner.name=package.module:ClassName)", file=sys.stderr)
+            sys.exit(2)
         except (ValueError, FileNotFoundError) as exc:
             print(f"run FAILED: {exc}", file=sys.stderr)
             sys.exit(2)

@@ -105,3 +105,26 @@ def test_reexecute_all_runs_and_detect_tampering(export, capsys):
     p.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
     assert run_reexecute(export) == 1
     assert "groups.jsonl.gz line 1" in capsys.readouterr().err
+
+
+def test_planner_from_an_import_path_runs_under_its_own_name(export):
+    summary, rec = run_mod.run_suite("external_planner:FirstHintPlanner", "planner",
+                                     "persistent", export, progress=False)
+    assert summary.run_id == "first_hint__planner__persistent"
+    assert rec["run"]["planner"] == "first_hint"
+    assert rec["run"]["planner_config"]["import_path"] == "external_planner:FirstHintPlanner"
+    assert (export / "runs" / "first_hint__planner__persistent" / "run.json").exists()
+    (report,) = reexecute(export, planner="first_hint")
+    assert report.ok and report.n_groups == 9
+
+
+@pytest.mark.parametrize("name, message", [
+    ("external_planner:Missing", "cannot import 'Missing'"),
+    ("no_such_module:X", "cannot import 'X'"),
+    ("external_planner:Unnamed", "needs a `name` attribute"),
+    ("nonsense", "or an import path"),
+])
+def test_bad_planner_paths_are_refused_before_any_work(export, name, message):
+    with pytest.raises(ValueError, match=message):
+        run_mod.run_suite(name, "planner", "persistent", export, progress=False)
+    assert not (export / "runs").exists()

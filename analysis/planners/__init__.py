@@ -1,5 +1,8 @@
 """Planners: the interface and the six baselines (see docs/planners.md).
 
+A planner is named by its registry key (``belief_search``) or, for a planner that lives
+outside this package, by an import path ``package.module:ClassName``.
+
 >>> sorted(PLANNERS)
 ['belief_search', 'greedy_hints', 'lexicon', 'noisy_search_binding', 'noisy_search_skip', 'random_hints']
 >>> make_planner("belief_search", seed=1).name
@@ -7,13 +10,16 @@
 """
 from __future__ import annotations
 
+import importlib
+import re
+
 from .base import (Plan, PlanParseError, Planner, PlannerResponse, PlannerView, count_tokens,
                    parse_plan, render_prompt)
 from .search import BeliefSearchPlanner, NoisyBindingPlanner, NoisySkipPlanner
 from .simple import GreedyHintsPlanner, LexiconPlanner, RandomHintsPlanner
 from .chat import ChatPlanner
 
-__all__ = ["PLANNERS", "ADAPTERS", "make_planner", "Planner", "PlannerView", "PlannerResponse", "Plan",
+__all__ = ["PLANNERS", "ADAPTERS", "make_planner", "planner_class", "planner_label", "Planner", "PlannerView", "PlannerResponse", "Plan",
            "PlanParseError", "parse_plan", "render_prompt", "count_tokens"]
 
 #: name -> planner class; each takes ``seed`` plus its own keyword settings.
@@ -30,9 +36,45 @@ PLANNERS = {
 ADAPTERS = {"chat": ChatPlanner}
 
 
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+def planner_class(name: str) -> type:
+    """The class behind ``name``: a registry key or an import path ``module:ClassName``.
+
+    >>> planner_class("analysis.planners.simple:GreedyHintsPlanner").name
+    'greedy_hints'
+    """
+    cls = PLANNERS.get(name) or ADAPTERS.get(name)
+    if cls is not None:
+        return cls
+    if ":" in name:
+        module, _, attr = name.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"planner={name!r}: cannot import {attr!r} from {module!r} "
+                             f"({exc})") from exc
+        if not callable(getattr(cls, "propose", None)):
+            raise ValueError(f"planner={name!r}: {attr} has no propose(view) method "
+                             "(see docs/planners.md)")
+        return cls
+    raise ValueError(f"planner={name!r}: expected one of {sorted(PLANNERS | ADAPTERS)} "
+                     "or an import path 'package.module:ClassName'")
+
+
+def planner_label(name: str) -> str:
+    """The name a run records: the registry key, or the imported class's ``name``."""
+    if ":" not in name:
+        planner_class(name)
+        return name
+    label = getattr(planner_class(name), "name", None)
+    if not isinstance(label, str) or not _LABEL.match(label) or "__" in label:
+        raise ValueError(f"planner={name!r}: its class needs a `name` attribute of letters, "
+                         f"digits, '-' and single '_' (it names the run folder), got {label!r}")
+    return label
+
+
 def make_planner(name: str, seed: int = 0, **settings) -> Planner:
     """A fresh planner instance (one per episode: planners may keep per-group state)."""
-    cls = PLANNERS.get(name) or ADAPTERS.get(name)
-    if cls is None:
-        raise ValueError(f"planner={name!r}: expected one of {sorted(PLANNERS | ADAPTERS)}")
-    return cls(seed=seed, **settings)
+    return planner_class(name)(seed=seed, **settings)
