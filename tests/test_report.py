@@ -146,6 +146,22 @@ def test_pairwise_for_two_planners_has_one_pair_per_metric(small):
     assert bool(row.set_aside) and row.estimate == 0 and row.verdict == "tie"
 
 
+def test_bonferroni_cross_check_is_the_closed_form(rich):
+    # DESIGN.md section 9 asks for a Bonferroni-t cross-check beside the simultaneous
+    # intervals: estimate +- t_{G-1}(1 - alpha / (2m)) * CR1 se, m = active contrasts.
+    from scipy import stats
+    root, out = rich
+    t = _csv(out, "table06_pairwise_contrasts")
+    active = t[~t.set_aside]
+    G = load(root).suites.query("suite == 'planner'").episode_id.nunique()
+    crit = stats.t.ppf(1 - 0.05 / (2 * len(active)), G - 1)
+    np.testing.assert_allclose(active.bonferroni_low, active.estimate - crit * active.se)
+    np.testing.assert_allclose(active.bonferroni_high, active.estimate + crit * active.se)
+    lo, hi = active.bonferroni_low, active.bonferroni_high
+    expect = np.where(lo > 0, "a>b", np.where(hi < 0, "b>a", "tie"))
+    assert active.bonferroni_verdict.tolist() == expect.tolist()
+
+
 def test_missing_parts_are_skipped_with_reasons(small):
     _, out = small
     index = (out / "tables" / "README.md").read_text()

@@ -95,6 +95,7 @@ class Results:
     endpoint_boot: object = None            # endpoint shares by label
     tier_boot: object = None                # by (label, tier)
     pairwise: object = None                 # PairwiseResult, or None
+    pairwise_check: object = None           # the Bonferroni-t cross-check (DESIGN.md 9)
     memory: dict = field(default_factory=dict)   # planner -> memory-study results
     skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
 
@@ -162,6 +163,12 @@ def compute(export, cfg=None, progress=None) -> Results:
                 f"metrics, simultaneous ({scfg.pairwise})")
             res.pairwise = pairwise_simultaneous(
                 pt, metrics, planner_col="label", method=scfg.pairwise,
+                n_resamples=scfg.n_resamples, confidence_level=scfg.confidence_level,
+                seed=scfg.seed, planners=labels)
+            # Closed-form, resampling-free family-wise intervals: a verdict that differs
+            # between the two is worth a reader's second look.
+            res.pairwise_check = pairwise_simultaneous(
+                pt, metrics, planner_col="label", method="bonferroni_t",
                 n_resamples=scfg.n_resamples, confidence_level=scfg.confidence_level,
                 seed=scfg.seed, planners=labels)
     pairs = memory_pairs(tm)

@@ -21,12 +21,26 @@ def _need(results):
     return results.pairwise
 
 
+METHOD_TEXT = {
+    "satt_maxt_tcal": "max-|t| with CR1 standard errors, the Gaussian max-|z| quantile "
+                      "carried to a t quantile with Satterthwaite degrees of freedom",
+    "pairs_maxt_studentized": "episode pairs bootstrap of max-|t|, re-studentised with CR1 "
+                              "standard errors in every replicate",
+    "gauss_maxt_tcal": "Gaussian max-|z| with CR1 standard errors, t(G-1)-calibrated",
+    "cr3_maxt_tcal": "max-|t| with CR3 (jackknife) standard errors, t(G-1)-calibrated",
+    "geff_maxt_tcal": "max-|t| with CR1 standard errors, t calibrated on the effective "
+                      "number of episodes",
+    "bonferroni_t": "Bonferroni over the family with CR1 standard errors and t(G-1)",
+    "wild_maxt": "wild (Rademacher, per episode) bootstrap of max-|t|",
+}
+
+
 def _method_note(results, r) -> str:
     cfg = results.config
     return (f"Simultaneous {100 * r.confidence_level:g}% intervals over the family of "
             f"{r.family_size} contrasts ({len(r.table)} pairs x metrics; "
             f"{len(r.set_aside)} with zero standard error set aside and flagged), method "
-            f"{r.method} (max-|t| with CR1 standard errors, t(G-1)-calibrated), critical "
+            f"{r.method} ({METHOD_TEXT.get(r.method, r.method)}), critical "
             f"|t| = {r.critical_value:.3f}; resampling unit: episode ({r.n_clusters} "
             f"episodes); resamples: {r.n_resamples}; seed: {cfg.seed}. p-values are "
             "family-wise (Romano-Wolf stepdown). An interval containing 0 is a tie, not a "
@@ -51,12 +65,27 @@ def pairwise_table(export, results) -> Table:
                     for v, s in zip(t.verdict, t.set_aside)],
     })
     n_ties = int(((t.verdict == "tie") & ~t.set_aside).sum())
+    check_note = ""
+    c = results.pairwise_check
+    if c is not None and r.method != c.method:
+        key = ["planner_a", "planner_b", "metric"]
+        ct = t[key].merge(c.table[key + ["low", "high", "verdict"]], on=key, how="left")
+        data = data.assign(bonferroni_low=ct.low.to_numpy(), bonferroni_high=ct.high.to_numpy(),
+                           bonferroni_verdict=ct.verdict.to_numpy())
+        disp["Bonferroni-t cross-check"] = [
+            "set aside" if s else f"{pct_ci(e, lo, hi, 1, (-1.0, 1.0))} {VERDICT_TEXT[v].split(' (')[0]}"
+            for e, lo, hi, v, s in zip(t.estimate, ct.low, ct.high, ct.verdict, t.set_aside)]
+        differ = int(((ct.verdict.to_numpy() != t.verdict.to_numpy()) & ~t.set_aside).sum())
+        check_note = (f" Cross-check: Bonferroni-t intervals (CR1 standard errors, t with G-1 "
+                      f"degrees of freedom, critical |t| = {c.critical_value:.3f}, no "
+                      f"resampling) give a different verdict for {differ} of "
+                      f"{r.family_size} contrasts.")
     return Table(
         name="table06_pairwise_contrasts", title="Pairwise simultaneous planner contrasts",
         paper_ref="paper C.5", data=data, display=disp,
         notes=(f"{n_ties} of {r.family_size} contrasts are ties. Differences are task-macro "
                "means of A minus B on the same tasks, in percentage points. "
-               + _method_note(results, r) + " " + CLIP_NOTE))
+               + _method_note(results, r) + check_note + " " + CLIP_NOTE))
 
 
 def pairwise_figure(export, results) -> FigureOutput:
