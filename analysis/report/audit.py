@@ -26,6 +26,8 @@ _WHAT = {
     "stress_wrong_binding_fails": "stress: wrong binding fails",
     "stress_missing_state_fails": "stress: missing state fails",
     "stress_commute": "stress: independent updates commute",
+    "stress_commute_no_pair": "stress: no independent update pair found (not counted)",
+    "executor_replay": "every reference operation of every episode accepted by the executor",
 }
 
 
