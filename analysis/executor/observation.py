@@ -38,7 +38,8 @@ def objects_of(world) -> Mapping[str, str]:
     return world.objects if hasattr(world, "objects") else world["objects"]
 
 
-def _is_subtype(types: Mapping[str, str], t: str, parent: str) -> bool:
+def is_subtype(types: Mapping[str, str], t: str | None, parent: str) -> bool:
+    """Whether type ``t`` is ``parent`` or below it in the ``child -> parent`` map."""
     seen = set()
     while t is not None and t not in seen:
         if t == parent:
@@ -70,7 +71,7 @@ def openable_types(rules) -> Callable[[str], bool]:
 
     def check(t: str) -> bool:
         if t not in cache:
-            cache[t] = any(_is_subtype(types, t, p) for p in parents)
+            cache[t] = any(is_subtype(types, t, p) for p in parents)
         return cache[t]
 
     return check
@@ -168,7 +169,7 @@ class Observer:
         is_open_type = openable_types(rules or {})
         self._openable = lambda ent: ent in self.objects and is_open_type(self.objects[ent])
         types = (rules.types if hasattr(rules, "types") else (rules or {}).get("types", {}))
-        fixtures = {o for o, t in self.objects.items() if _is_subtype(types, t, "fixture")}
+        fixtures = {o for o, t in self.objects.items() if is_subtype(types, t, "fixture")}
         # Without rules, fall back on what the episode shows: fixtures things stand at.
         self.regions = frozenset(fixtures) | frozenset(
             a[2] for a in self.initial_facts if len(a) == 3 and a[0] == "at"

@@ -18,6 +18,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from analysis.executor.observation import is_subtype  # public type facts, not the world
+
 from .base import PlannerView, parse_hint
 
 __all__ = ["BelievedState", "is_subtype", "state_from_view", "bind_action", "ground",
@@ -30,16 +32,6 @@ TAKE_BY_FIXTURE = (("storage", "take_from_storage"), ("enclosed_appliance", "tak
 PUT_BY_FIXTURE = (("storage", "put_in_storage"), ("enclosed_appliance", "put_in_appliance"),
                   ("open_appliance", "place_on_appliance"), ("sink", "put_in_sink"),
                   ("surface", "put_on"), ("bin", "throw_away"))
-
-
-def is_subtype(types: Mapping[str, str], t: str | None, parent: str) -> bool:
-    seen = set()
-    while t is not None and t not in seen:
-        if t == parent:
-            return True
-        seen.add(t)
-        t = types.get(t)
-    return False
 
 
 @dataclass
