@@ -182,67 +182,116 @@ ID_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _check(spec: Any, value: Any, path: str) -> None:
+class _Fail(Exception):
+    """A mismatch deep in a record; each enclosing check adds its field or index on the
+    way out, so the success path builds no path strings at all."""
+
+    def __init__(self, message: str):
+        self.message, self.parts = message, []
+
+    def at(self, part) -> "_Fail":
+        self.parts.append(part)
+        return self
+
+    def path(self) -> str:
+        out = ""
+        for part in reversed(self.parts):
+            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+        return out
+
+
+def _is_finite_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_PRIMITIVES = {
+    "str": lambda v: type(v) is str,
+    "int": lambda v: type(v) is int,
+    "float": _is_finite_number,
+    "bool": lambda v: type(v) is bool,
+    "dict": lambda v: type(v) is dict,
+    "any": lambda v: True,
+}
+
+
+def _compile(spec: Any):
+    """A checker ``fn(value)`` for ``spec`` that raises :class:`_Fail` on a mismatch.
+
+    Schemas are compiled once (validation of a large export runs the checkers millions of
+    times; interpreting the spec strings on every value cost most of the load time).
+    """
     if isinstance(spec, dict):
-        if not isinstance(value, dict):
-            raise SchemaError(path, f"expected an object, got {type(value).__name__}")
-        _check_object(spec, value, path)
-        return
+        fields = []
+        for key, sub in spec.items():
+            optional = key.endswith("?")
+            fields.append((key[:-1] if optional else key, optional, _compile(sub)))
+        known = frozenset(name for name, _, _ in fields)
+        allowed = sorted(known)
+
+        def check_object(v):
+            if type(v) is not dict:
+                raise _Fail(f"expected an object, got {type(v).__name__}")
+            for name, optional, fn in fields:
+                if name in v:
+                    try:
+                        fn(v[name])
+                    except _Fail as f:
+                        raise f.at(name)
+                elif not optional:
+                    raise _Fail("missing").at(name)
+            if len(v) > len(fields) or not known.issuperset(v):
+                extra = sorted(set(v) - known)[0]
+                raise _Fail(f"unknown field (allowed: {allowed})").at(extra)
+        return check_object
     if isinstance(spec, (set, frozenset)):
-        if not isinstance(value, str) or value not in spec:
-            raise SchemaError(path, f"expected one of {sorted(spec)}, got {value!r}")
-        return
+        choices = frozenset(spec)
+
+        def check_enum(v):
+            if type(v) is not str or v not in choices:
+                raise _Fail(f"expected one of {sorted(choices)}, got {v!r}")
+        return check_enum
     if spec.endswith("|null"):
-        if value is None:
-            return
-        spec = spec[: -len("|null")]
+        inner = _compile(spec[: -len("|null")])
+
+        def check_nullable(v):
+            if v is not None:
+                inner(v)
+        return check_nullable
     if spec.startswith("list[") and spec.endswith("]"):
-        if not isinstance(value, list):
-            raise SchemaError(path, f"expected a list, got {type(value).__name__}")
-        inner = spec[5:-1]
-        for i, item in enumerate(value):
-            _check(inner, item, f"{path}[{i}]")
-        return
+        item = _compile(spec[5:-1])
+
+        def check_list(v):
+            if type(v) is not list:
+                raise _Fail(f"expected a list, got {type(v).__name__}")
+            for i, x in enumerate(v):
+                try:
+                    item(x)
+                except _Fail as f:
+                    raise f.at(i)
+        return check_list
     if spec in _NAMED:
-        _check(_NAMED[spec], value, path)
-        return
-    ok = {
-        "str": lambda v: isinstance(v, str),
-        "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
-        "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)
-        and math.isfinite(v),
-        "bool": lambda v: isinstance(v, bool),
-        "dict": lambda v: isinstance(v, dict),
-        "any": lambda v: True,
-    }.get(spec)
+        return _compile(_NAMED[spec])
+    ok = _PRIMITIVES.get(spec)
     if ok is None:
-        raise KeyError(f"unknown schema spec {spec!r} at {path}")
-    if not ok(value):
-        raise SchemaError(path, f"expected {spec}, got {type(value).__name__} {value!r:.60}")
+        raise KeyError(f"unknown schema spec {spec!r}")
+
+    def check_primitive(v):
+        if not ok(v):
+            raise _Fail(f"expected {spec}, got {type(v).__name__} {v!r:.60}")
+    return check_primitive
 
 
-def _check_object(schema: dict, record: dict, prefix: str) -> None:
-    known = set()
-    for key, spec in schema.items():
-        optional = key.endswith("?")
-        name = key[:-1] if optional else key
-        known.add(name)
-        path = f"{prefix}.{name}" if prefix else name
-        if name not in record:
-            if optional:
-                continue
-            raise SchemaError(path, "missing")
-        _check(spec, record[name], path)
-    extra = sorted(set(record) - known)
-    if extra:
-        path = f"{prefix}.{extra[0]}" if prefix else extra[0]
-        raise SchemaError(path, f"unknown field (allowed: {sorted(known)})")
+_CHECKERS: dict[str, Any] = {}
 
 
 def validate(record_type: str, record: Any) -> None:
     """Raise :class:`SchemaError` unless ``record`` matches the schema of ``record_type``."""
     if record_type not in SCHEMAS:
         raise KeyError(f"record_type {record_type!r}: expected one of {sorted(SCHEMAS)}")
-    if not isinstance(record, dict):
-        raise SchemaError("", f"expected an object, got {type(record).__name__}")
-    _check_object(SCHEMAS[record_type], record, "")
+    check = _CHECKERS.get(record_type)
+    if check is None:
+        check = _CHECKERS[record_type] = _compile(SCHEMAS[record_type])
+    try:
+        check(record)
+    except _Fail as f:
+        raise SchemaError(f.path(), f.message) from None

@@ -79,7 +79,9 @@ def interval_from_replicates(method, theta, se, zero, S, N, G, W, alpha):
         low, high = theta - qhi * se, theta - qlo * se
         return np.where(zero, theta, low), np.where(zero, theta, high)
     with np.errstate(invalid="ignore", divide="ignore"):
-        theta_b = (W @ S) / (W @ N)
+        WSN = W @ np.hstack([S, N])  # one product for sums and counts
+        J = S.shape[1]
+        theta_b = np.divide(WSN[:, :J], WSN[:, J:])
     if method == "bca":
         lo_lvl, hi_lvl = _bca_bounds(theta, theta_b, S, N, alpha)
         lv = np.where(np.isfinite(lo_lvl), lo_lvl, 0.5)
