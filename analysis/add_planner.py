@@ -22,7 +22,6 @@ The next ``python -m analysis.tables`` includes the planner in every table and f
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -34,11 +33,10 @@ from .frozen.io import RecordParseError
 from .frozen.integrity import verify_records
 from .frozen.manifest import (MANIFEST_NAME, cohort_fingerprint, file_entry, read_manifest,
                               write_manifest)
-from .frozen.schemas import SchemaError
+from .frozen.schemas import PLANNER_NAME, SchemaError
 
 __all__ = ["AddPlannerError", "AddResult", "add_planner", "main"]
 
-NAME_RE = re.compile(r"^[a-z0-9](?:[a-z0-9_\-]*[a-z0-9])?$")
 FILES = {"run.json": "run", "groups.jsonl.gz": "group_record", "tasks.jsonl": "task_record"}
 
 
@@ -169,7 +167,7 @@ def add_planner(export_root, records, name: str, reexecute: bool = True,
     """
     say = progress or (lambda msg: None)
     root, folder = Path(export_root), Path(records)
-    if not isinstance(name, str) or not NAME_RE.match(name) or "__" in name:
+    if not isinstance(name, str) or not PLANNER_NAME.match(name):
         raise AddPlannerError(f"name={name!r}: use lowercase letters, digits, '_' and '-' "
                               "(no '__', which separates the parts of a run ID)")
     try:

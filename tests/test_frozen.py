@@ -243,3 +243,10 @@ def test_commands_exit_1_and_write_nothing_on_tampering(export, tmp_path, tamper
         assert res.returncode == 1, (cmd, res.stdout, res.stderr)
         assert "cohort/" in res.stderr or "MANIFEST.json" in res.stderr
     assert _snapshot(out) == before
+
+
+def test_run_id_must_name_its_planner_suite_and_memory(export):
+    rel = "runs/alpha__planner__persistent/run.json"
+    _rewrite_with_manifest(export, rel, "run", lambda r: r[0].__setitem__("planner", "gamma"))
+    _expect(export, rel, "line 1", "record alpha__planner__persistent",
+            "'gamma__planner__persistent'")

@@ -13,7 +13,7 @@ from pathlib import Path
 from .hashing import sha256_bytes, sha256_record
 from .io import RecordParseError, decode_file_bytes, parse_lines
 from .manifest import MANIFEST_NAME, UNLISTED_FILES, cohort_fingerprint
-from .schemas import ID_FIELDS, SCHEMAS, SchemaError, validate
+from .schemas import ID_FIELDS, PLANNER_NAME, SCHEMAS, SchemaError, validate
 
 __all__ = ["IntegrityError", "VerificationReport", "verify", "verify_records"]
 
@@ -187,6 +187,11 @@ def _check_cross_file(manifest: dict, records: dict) -> tuple[dict, dict]:
         if run is None:
             raise IntegrityError(rel, "run file holds no record")
         run_id, folder = run["run_id"], rel.rsplit("/", 1)[0]
+        expected_id = f"{run['planner']}__{run['suite']}__{run['memory']}"
+        if not PLANNER_NAME.match(run["planner"]) or run_id != expected_id:
+            raise IntegrityError(rel, f"run_id {run_id!r} must be <planner>__<suite>__<memory> "
+                                 f"= {expected_id!r}, with a planner name of lowercase letters, "
+                                 "digits and single '-' or '_'", line=1, record_id=run_id)
         if folder != f"runs/{run_id}":
             raise IntegrityError(rel, f"run_id {run_id!r} does not match its folder {folder!r}",
                                  line=1, record_id=run_id)

@@ -16,9 +16,14 @@ analysis.frozen.schemas.SchemaError: field 'task_ids': missing
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-__all__ = ["SchemaError", "SCHEMAS", "ID_FIELDS", "validate"]
+__all__ = ["SchemaError", "SCHEMAS", "ID_FIELDS", "PLANNER_NAME", "validate"]
+
+#: A planner name: it names the run folder ``<planner>__<suite>__<memory>``, so it has no
+#: double underscore (lowercase letters, digits, single ``-`` or ``_`` between them).
+PLANNER_NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
 
 
 class SchemaError(ValueError):

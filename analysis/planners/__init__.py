@@ -11,7 +11,8 @@ outside this package, by an import path ``package.module:ClassName``.
 from __future__ import annotations
 
 import importlib
-import re
+
+from analysis.frozen.schemas import PLANNER_NAME
 
 from .base import (Plan, PlanParseError, Planner, PlannerResponse, PlannerView, count_tokens,
                    parse_plan, render_prompt)
@@ -34,9 +35,6 @@ PLANNERS = {
 
 #: planners that need an external service (configured in configs/planner/<name>.yaml)
 ADAPTERS = {"chat": ChatPlanner}
-
-
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 def planner_class(name: str) -> type:
@@ -69,9 +67,9 @@ def planner_label(name: str) -> str:
         planner_class(name)
         return name
     label = getattr(planner_class(name), "name", None)
-    if not isinstance(label, str) or not _LABEL.match(label) or "__" in label:
-        raise ValueError(f"planner={name!r}: its class needs a `name` attribute of letters, "
-                         f"digits, '-' and single '_' (it names the run folder), got {label!r}")
+    if not isinstance(label, str) or not PLANNER_NAME.match(label):
+        raise ValueError(f"planner={name!r}: its class needs a `name` attribute of lowercase "
+                         f"letters, digits and single '-' or '_' (it names the run folder), got {label!r}")
     return label
 
 
