@@ -114,6 +114,10 @@ class OpBuilder:
         typ = {"surface": "pick_up", "storage": "take_from_storage",
                "enclosed_appliance": "take_from_appliance",
                "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self._kind(f))
+        return self._through(t, typ, ent, f, prov)
+
+    def _through(self, t, typ, ent, f, prov) -> bool:
+        """``typ(ent, f)`` with ``f`` opened before and closed after when it opens."""
         if typ is None:
             return False
         self._open(t, f)
@@ -128,12 +132,7 @@ class OpBuilder:
                "enclosed_appliance": "put_in_appliance",
                "surface_appliance": "place_on_appliance", "sink": "put_in_sink",
                "bin": "throw_away"}.get(self._kind(f))
-        if typ is None:
-            return False
-        self._open(t, f)
-        ok = self._try(t, typ, [ent, f], prov)
-        self._close(t, f)
-        return ok
+        return self._through(t, typ, ent, f, prov)
 
     def put_back_somewhere(self, t, ent):
         """Never leave the hand full between events: put on the agent's surface or the work counter."""
