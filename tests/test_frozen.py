@@ -6,6 +6,7 @@ and `analysis.verify` / `analysis.tables` must exit 1 without touching tables/ o
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -222,26 +223,72 @@ def test_verify_command_passes_on_a_valid_export(export, tmp_path):
     assert not (tmp_path / ".hydra_runs").exists() and not (tmp_path / "outputs").exists()
 
 
-@pytest.mark.parametrize("tamper", ["flip", "delete", "extra", "manifest"])
+def _stale_record_hash(export):
+    rel = "cohort/tasks.jsonl"
+    recs = read_records(export / rel)
+    recs[1]["title"] = "edited"
+    write_records(export / rel, recs)
+    manifest = read_manifest(export)
+    raw = (export / rel).read_bytes()
+    manifest["files"][rel].update(size=len(raw), sha256=hashlib.sha256(raw).hexdigest())
+    write_manifest(export, manifest)
+
+
+def _rewrite(rel, rtype, mutate):
+    return lambda export: _rewrite_with_manifest(export, rel, rtype, mutate)
+
+
+def _replace_bytes(rel, old, new):
+    def tamper(export):
+        p = export / rel
+        p.write_bytes(p.read_bytes().replace(old, new))
+    return tamper
+
+
+RUN = "runs/alpha__planner__persistent"
+#: Every bad input of issue 2 (and two more), each with the file its message must name.
+TAMPERS = {
+    "flipped byte": (_replace_bytes("cohort/tasks.jsonl", b"task t1", b"task t9"),
+                     "cohort/tasks.jsonl"),
+    "truncated file": (lambda e: (e / "cohort/tasks.jsonl").write_bytes(
+        b"\n".join((e / "cohort/tasks.jsonl").read_bytes().split(b"\n")[:2]) + b"\n"),
+        "cohort/tasks.jsonl"),
+    "deleted file": (lambda e: (e / "cohort/scenes.jsonl").unlink(), "cohort/scenes.jsonl"),
+    "extra file": (lambda e: (e / "cohort/notes.txt").write_text("x"), "cohort/notes.txt"),
+    "stale record hash": (_stale_record_hash, "cohort/tasks.jsonl"),
+    "reordered records": (lambda e: write_records(e / "cohort/tasks.jsonl", (lambda r: [r[1], r[0], *r[2:]])(
+        read_records(e / "cohort/tasks.jsonl"))), "cohort/tasks.jsonl"),
+    "duplicate task IDs": (_rewrite("cohort/tasks.jsonl", "task",
+                                    lambda r: r.__setitem__(3, {**r[3], "task_id": "t1"})),
+                           "cohort/tasks.jsonl"),
+    "missing field": (_rewrite("cohort/tasks.jsonl", "task", lambda r: r[2].pop("title")),
+                      "cohort/tasks.jsonl"),
+    "wrong type": (_rewrite(f"{RUN}/tasks.jsonl", "task_record",
+                            lambda r: r[0].__setitem__("completed", "yes")), f"{RUN}/tasks.jsonl"),
+    "NaN": (_replace_bytes("cohort/tasks.jsonl", b'"title":"task t2"', b'"title":NaN'),
+            "cohort/tasks.jsonl"),
+    "run missing a task": (_rewrite(f"{RUN}/tasks.jsonl", "task_record", lambda r: r.pop(2)),
+                           f"{RUN}/tasks.jsonl"),
+    "manifest not JSON": (lambda e: (e / "MANIFEST.json").write_text("["), "MANIFEST.json"),
+    "run of another cohort": (_rewrite(f"{RUN}/run.json", "run",
+                                       lambda r: r[0].__setitem__("cohort_sha256", "0" * 64)),
+                              f"{RUN}/run.json"),
+}
+
+
+@pytest.mark.parametrize("tamper", sorted(TAMPERS))
 def test_commands_exit_1_and_write_nothing_on_tampering(export, tmp_path, tamper):
+    from analysis.tables import regenerate
     out = tmp_path / "out"
-    res = _run("analysis.tables", f"export_root={export}", f"out_dir={out}", cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
+    regenerate(export, out, progress=lambda msg: None)
     before = _snapshot(out)
     assert any(p.name == "table02_cohort_scope.csv" for p in before)
-    if tamper == "flip":
-        p = export / "cohort" / "tasks.jsonl"
-        p.write_bytes(p.read_bytes().replace(b"task t1", b"task t9"))
-    elif tamper == "delete":
-        (export / "cohort" / "scenes.jsonl").unlink()
-    elif tamper == "extra":
-        (export / "cohort" / "notes.txt").write_text("x")
-    else:
-        (export / "MANIFEST.json").write_text("[")
+    apply, names_file = TAMPERS[tamper]
+    apply(export)
     for cmd in (["analysis.verify"], ["analysis.tables", f"out_dir={out}"]):
         res = _run(*cmd, f"export_root={export}", cwd=tmp_path)
         assert res.returncode == 1, (cmd, res.stdout, res.stderr)
-        assert "cohort/" in res.stderr or "MANIFEST.json" in res.stderr
+        assert names_file in res.stderr, res.stderr
     assert _snapshot(out) == before
 
 
