@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from analysis.executor.rules import is_subtype
+
 VOCAB_PATH = Path(__file__).with_name("vocabulary.yaml")
 RULES_PATH = Path(__file__).resolve().parents[1] / "executor" / "rules.yaml"
 
@@ -43,12 +45,7 @@ class Vocabulary:
 
     def is_a(self, leaf: str, parent: str) -> bool:
         """Is ``leaf`` the type ``parent`` or one of its subtypes?"""
-        t = leaf
-        while t is not None:
-            if t == parent:
-                return True
-            t = self.types.get(t)
-        return False
+        return is_subtype(self.types, leaf, parent)
 
     def validate(self, where: str) -> None:
         """Every type named in the vocabulary exists in rules.yaml; every action type too."""

@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
+from .rules import is_subtype
+
 __all__ = ["RegionObservation", "observe_region", "Observer", "openable_types", "facts_of"]
 
 
@@ -36,17 +38,6 @@ def facts_of(world) -> frozenset:
 
 def objects_of(world) -> Mapping[str, str]:
     return world.objects if hasattr(world, "objects") else world["objects"]
-
-
-def is_subtype(types: Mapping[str, str], t: str | None, parent: str) -> bool:
-    """Whether type ``t`` is ``parent`` or below it in the ``child -> parent`` map."""
-    seen = set()
-    while t is not None and t not in seen:
-        if t == parent:
-            return True
-        seen.add(t)
-        t = types.get(t)
-    return False
 
 
 def openable_types(rules) -> Callable[[str], bool]:

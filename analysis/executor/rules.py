@@ -20,10 +20,27 @@ from typing import Any, Mapping
 import yaml
 
 __all__ = ["Param", "AtomTemplate", "Precondition", "ActionRule", "Rules", "RulesError",
-           "DEFAULT_RULES_PATH"]
+           "DEFAULT_RULES_PATH", "is_subtype"]
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("rules.yaml")
 ROOT_TYPE = "entity"
+
+
+
+def is_subtype(types: Mapping[str, str], t: str | None, ancestor: str) -> bool:
+    """Whether type ``t`` is ``ancestor`` or below it in a ``child -> parent`` map (the
+    one walk of the hierarchy: rules, observation, planners and compiler all use it).
+
+    >>> is_subtype({"glass": "container", "container": "item"}, "glass", "item")
+    True
+    """
+    seen = set()
+    while t is not None and t not in seen:
+        if t == ancestor:
+            return True
+        seen.add(t)
+        t = types.get(t)
+    return False
 
 
 class RulesError(ValueError):
@@ -194,12 +211,7 @@ class Rules:
         >>> Rules.load().is_subtype("fridge", "fixture"), Rules.load().is_subtype("fridge", "item")
         (True, False)
         """
-        while True:
-            if t == ancestor:
-                return True
-            if t == ROOT_TYPE or t not in self.types:
-                return False
-            t = self.types[t]
+        return is_subtype(self.types, t, ancestor)
 
     def leaf_types(self) -> list[str]:
         """Types with no children, sorted: the types world objects carry."""

@@ -18,7 +18,7 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from analysis.executor.observation import is_subtype  # public type facts, not the world
+from analysis.executor.rules import is_subtype  # public type facts, not the world
 
 from .base import PlannerView, parse_hint
 

@@ -16,6 +16,8 @@ Array convention (used by every function in :mod:`analysis.stats`)
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -24,6 +26,23 @@ ESTIMAND = (
     "/ sum over episodes of the record counts (= the task-macro mean)"
 )
 RESAMPLING_UNIT = "episode (cluster)"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Provenance:
+    """How a statistics result was computed; every result object carries these fields
+    (DESIGN.md section 9: method, resampling unit, resamples, confidence level, seed)."""
+
+    method: str
+    resampling_unit: str = RESAMPLING_UNIT
+    n_resamples: int
+    confidence_level: float
+    seed: int | None
+
+
+def recorded_seed(seed) -> int | None:
+    """The seed a result records: the integer given, or None for a caller's Generator."""
+    return None if isinstance(seed, np.random.Generator) else seed
 _REL_TOL = 1e-12
 
 

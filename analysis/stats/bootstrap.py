@@ -9,8 +9,9 @@ import pandas as pd
 from scipy import special, stats
 
 from ._core import (
+    Provenance,
+    recorded_seed,
     ESTIMAND,
-    RESAMPLING_UNIT,
     check_choice,
     check_confidence,
     check_resamples,
@@ -26,7 +27,7 @@ METHODS = ("bootstrap_t", "cr1_t", "percentile", "basic", "bca")
 
 
 @dataclass(frozen=True)
-class ClusterBootstrapResult:
+class ClusterBootstrapResult(Provenance):
     """Result of :func:`cluster_bootstrap`.
 
     ``table`` has one row per group (the ``by`` keys) and metric with columns
@@ -35,11 +36,6 @@ class ClusterBootstrapResult:
     """
 
     table: pd.DataFrame
-    method: str
-    resampling_unit: str
-    n_resamples: int
-    confidence_level: float
-    seed: int | None
     estimand: str = ESTIMAND
     notes: tuple = field(default_factory=tuple)
 
@@ -183,8 +179,7 @@ def cluster_bootstrap(
     return ClusterBootstrapResult(
         table=table,
         method=method,
-        resampling_unit=RESAMPLING_UNIT,
         n_resamples=0 if method == "cr1_t" else B,
         confidence_level=conf,
-        seed=seed if not isinstance(seed, np.random.Generator) else None,
+        seed=recorded_seed(seed),
     )

@@ -9,8 +9,9 @@ import pandas as pd
 from scipy import stats
 
 from ._core import (
+    Provenance,
+    recorded_seed,
     ESTIMAND,
-    RESAMPLING_UNIT,
     check_columns,
     check_confidence,
     check_resamples,
@@ -88,7 +89,7 @@ def sign_flip_p(d) -> float:
 
 
 @dataclass(frozen=True)
-class PairedConditionsResult:
+class PairedConditionsResult(Provenance):
     """Result of :func:`paired_conditions`.
 
     ``table``: one row per column (outcome first) with ``mean_a, mean_b,
@@ -108,11 +109,6 @@ class PairedConditionsResult:
     n_sign_patterns: int
     a: str
     b: str
-    method: str
-    resampling_unit: str
-    n_resamples: int
-    confidence_level: float
-    seed: int | None
     estimand: str = ESTIMAND
 
 
@@ -223,8 +219,7 @@ def paired_conditions(
         a=str(a),
         b=str(b),
         method="bootstrap_t",
-        resampling_unit=RESAMPLING_UNIT,
         n_resamples=B,
         confidence_level=conf,
-        seed=seed if not isinstance(seed, np.random.Generator) else None,
+        seed=recorded_seed(seed),
     )

@@ -10,8 +10,9 @@ import pandas as pd
 from scipy import special, stats
 
 from ._core import (
+    Provenance,
+    recorded_seed,
     ESTIMAND,
-    RESAMPLING_UNIT,
     check_choice,
     check_columns,
     check_confidence,
@@ -36,7 +37,7 @@ DEFAULT_METHOD = "satt_maxt_tcal"
 
 
 @dataclass(frozen=True)
-class PairwiseResult:
+class PairwiseResult(Provenance):
     """Result of :func:`pairwise_simultaneous`.
 
     ``table``: one row per (planner_a, planner_b, metric) with ``estimate`` (a - b),
@@ -50,11 +51,6 @@ class PairwiseResult:
     table: pd.DataFrame
     critical_value: float
     set_aside: pd.DataFrame
-    method: str
-    resampling_unit: str
-    n_resamples: int
-    confidence_level: float
-    seed: int | None
     n_clusters: int
     family_size: int
     estimand: str = ESTIMAND
@@ -336,10 +332,9 @@ def pairwise_simultaneous(
         critical_value=float(crit),
         set_aside=table.loc[zero, ["planner_a", "planner_b", "metric", "estimate"]].reset_index(drop=True),
         method=method,
-        resampling_unit=RESAMPLING_UNIT,
         n_resamples=0 if method == "bonferroni_t" else B,
         confidence_level=conf,
-        seed=seed if not isinstance(seed, np.random.Generator) else None,
+        seed=recorded_seed(seed),
         n_clusters=G,
         family_size=int(active.sum()),
     )

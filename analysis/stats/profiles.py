@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._core import RESAMPLING_UNIT, check_columns
+from ._core import Provenance, check_columns
 from .bootstrap import cluster_bootstrap
 
 PROFILE_ESTIMAND = ("rate per group: sum over episodes of the value sums of the groups in the "
@@ -15,17 +15,12 @@ PROFILE_ESTIMAND = ("rate per group: sum over episodes of the value sums of the 
 
 
 @dataclass(frozen=True)
-class QuarterProfileResult:
+class QuarterProfileResult(Provenance):
     """Result of :func:`quarter_profiles`: ``table`` has one row per (condition,
     quarter, metric) with ``estimate, low, high, se, n_records (groups),
     n_clusters``; the intervals are pointwise, not simultaneous."""
 
     table: pd.DataFrame
-    method: str
-    resampling_unit: str
-    n_resamples: int
-    confidence_level: float
-    seed: int | None
     estimand: str = PROFILE_ESTIMAND
     note: str = "pointwise intervals (not simultaneous across quarters or conditions)"
 
@@ -84,7 +79,6 @@ def quarter_profiles(
     return QuarterProfileResult(
         table=r.table.rename(columns={"n_records": "n_groups"}),
         method=r.method,
-        resampling_unit=RESAMPLING_UNIT,
         n_resamples=r.n_resamples,
         confidence_level=r.confidence_level,
         seed=r.seed,
