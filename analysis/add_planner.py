@@ -127,7 +127,7 @@ def _cohort(root: Path, manifest: dict) -> dict:
             "tasks": {t["task_id"]: t for t in of("task")}}
 
 
-def _replay(root: Path, run_id, groups, tasks):
+def _replay(root: Path, run, groups, tasks):
     try:
         from .executor.replay import replay_run
         from .run import load_cohort
@@ -135,8 +135,10 @@ def _replay(root: Path, run_id, groups, tasks):
         raise AddPlannerError(f"re-execution is unavailable ({exc}); pass reexecute=false "
                               "to add the records without it") from exc
     cohort = load_cohort(root)
-    return replay_run(run_id, groups, tasks, cohort.episodes, cohort.tasks, cohort.rules,
-                      groups_file="groups.jsonl.gz", tasks_file="tasks.jsonl")
+    # derives statuses, completion, condition lists and truths (never trusts them)
+    return replay_run(run["run_id"], groups, tasks, cohort.episodes, cohort.tasks,
+                      cohort.rules, groups_file="groups.jsonl.gz", tasks_file="tasks.jsonl",
+                      run=run, suite=cohort.suites[run["suite"]])
 
 
 def _scratch_view(root: Path, manifest: dict, rid: str, staged: Path) -> Path:
@@ -209,7 +211,7 @@ def add_planner(export_root, records, name: str, reexecute: bool = True,
         raise AddPlannerError(f"runs/{rid} already exists in {root}")
     if reexecute:
         say(f"re-executing {len(groups)} group records through the executor")
-        rep = _replay(root, rid, groups, tasks)
+        rep = _replay(root, run, groups, tasks)
         if not rep.ok:
             raise AddPlannerError(f"re-execution failed, records not added: "
                                   f"{rep.divergences[0].message()}")
@@ -236,7 +238,7 @@ def add_planner(export_root, records, name: str, reexecute: bool = True,
         say("verifying the export with the new run")
         view = _scratch_view(root, new, rid, staged)
         try:
-            verify_records(view)
+            verify_records(view, follow_symlinks=True)
         except IntegrityError as exc:
             raise AddPlannerError(f"the export would not verify with the new run: {exc}") \
                 from exc

@@ -1,9 +1,12 @@
-"""``python -m analysis.reexecute [planner=NAME]``: replay frozen run records.
+"""``python -m analysis.reexecute [planner=NAME]``: derive frozen runs by re-execution.
 
-Every run under ``frozen_exports/runs/`` (or only those of ``planner``) is replayed
-through the executor from each episode's initial world (:mod:`analysis.executor.replay`).
-Exit 0 when every attempt status, failed check, world hash and condition truth matches;
-else exit 1 naming the first divergence (file, record, field).
+The export is verified first (nothing unchecked is replayed). Then every run under
+``frozen_exports/runs/`` (or only those of ``planner``, a planner name or run ID) is
+re-executed from each episode's initial world with its recorded planner replies
+(:mod:`analysis.executor.replay`): group statuses, attempts, repairs, queries, world
+hashes, task completion, condition lists and truths are derived, never trusted. Exit 0
+when every recorded value equals the derived one; else exit 1 naming the first
+divergence (file, record, field).
 
 >>> from analysis.reexecute import reexecute
 >>> reexecute("frozen_exports", planner="no_such_planner")  # doctest: +SKIP
@@ -14,33 +17,49 @@ import sys
 from pathlib import Path
 
 from .executor.replay import ReplayReport, replay_run
-from .frozen.io import read_records
-from .frozen.manifest import read_manifest
-from .run import load_cohort
+from .frozen.integrity import IntegrityError, verify_records
 
 __all__ = ["reexecute", "main"]
 
 
 def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
-    """Replay every recorded run (of ``planner`` if given); one report per run."""
+    """Verify the export, then derive every recorded run (of ``planner`` if given) from the
+    cohort by re-execution; one report per run.
+
+    Raises :class:`~analysis.frozen.IntegrityError` when the export does not verify (so
+    no record is replayed unchecked) and ``ValueError`` for an unknown planner.
+    """
+    from .executor.rules import Rules
+
     root = Path(export_root)
-    cohort = load_cohort(root)
-    manifest = read_manifest(root)
-    run_files = sorted(rel for rel, e in manifest.get("files", {}).items()
-                       if e["record_type"] == "run")
+    _report, manifest, records = verify_records(root)
+    of = {}
+    for rel, e in sorted(manifest["files"].items()):
+        of.setdefault(e["record_type"], []).append(rel)
+    if not of.get("rules"):
+        raise IntegrityError("cohort/rules.json", "missing: re-execution needs the cohort's "
+                             "rules")
+    rules_rel = of["rules"][0]
+    try:
+        rules = Rules.from_dict(records[rules_rel][0])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise IntegrityError(rules_rel, f"rules do not load ({exc})", line=1) from None
+    episodes = {e["episode_id"]: e for rel in of.get("episode", []) for e in records[rel]}
+    tasks = {t["task_id"]: t for rel in of.get("task", []) for t in records[rel]}
+    suites = {s["suite"]: s for rel in of.get("suite", []) for s in records[rel]}
     reports = []
     known = set()
-    for rel in run_files:
-        run = read_records(root / rel)[0]
+    for rel in of.get("run", []):
+        run = records[rel][0]
         known.add(run["planner"])
-        if planner is not None and run["planner"] != planner:
+        if planner is not None and planner not in (run["planner"], run["run_id"]):
             continue
         base = rel.rsplit("/", 1)[0]
-        groups = read_records(root / base / "groups.jsonl.gz")
-        tasks = read_records(root / base / "tasks.jsonl")
-        reports.append(replay_run(run["run_id"], groups, tasks, cohort.episodes, cohort.tasks,
-                                  cohort.rules, groups_file=f"{base}/groups.jsonl.gz",
-                                  tasks_file=f"{base}/tasks.jsonl"))
+        reports.append(replay_run(
+            run["run_id"], records[f"{base}/groups.jsonl.gz"], records[f"{base}/tasks.jsonl"],
+            episodes, tasks, rules, groups_file=f"{base}/groups.jsonl.gz",
+            tasks_file=f"{base}/tasks.jsonl", run=run, suite=suites[run["suite"]],
+            run_file=rel))
     if planner is not None and not reports:
         raise ValueError(f"planner={planner!r}: no recorded run; recorded planners: "
                          f"{sorted(known)}")
@@ -50,7 +69,7 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
 def run_reexecute(export_root, planner: str | None = None) -> int:
     try:
         reports = reexecute(export_root, planner)
-    except (ValueError, FileNotFoundError) as exc:
+    except (IntegrityError, ValueError, FileNotFoundError) as exc:
         print(f"reexecute FAILED: {exc}", file=sys.stderr)
         return 1
     for r in reports:

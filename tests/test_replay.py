@@ -108,15 +108,18 @@ def test_replay_names_a_changed_query_field():
     assert (d.recorded, d.replayed) == ([], ["milk"])
 
 
-def test_replay_places_a_query_by_its_attempt_count():
+def test_replay_derives_a_query_position_from_the_loop():
     ep, res = _queried_run()
-    # recorded as made before any attempt: then the milk was still in the fridge
+    # the position is derived, not trusted: the second query came after the 4 attempts
     groups = copy.deepcopy(res.group_records)
     groups[0]["queries"][1]["after_attempts"] = 0
     d = _replay(ep, groups, res.task_records).divergences[0]
-    assert (d.field, d.recorded, d.replayed) == (
-        "queries[1].visible", ["squash_bottle"], ["milk", "squash_bottle"])
-    # a position past the group's four attempts cannot be replayed
+    assert (d.field, d.recorded, d.replayed) == ("queries[1].after_attempts", 0, 4)
+    # ... and moving it with contents that match the earlier world is caught too: before
+    # any attempt the milk was still in the fridge
+    groups[0]["queries"][1].update(visible=["milk", "squash_bottle"], removed=[])
+    d = _replay(ep, groups, res.task_records).divergences[0]
+    assert d.field == "queries[1].after_attempts"
     groups[0]["queries"][1]["after_attempts"] = 9
     d = _replay(ep, groups, res.task_records).divergences[0]
     assert (d.field, d.recorded) == ("queries[1].after_attempts", 9)

@@ -1,14 +1,24 @@
-"""Replay a run's recorded attempts through the executor and compare with the record.
+"""Re-execution: derive every outcome of a run from its recorded planner replies and the
+frozen cohort, and compare it with what the run recorded.
 
-For every episode of the run, the world starts from the episode's initial world; the
-group records are taken in group order and each recorded attempt's action is applied
-again. Compared with the record: each attempt's status and failed checks, what each
-visual query reported (``responded`` and the observation's ``anchor``, ``visible``,
-``added``, ``removed``, recomputed on the replayed world after the recorded number of
-attempts), the world hash after each group, and for each task its ``completed`` flag and
-every condition's
-truth (re-evaluated from the replayed world and accepted events). The first divergence
-is reported with the file, the record (line and ID) and the field.
+The runtime loop (:mod:`analysis.executor.runtime`) is deterministic once the planner's
+replies are fixed: parsing, the queue, repairs, visual queries, the attempt limit and
+the contracts depend only on the world, the rules and the replies. Re-execution therefore
+runs the very same loop (:func:`~analysis.executor.runtime.run_episode`) with a planner
+that answers each call with the reply the record holds (``planner_calls[k].raw``) and
+derives, from each episode's initial world:
+
+* per group: every attempt (source, raw, action, status, failed checks; repairs
+  included), every visual query (its position and what it reported), the number of
+  planner calls, the group **status**, the world hash and token sums, and the belief
+  counters that do not depend on the planner's own lookups (``repeated_region_queries``,
+  ``anchor_delta_conflicts``; ``cross_group_hits`` counts the planner's lookups and is
+  not derivable);
+* per task of the suite: ``completed``, the **condition list** (exactly the contract's
+  IDs, once each, in order) and each condition's **truth**.
+
+Nothing recorded is trusted: every recorded value must equal the derived one, and the
+first difference is reported with the file, the record (line and ID) and the field.
 
 >>> Divergence("runs/x/groups.jsonl.gz", 3, "g1", "attempts[0].status", "accepted",
 ...            "invalid").message()
@@ -16,37 +26,28 @@ is reported with the file, the record (line and ID) and the field.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Mapping, Sequence
 
-from .contracts import evaluate_contract
 from .executor import Executor
-from .observation import Observer
 from .rules import Rules
-from .world import World
+from .runtime import RuntimeConfig, run_episode
 
-__all__ = ["Divergence", "ReplayReport", "replay_run", "QUERY_FIELDS"]
+__all__ = ["Divergence", "ReplayReport", "replay_run", "runtime_config", "QUERY_FIELDS",
+           "ATTEMPT_FIELDS"]
 
-#: Recorded query fields recomputed by replay (``region`` identifies the query;
-#: ``after_attempts`` places it).
-QUERY_FIELDS = ("responded", "anchor", "visible", "added", "removed")
-
-
-def _replayed_query(observer: Observer, fixtures, region: str, world: World) -> dict:
-    """What the runtime records for a query of ``region`` in ``world``
-    (``analysis.executor.runtime.query_record``, without the position)."""
-    responded = observer.is_region(region) or region in fixtures
-    if not responded:
-        return {"responded": False, "anchor": [], "visible": [], "added": [], "removed": []}
-    obs = observer.observe(region, world)
-    return {"responded": True, "anchor": list(obs.anchor), "visible": list(obs.visible),
-            "added": list(obs.added), "removed": list(obs.removed)}
+ATTEMPT_FIELDS = ("index", "source", "raw", "action", "status", "failed_checks")
+#: Recorded query fields recomputed by replay, in the order they are compared.
+QUERY_FIELDS = ("region", "after_attempts", "responded", "anchor", "visible", "added",
+                "removed")
+#: Belief counters the loop derives without the planner (see the module docstring).
+DERIVED_COUNTERS = ("repeated_region_queries", "anchor_delta_conflicts")
 
 
 @dataclass(frozen=True)
 class Divergence:
     file: str
-    line: int        # 1-based line of the record in its file
+    line: int        # 1-based line of the record in its file (0: no such record)
     record_id: str
     field: str
     recorded: object
@@ -77,118 +78,201 @@ class ReplayReport:
         return head + f"; first divergence: {self.divergences[0].message()}"
 
 
+class _RecordedPlanner:
+    """Answers the runtime's k-th call in a group with the recorded k-th reply (and the
+    recorded token counts); a call beyond the record gets an empty reply and is noted."""
+
+    name = "recorded"
+
+    def __init__(self, episode_id: str, records: Mapping[str, Mapping]):
+        self.prefix = len(episode_id) + 1
+        self.records = records
+        self.overrun: dict[str, int] = {}
+
+    def config(self) -> dict:
+        return {}
+
+    def propose(self, view):
+        from analysis.planners.base import PlannerResponse
+        gid = view.key[self.prefix:view.key.rindex("/")]
+        calls = self.records[gid]["planner_calls"]
+        k = view.call_index
+        if k >= len(calls):
+            self.overrun.setdefault(gid, k + 1)
+            return PlannerResponse("", 0, 0)
+        return PlannerResponse(calls[k]["raw"], calls[k]["prompt_tokens"],
+                               calls[k]["completion_tokens"])
+
+
+def runtime_config(run: Mapping) -> RuntimeConfig:
+    """The loop settings a run was recorded with (``planner_config.runtime``, as
+    ``analysis.run`` writes it; defaults otherwise). Raises ``ValueError`` naming the key.
+
+    >>> runtime_config({"attempt_limit": 80, "planner_config": {}}).max_planner_calls
+    8
+    """
+    settings = dict((run.get("planner_config") or {}).get("runtime") or {})
+    known = {f.name for f in fields(RuntimeConfig)}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise ValueError(f"planner_config.runtime.{unknown[0]}: unknown setting (known: "
+                         f"{sorted(known)})")
+    settings.setdefault("attempt_limit", run.get("attempt_limit", 80))
+    if settings["attempt_limit"] != run.get("attempt_limit", settings["attempt_limit"]):
+        raise ValueError(f"attempt_limit {run.get('attempt_limit')!r} differs from "
+                         f"planner_config.runtime.attempt_limit {settings['attempt_limit']!r}")
+    return RuntimeConfig(**settings)
+
+
 def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequence[Mapping],
                episodes: Mapping[str, Mapping], tasks: Mapping[str, Mapping], rules: Rules,
                groups_file: str = "groups.jsonl.gz", tasks_file: str = "tasks.jsonl",
-               stop_at_first: bool = True) -> ReplayReport:
-    """Replay one run (records as read from its files) against the cohort."""
-    ex = Executor(rules)
+               stop_at_first: bool = True, *, run: Mapping | None = None,
+               suite: Mapping | None = None, run_file: str = "run.json") -> ReplayReport:
+    """Derive one run (records as read from its files) from the cohort and compare.
+
+    ``run`` (the ``run.json`` record) gives the loop settings and the memory condition
+    (without it: default settings, and the belief counters are not compared); ``suite``
+    gives the episodes and tasks the run must cover (without it: those the records name).
+    """
     rep = ReplayReport(run_id)
-    line_of = {(g["episode_id"], g["group_id"]): i for i, g in enumerate(group_records, 1)}
-    by_ep: dict[str, dict[str, Mapping]] = {}
-    for g in group_records:
-        by_ep.setdefault(g["episode_id"], {})[g["group_id"]] = g
-    end_state: dict[str, tuple[World, list, dict]] = {}
 
     def diverge(d: Divergence) -> bool:
         rep.divergences.append(d)
         return stop_at_first
 
-    for eid, recs in by_ep.items():
-        if eid not in episodes:
-            if diverge(Divergence(groups_file, line_of[(eid, next(iter(recs)))], eid,
-                                  "episode_id", eid, "not in the cohort")):
+    try:
+        config = runtime_config(run or {})
+    except ValueError as exc:
+        diverge(Divergence(run_file, 1, run_id, "planner_config.runtime", str(exc), "-"))
+        return rep
+    memory = run["memory"] if run is not None else None
+
+    line_of: dict[str, int] = {}
+    by_gid: dict[str, Mapping] = {}
+    for i, g in enumerate(group_records, 1):
+        gid = g["group_id"]
+        if gid in by_gid:
+            if diverge(Divergence(groups_file, i, gid, "group_id", gid,
+                                  f"one record per group (first at line {line_of[gid]})")):
                 return rep
+            continue
+        line_of[gid], by_gid[gid] = i, g
+    if suite is not None:
+        episode_ids = list(suite["episode_ids"])
+        task_ids = list(suite["task_ids"])
+    else:
+        episode_ids = list(dict.fromkeys(g["episode_id"] for g in group_records))
+        task_ids = list(dict.fromkeys(t["task_id"] for t in task_records))
+    wanted = set(episode_ids)
+    for gid, g in by_gid.items():
+        if g["episode_id"] not in wanted or g["episode_id"] not in episodes:
+            if diverge(Divergence(groups_file, line_of[gid], gid, "episode_id",
+                                  g["episode_id"], "an episode of the suite in the cohort")):
+                return rep
+
+    ex = Executor(rules)
+    derived_tasks: dict[str, dict] = {}
+    for eid in episode_ids:
+        if eid not in episodes:
             continue
         ep = episodes[eid]
-        world = World.from_json(ep["initial_world"])
-        observer = Observer(ep, rules)
-        fixtures = {o for o, t in world.objects.items() if rules.is_subtype(t, "fixture")}
-        events: dict[str, list] = {}
-        statuses: dict[str, str] = {}
-        for g in sorted(ep["groups"], key=lambda g: g["index"]):
-            gid = g["group_id"]
-            rec = recs.get(gid)
-            if rec is None:
-                if diverge(Divergence(groups_file, 0, gid, "group_id", "missing", "expected")):
-                    return rep
-                break
-            line = line_of[(eid, gid)]
-            rep.n_groups += 1
-            evs = []
-            # queries by position: a query made after k attempts sees the world before
-            # attempt k (k == len(attempts): the world at the group's end)
-            n_att = len(rec["attempts"])
-            at_pos: dict[int, list] = {}
-            for j, q in enumerate(rec["queries"]):
-                at_pos.setdefault(q["after_attempts"], []).append((j, q))
-            bad = [k for k in at_pos if k > n_att]
-            if bad:
-                j = at_pos[min(bad)][0][0]
-                if diverge(Divergence(groups_file, line, gid, f"queries[{j}].after_attempts",
-                                      min(bad), f"at most {n_att} (the group's attempts)")):
-                    return rep
-
-            def check_queries(k) -> bool:
-                for j, q in at_pos.get(k, ()):
-                    got = _replayed_query(observer, fixtures, q["region"], world)
-                    for f in QUERY_FIELDS:
-                        if q[f] != got[f]:
-                            if diverge(Divergence(groups_file, line, gid, f"queries[{j}].{f}",
-                                                  q[f], got[f])):
-                                return True
-                return False
-
-            for i, att in enumerate(rec["attempts"]):
-                if check_queries(i):
-                    return rep
-                rep.n_attempts += 1
-                out = ex.apply(world, att["action"])
-                status = "accepted" if out.accepted else "invalid"
-                if status != att["status"]:
-                    if diverge(Divergence(groups_file, line, gid, f"attempts[{i}].status",
-                                          att["status"], status)):
-                        return rep
-                if list(out.failed_checks) != list(att["failed_checks"]):
-                    if diverge(Divergence(groups_file, line, gid,
-                                          f"attempts[{i}].failed_checks",
-                                          att["failed_checks"], list(out.failed_checks))):
-                        return rep
-                if out.accepted:
-                    world = out.world
-                    evs.append(out.event)
-            if check_queries(n_att):
-                return rep
-            if world.sha256() != rec["world_sha256_after"]:
-                if diverge(Divergence(groups_file, line, gid, "world_sha256_after",
-                                      rec["world_sha256_after"], world.sha256())):
-                    return rep
-            events[gid] = evs
-            statuses[gid] = rec["status"]
-            end_state[(eid, gid)] = (world, events, statuses)
-    for line, tr in enumerate(task_records, 1):
-        rep.n_tasks += 1
-        task = tasks.get(tr["task_id"])
-        last = (task["episode_id"], task["group_ids"][-1]) if task else None
-        if task is None or last not in end_state:
-            if diverge(Divergence(tasks_file, line, tr["task_id"], "task_id", tr["task_id"],
-                                  "no replayed groups for this task")):
+        groups = sorted(ep["groups"], key=lambda g: g["index"])
+        absent = [g["group_id"] for g in groups if g["group_id"] not in by_gid]
+        if absent:
+            if diverge(Divergence(groups_file, 0, absent[0], "group_id", "missing",
+                                  f"a record for every group of episode {eid}")):
                 return rep
             continue
-        world, events, statuses = end_state[last]
-        sts = [statuses.get(gid, "missing") for gid in task["group_ids"]]
-        completed = all(s == "completed" for s in sts)
-        if completed != tr["completed"]:
-            if diverge(Divergence(tasks_file, line, tr["task_id"], "completed",
-                                  tr["completed"], completed)):
-                return rep
-        evs = [e for gid in task["group_ids"] for e in events.get(gid, [])]
-        result = evaluate_contract(task["contract"], world, evs, completed)
-        for c in tr["conditions"]:
-            got = result.truths.get(c["id"])
-            got = got.value if got is not None else "missing"
-            if got != c["truth"]:
-                if diverge(Divergence(tasks_file, line, tr["task_id"],
-                                      f"conditions[{c['id']}].truth", c["truth"], got)):
+        for g in groups:
+            if by_gid[g["group_id"]]["episode_id"] != eid:
+                if diverge(Divergence(groups_file, line_of[g["group_id"]], g["group_id"],
+                                      "episode_id", by_gid[g["group_id"]]["episode_id"], eid)):
                     return rep
+        ep_tasks = [tasks[t] for t in task_ids if t in tasks and tasks[t]["episode_id"] == eid]
+        planner = _RecordedPlanner(eid, by_gid)
+        res = run_episode(ep, ep_tasks, planner, rules, memory or "persistent", config,
+                          run_id=run_id, executor=ex)
+        for derived in res.group_records:
+            gid = derived["group_id"]
+            rec = by_gid[gid]
+            rep.n_groups += 1
+            rep.n_attempts += len(derived["attempts"])
+            for name, got, want in _group_differences(rec, derived, memory is not None,
+                                                      planner.overrun.get(gid)):
+                if diverge(Divergence(groups_file, line_of[gid], gid, name, got, want)):
+                    return rep
+        for tr in res.task_records:
+            derived_tasks[tr["task_id"]] = tr
+
+    seen: dict[str, int] = {}
+    for line, tr in enumerate(task_records, 1):
+        tid = tr["task_id"]
+        rep.n_tasks += 1
+        if tid in seen:
+            if diverge(Divergence(tasks_file, line, tid, "task_id", tid,
+                                  f"one record per task (first at line {seen[tid]})")):
+                return rep
+            continue
+        seen[tid] = line
+        want = derived_tasks.get(tid)
+        if want is None:
+            if diverge(Divergence(tasks_file, line, tid, "task_id", tid,
+                                  "no replayed groups for this task (not a task of the suite)")):
+                return rep
+            continue
+        for name, got, exp in _task_differences(tr, want):
+            if diverge(Divergence(tasks_file, line, tid, name, got, exp)):
+                return rep
+    for tid in task_ids:
+        if tid not in seen and tid in derived_tasks:
+            if diverge(Divergence(tasks_file, 0, tid, "task_id", "missing",
+                                  "a record for every task of the suite")):
+                return rep
     return rep
+
+
+def _group_differences(rec: Mapping, derived: Mapping, with_counters: bool, overrun):
+    """``(field, recorded, replayed)`` for each difference, in a fixed order."""
+    ra, da = rec["attempts"], derived["attempts"]
+    for i, (a, b) in enumerate(zip(ra, da)):
+        for f in ATTEMPT_FIELDS:
+            if a.get(f) != b[f]:
+                yield f"attempts[{i}].{f}", a.get(f), b[f]
+    if len(ra) != len(da):
+        yield "attempts", f"{len(ra)} attempts", f"{len(da)} attempts"
+    rq, dq = rec["queries"], derived["queries"]
+    for j, (a, b) in enumerate(zip(rq, dq)):
+        for f in QUERY_FIELDS:
+            if a.get(f) != b[f]:
+                yield f"queries[{j}].{f}", a.get(f), b[f]
+    if len(rq) != len(dq):
+        yield "queries", f"{len(rq)} queries", f"{len(dq)} queries"
+    if overrun is not None:
+        yield ("planner_calls", f"{len(rec['planner_calls'])} calls",
+               f"the loop asks for call {overrun}")
+    elif len(rec["planner_calls"]) != len(derived["planner_calls"]):
+        yield ("planner_calls", f"{len(rec['planner_calls'])} calls",
+               f"{len(derived['planner_calls'])} calls")
+    for f in ("status", "world_sha256_after", "prompt_tokens", "completion_tokens", "run_id",
+              "episode_id"):
+        if rec[f] != derived[f]:
+            yield f, rec[f], derived[f]
+    if with_counters:
+        for f in DERIVED_COUNTERS:
+            if rec["belief"][f] != derived["belief"][f]:
+                yield f"belief.{f}", rec["belief"][f], derived["belief"][f]
+
+
+def _task_differences(rec: Mapping, derived: Mapping):
+    for f in ("run_id", "episode_id", "completed"):
+        if rec[f] != derived[f]:
+            yield f, rec[f], derived[f]
+    got = [c["id"] for c in rec["conditions"]]
+    want = [c["id"] for c in derived["conditions"]]
+    if got != want:
+        yield "conditions", got, want
+        return
+    for a, b in zip(rec["conditions"], derived["conditions"]):
+        if a["truth"] != b["truth"]:
+            yield f"conditions[{a['id']}].truth", a["truth"], b["truth"]

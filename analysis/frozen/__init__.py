@@ -6,7 +6,6 @@
 from .hashing import canonical_json, sha256_record
 from .integrity import IntegrityError, VerificationReport, verify
 from .io import read_records, write_record, write_records
-from .loader import FrozenExport, load
 from .manifest import cohort_fingerprint, update_manifest
 from .schemas import SchemaError, validate
 
@@ -15,3 +14,11 @@ __all__ = [
     "cohort_fingerprint", "load", "read_records", "sha256_record", "update_manifest",
     "validate", "verify", "write_record", "write_records",
 ]
+
+
+def __getattr__(name):
+    # The loader needs pandas (a quarter second to import); verification alone does not.
+    if name in ("FrozenExport", "load"):
+        from . import loader
+        return getattr(loader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,21 +1,49 @@
 """Verification of a frozen export against its manifest (DESIGN.md section 5).
 
 Every failure raises :class:`IntegrityError` whose message names the file, the record
-(line and ID) where one is involved, and what differs.
+(line and ID) where one is involved, and what differs. The order of the checks is the
+order of trust:
+
+1. the manifest: canonical bytes, its schema, a known ``format_version``, and paths that
+   are normalised relative POSIX paths inside the export;
+2. the folder: every file on disk is a regular file (no symbolic link, no unreadable
+   folder) listed exactly once, and every listed file exists;
+3. each file is hashed (SHA-256, size) *before* anything is decompressed or parsed;
+   ``.gz`` files decompress to at most the manifest's ``decompressed_size``;
+4. each line is decoded by the typed decoder of its record type (the JSON Schema
+   documents, :mod:`analysis.frozen.schemas`), must equal its canonical serialization
+   (which also rules out duplicate keys, a BOM, CRLF, other whitespace or key order)
+   and the record hash the manifest lists; IDs are unique;
+5. cross-file checks: suites name known tasks, runs belong to this cohort and cover
+   every task and group of their suite exactly, and each run record matches the cohort
+   (episode IDs, a task's condition IDs equal its contract's, ``completed`` equals "every
+   group of the task recorded ``completed``").
+
+Outcomes themselves (group status, truths) are derived by re-execution
+(:mod:`analysis.executor.replay`), not here.
 """
 from __future__ import annotations
 
+import gc
+import hashlib
 import json
 import os
+import re
+import stat
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .hashing import sha256_bytes, sha256_record
-from .io import RecordParseError, decode_file_bytes, parse_lines
-from .manifest import MANIFEST_NAME, UNLISTED_FILES, cohort_fingerprint
-from .schemas import ID_FIELDS, PLANNER_NAME, SCHEMAS, SchemaError, validate
+import msgspec
 
-__all__ = ["IntegrityError", "VerificationReport", "verify", "verify_records"]
+from .hashing import canonical_json, sha256_bytes
+from .io import gunzip_capped
+from .manifest import (KNOWN_FORMAT_VERSIONS, MANIFEST_NAME, UNLISTED_FILES, cohort_fingerprint,
+                       manifest_bytes)
+from .schemas import (ID_FIELDS, PLANNER_NAME, SCHEMAS, check_numbers, decoder, error_path,
+                      first_extra_field, manifest_decoder)
+
+__all__ = ["IntegrityError", "VerificationReport", "verify", "verify_records", "check_relpath"]
 
 
 class IntegrityError(Exception):
@@ -31,7 +59,8 @@ class IntegrityError(Exception):
             where += f", line {line}"
         if record_id is not None:
             where += f" (record {record_id})"
-        super().__init__(f"{where}: {message}")
+        # one line, whatever a message quotes
+        super().__init__(f"{where}: {message}".replace("\n", "\\n").replace("\r", "\\r"))
         self.file, self.line, self.record_id = file, line, record_id
 
 
@@ -52,38 +81,354 @@ class VerificationReport:
                 f"{len(self.runs)} runs in {self.root}")
 
 
-def _record_id(record_type: str, record: dict) -> str | None:
+def _record_id(record_type: str, record) -> str | None:
     keys = ID_FIELDS.get(record_type)
     if not keys or not isinstance(record, dict):
         return None
     return "/".join(str(record.get(k)) for k in keys)
 
 
-def _files_on_disk(root: Path) -> set[str]:
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _msg(text: str) -> str:
+    """msgspec's "Expected `bool`, got `str`" as "expected bool, got str"."""
+    text = text.replace("`", "")
+    return text[:1].lower() + text[1:]
+
+
+# --- paths -------------------------------------------------------------------------------
+
+_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+_SUFFIXES = (".json", ".jsonl", ".jsonl.gz")
+
+
+def check_relpath(rel: str) -> str | None:
+    """Why ``rel`` is not a normalised relative POSIX path of a record file, or None.
+
+    >>> check_relpath("cohort/tasks.jsonl") is None
+    True
+    >>> check_relpath("./cohort/tasks.jsonl")
+    "segment '.' (paths are normalised: no '.', '..' or empty segments)"
+    """
+    if not isinstance(rel, str) or not rel:
+        return "empty path"
+    if rel.startswith("/") or re.match(r"^[A-Za-z]:", rel):
+        return "absolute path (paths are relative to the export)"
+    if "\\" in rel:
+        return "backslash in path (paths are POSIX, '/'-separated)"
+    for part in rel.split("/"):
+        if part in ("", ".", ".."):
+            return f"segment {part!r} (paths are normalised: no '.', '..' or empty segments)"
+        if not _SEGMENT.match(part):
+            return (f"segment {part[:60]!r} has characters outside [A-Za-z0-9_.-] or starts "
+                    "with '.'")
+    if rel in UNLISTED_FILES:
+        return f"{rel} is not a record file"
+    if not rel.endswith(_SUFFIXES):
+        return f"not a record file name (expected one of {list(_SUFFIXES)})"
+    return None
+
+
+# --- the manifest ------------------------------------------------------------------------
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise _DuplicateKey(k)
+        seen[k] = v
+    return seen
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not allowed")
+
+
+def _diagnose_json(raw: bytes) -> str:
+    """Why bytes that failed the fast path are not canonical JSON (slow, failure only)."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        return "starts with a byte-order mark (files are UTF-8 without BOM)"
+    if b"\r" in raw:
+        return "contains a carriage return (CRLF line ending); lines end with \\n only"
+    try:
+        json.loads(raw, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
+    except _DuplicateKey as exc:
+        return f"duplicate key {exc.args[0]!r} (every key appears once)"
+    except RecursionError:
+        return "nested too deeply"
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"not valid JSON ({_short(exc)})"
+    return ""
+
+
+def _read_manifest(root: Path, follow: bool = False) -> dict:
+    path = root / MANIFEST_NAME
+    try:
+        raw = _read_regular(path, MANIFEST_NAME, follow=follow)
+    except FileNotFoundError:
+        raise IntegrityError(MANIFEST_NAME, f"missing in {root}") from None
+    try:
+        manifest = manifest_decoder().decode(raw)
+    except RecursionError:
+        raise IntegrityError(MANIFEST_NAME, "nested too deeply") from None
+    except msgspec.DecodeError as exc:
+        why = _diagnose_json(raw) or f"not valid JSON ({_short(exc)})"
+        raise IntegrityError(MANIFEST_NAME, why) from None
+    except msgspec.ValidationError as exc:
+        raise _manifest_type_error(raw, exc) from None
+    if raw != manifest_bytes(manifest):
+        why = _diagnose_json(raw)
+        if not why:
+            full = json.loads(raw)
+            extra = first_extra_field(full, manifest)
+            why = (f"unknown field {extra!r}" if extra else "not in canonical form (as "
+                   "written by analysis.frozen.manifest.write_manifest: keys sorted, indent 1)")
+        raise IntegrityError(MANIFEST_NAME, why)
+    seen = {}
+    for rel, entry in manifest["files"].items():
+        why = check_relpath(rel)
+        if why:
+            raise IntegrityError(MANIFEST_NAME, f"files entry {rel[:200]!r}: {why}")
+        folded = rel.casefold()
+        if folded in seen:
+            raise IntegrityError(MANIFEST_NAME, f"files entries {seen[folded]!r} and {rel!r} "
+                                 "differ only in case (one file on many file systems)")
+        seen[folded] = rel
+        if rel.endswith(".gz") != ("decompressed_size" in entry):
+            raise IntegrityError(MANIFEST_NAME, f"files entry {rel!r}: decompressed_size is "
+                                 "required for .gz files and only for them")
+        if entry["records"] != len(entry["record_hashes"]):
+            raise IntegrityError(MANIFEST_NAME, f"files entry {rel!r}: records "
+                                 f"{entry['records']} != {len(entry['record_hashes'])} "
+                                 "record_hashes")
+    return manifest
+
+
+def _manifest_type_error(raw: bytes, exc: msgspec.ValidationError) -> IntegrityError:
+    """Name the key of a manifest that has the wrong type or value."""
+    try:
+        full = json.loads(raw)
+    except (ValueError, RecursionError):
+        full = None
+    if isinstance(full, dict):
+        if "format_version" in full and full["format_version"] not in KNOWN_FORMAT_VERSIONS:
+            return IntegrityError(MANIFEST_NAME, f"format_version {full['format_version']!r} "
+                                  f"is not supported (known: {list(KNOWN_FORMAT_VERSIONS)}); "
+                                  "regenerate the manifest with this version of the package")
+        files = full.get("files")
+        if isinstance(files, dict):
+            from .schemas import _manifest_file_type  # noqa: PLC0415 - failure path only
+            for rel, entry in files.items():
+                try:
+                    msgspec.convert(entry, _manifest_file_type(), strict=True)
+                except msgspec.ValidationError as sub:
+                    where, msg = error_path(sub)
+                    return IntegrityError(MANIFEST_NAME, f"files entry {rel[:200]!r}"
+                                          f"{'.' + where if where else ''}: {_msg(msg)}")
+    where, msg = error_path(exc)
+    return IntegrityError(MANIFEST_NAME, f"{where or 'top level'}: {_msg(msg)}")
+
+
+# --- the folder --------------------------------------------------------------------------
+
+def _files_on_disk(root: Path, follow: bool) -> set[str]:
     found = set()
-    for dirpath, _dirs, names in os.walk(root):
-        for name in names:
-            rel = (Path(dirpath) / name).relative_to(root).as_posix()
-            if rel not in UNLISTED_FILES:
-                found.add(rel)
+
+    def rel_of(p) -> str:
+        return Path(p).relative_to(root).as_posix()
+
+    def onerror(exc: OSError):
+        raise IntegrityError(rel_of(exc.filename) if exc.filename else str(root),
+                             f"unreadable folder ({exc.strerror or exc})")
+
+    for dirpath, dirs, names in os.walk(root, onerror=onerror, followlinks=follow):
+        for name in dirs + names:
+            full = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(full)
+            except OSError as exc:
+                raise IntegrityError(rel_of(full), f"cannot be read ({exc.strerror})") from None
+            if stat.S_ISLNK(st.st_mode):
+                if follow:
+                    if name in dirs:
+                        continue
+                    st = os.stat(full)
+                else:
+                    raise IntegrityError(rel_of(full), "is a symbolic link; an export holds "
+                                         "regular files and folders only")
+            if name in names:
+                rel = rel_of(full)
+                if not stat.S_ISREG(st.st_mode):
+                    raise IntegrityError(rel, "not a regular file")
+                if rel not in UNLISTED_FILES:
+                    found.add(rel)
     return found
 
 
-def _locate_difference(rel: str, entry: dict, records: list[dict]) -> IntegrityError:
-    """Name the first record whose hash is not the one in the manifest."""
-    expected = entry.get("record_hashes", [])
-    rtype = entry.get("record_type", "")
-    for i, rec in enumerate(records):
-        if i >= len(expected):
+def _read_regular(path: Path, rel: str, follow: bool = False, limit: int | None = None) -> bytes:
+    """The bytes of a regular file (at most ``limit + 1``), without following a symlink."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if not follow and os.path.islink(path):
+            raise IntegrityError(rel, "is a symbolic link; an export holds regular files "
+                                 "only") from None
+        raise IntegrityError(rel, f"cannot be read ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise IntegrityError(rel, "not a regular file")
+        chunks, total = [], 0
+        want = (limit + 1) if limit is not None else None
+        while want is None or total < want:
+            try:
+                chunk = os.read(fd, 1 << 22 if want is None else min(1 << 22, want - total))
+            except OSError as exc:
+                raise IntegrityError(rel, f"cannot be read ({exc.strerror or exc})") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+# --- one file ----------------------------------------------------------------------------
+
+@contextmanager
+def _no_gc():
+    """Decoding builds hundreds of thousands of small objects in one go; the cyclic
+    collector would scan them again and again (most of the parse time) although JSON
+    data has no cycles."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        # Promote what was built to the oldest generation without scanning it: the
+        # collection that re-enabling would trigger costs as much as the parse itself.
+        gc.freeze()
+        gc.unfreeze()
+        if was:
+            gc.enable()
+
+
+def _content(rel: str, raw: bytes, entry: dict) -> bytes:
+    if not rel.endswith(".gz"):
+        return raw
+    try:
+        return gunzip_capped(raw, entry["decompressed_size"])
+    except ValueError as exc:
+        raise IntegrityError(rel, str(exc)) from None
+
+
+def _lines(rel: str, content: bytes) -> list[bytes]:
+    """The record lines of canonical content: each ends with exactly one ``\\n``."""
+    if not content:
+        return []
+    if not content.endswith(b"\n"):
+        n = content.count(b"\n") + 1
+        raise IntegrityError(rel, "last line does not end with \\n (not canonical)", line=n)
+    lines = content[:-1].split(b"\n")
+    if rel.endswith(".json") and len(lines) != 1:
+        raise IntegrityError(rel, f"a .json file holds exactly one record line, found "
+                             f"{len(lines)}", line=2)
+    return lines
+
+
+def _decode_line(rel: str, rtype: str, i: int, line: bytes, dec) -> dict:
+    """Decode one line with the typed decoder; it must be canonical."""
+    try:
+        rec = dec.decode(line)
+    except RecursionError:
+        raise IntegrityError(rel, "nested too deeply", line=i) from None
+    except msgspec.ValidationError as exc:
+        why = _diagnose_json(line)
+        if why:
+            raise IntegrityError(rel, why, line=i, record_id=_guess_id(rtype, line)) from None
+        where, msg = error_path(exc)
+        raise IntegrityError(rel, f"schema violation for {rtype}: field {where!r}: "
+                             f"{_msg(msg)}", line=i, record_id=_guess_id(rtype, line)) from None
+    except msgspec.DecodeError as exc:
+        why = _diagnose_json(line) or f"not valid JSON ({_short(exc)})"
+        raise IntegrityError(rel, why, line=i) from None
+    if _ENCODE(rec) != line:
+        _slow_canonical(rel, rtype, i, line, rec)
+    bad = check_numbers(rtype, rec)
+    if bad:
+        raise IntegrityError(rel, f"schema violation for {rtype}: field {bad!r}: expected a "
+                             "number", line=i, record_id=_record_id(rtype, rec))
+    return rec
+
+
+_ENCODE = msgspec.json.Encoder(order="sorted").encode
+
+
+def _slow_canonical(rel, rtype, i, line, rec) -> None:
+    """The line differs from msgspec's re-encoding: decide with the canonical form itself
+    (floats are written differently by msgspec, e.g. ``1e+16``), and name the cause."""
+    try:
+        if canonical_json(rec) == line:
+            return
+    except ValueError as exc:
+        raise IntegrityError(rel, _short(exc), line=i, record_id=_record_id(rtype, rec)) from None
+    why = _diagnose_json(line)
+    if not why:
+        extra = first_extra_field(json.loads(line), rec)
+        why = (f"schema violation for {rtype}: field {extra!r}: unknown field" if extra else
+               "not in canonical form (keys sorted, no whitespace, shortest escapes; the "
+               "file must equal its canonical serialization)")
+    raise IntegrityError(rel, why, line=i, record_id=_record_id(rtype, rec))
+
+
+def _guess_id(rtype, line):
+    try:
+        return _record_id(rtype, json.loads(line))
+    except (ValueError, RecursionError):
+        return None
+
+
+def _locate_difference(rel: str, entry: dict, content: bytes) -> IntegrityError:
+    """The file's hash differs: name the first record whose hash is not the manifest's."""
+    expected = entry["record_hashes"]
+    rtype = entry["record_type"]
+    records = []
+    for i, line in enumerate(content.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line, parse_constant=_reject_constant)
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            return IntegrityError(rel, f"file hash differs from the manifest; the line is not "
+                                  f"valid JSON ({_short(exc)})", line=i)
+        records.append((i, rec))
+    for k, (i, rec) in enumerate(records):
+        if k >= len(expected):
             return IntegrityError(rel, f"extra record (manifest lists {len(expected)})",
-                                  line=i + 1, record_id=_record_id(rtype, rec))
-        got = sha256_record(rec)
-        if got != expected[i]:
+                                  line=i, record_id=_record_id(rtype, rec))
+        try:
+            got = sha256_bytes(canonical_json(rec))
+        except ValueError as exc:
+            return IntegrityError(rel, _short(exc), line=i, record_id=_record_id(rtype, rec))
+        if got != expected[k]:
             moved = expected.index(got) + 1 if got in expected else None
             what = (f"record is the one the manifest lists at line {moved} (records reordered)"
                     if moved else "record hash differs from the manifest "
-                    f"(expected {expected[i][:12]}..., got {got[:12]}...)")
-            return IntegrityError(rel, what, line=i + 1, record_id=_record_id(rtype, rec))
+                    f"(expected {expected[k][:12]}..., got {got[:12]}...)")
+            return IntegrityError(rel, what, line=i, record_id=_record_id(rtype, rec))
     if len(records) < len(expected):
         return IntegrityError(rel, f"{len(expected) - len(records)} record(s) missing: file has "
                               f"{len(records)}, manifest lists {len(expected)}",
@@ -92,70 +437,76 @@ def _locate_difference(rel: str, entry: dict, records: list[dict]) -> IntegrityE
                           "(formatting changed)")
 
 
-def _read_manifest(root: Path) -> dict:
-    path = root / MANIFEST_NAME
-    if not path.exists():
-        raise IntegrityError(MANIFEST_NAME, f"missing in {root}")
+def _verify_file(root: Path, rel: str, entry: dict, follow: bool) -> list[dict]:
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise IntegrityError(MANIFEST_NAME, f"not valid JSON ({exc})") from exc
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        raise IntegrityError(MANIFEST_NAME, "expected an object with a 'files' object")
-    for rel, entry in manifest["files"].items():
-        if not isinstance(entry, dict) or not {"record_type", "size", "sha256", "records",
-                                                "record_hashes"} <= set(entry):
-            raise IntegrityError(MANIFEST_NAME, f"entry for {rel!r} lacks record_type, size, "
-                                 "sha256, records or record_hashes")
-        if entry["record_type"] not in SCHEMAS:
-            raise IntegrityError(MANIFEST_NAME, f"entry for {rel!r}: record_type "
-                                 f"{entry['record_type']!r} not one of {sorted(SCHEMAS)}")
-    return manifest
-
-
-def _verify_file(root: Path, rel: str, entry: dict) -> list[dict]:
-    path = root / rel
-    if not path.is_file():
-        raise IntegrityError(rel, "missing: listed in the manifest but not on disk")
-    raw = path.read_bytes()
-    try:
-        records = parse_lines(decode_file_bytes(rel, raw))
-    except RecordParseError as exc:
-        line = exc.line or None
-        raise IntegrityError(rel, f"unreadable ({exc})", line=line) from exc
-    if sha256_bytes(raw) != entry["sha256"] or len(raw) != entry["size"]:
-        raise _locate_difference(rel, entry, records)
-    if len(records) != entry["records"] or [sha256_record(r) for r in records] != list(
-            entry["record_hashes"]):
-        raise _locate_difference(rel, entry, records)
+        raw = _read_regular(root / rel, rel, follow=follow, limit=entry["size"])
+    except FileNotFoundError:
+        raise IntegrityError(rel, "missing: listed in the manifest but not on disk") from None
+    # hashed before anything is decompressed or parsed
+    if len(raw) != entry["size"] or hashlib.sha256(raw).hexdigest() != entry["sha256"]:
+        if len(raw) > entry["size"]:
+            raise IntegrityError(rel, f"file is larger than the manifest's size "
+                                 f"{entry['size']}; not read further")
+        raise _locate_difference(rel, entry, _content(rel, raw, entry))
+    content = _content(rel, raw, entry)
+    if rel.endswith(".gz") and len(content) != entry["decompressed_size"]:
+        raise IntegrityError(rel, f"decompresses to {len(content)} bytes, the manifest says "
+                             f"{entry['decompressed_size']}")
     rtype = entry["record_type"]
+    lines = _lines(rel, content)
+    if len(lines) != entry["records"]:
+        raise IntegrityError(rel, f"{len(lines)} records, the manifest lists "
+                             f"{entry['records']}", line=min(len(lines), entry["records"]) + 1)
+    dec = decoder(rtype)
+    expected = entry["record_hashes"]
+    records = []
     seen: dict[str, int] = {}
-    for i, rec in enumerate(records, start=1):
-        try:
-            validate(rtype, rec)
-        except SchemaError as exc:
-            raise IntegrityError(rel, f"schema violation for {rtype}: {exc}", line=i,
-                                 record_id=_record_id(rtype, rec)) from exc
+    sha = hashlib.sha256
+    for i, line in enumerate(lines, start=1):
+        rec = _decode_line(rel, rtype, i, line, dec)
+        if sha(line).hexdigest() != expected[i - 1]:
+            raise _locate_difference(rel, entry, content)
         rid = _record_id(rtype, rec)
         if rid is not None:
             if rid in seen:
                 raise IntegrityError(rel, f"duplicate ID (first at line {seen[rid]})", line=i,
                                      record_id=rid)
             seen[rid] = i
+        records.append(rec)
     return records
 
 
-def verify_records(root: str | os.PathLike) -> tuple[VerificationReport, dict, dict]:
-    """Verify and return ``(report, manifest, {relpath: records})``."""
+def verify_records(root: str | os.PathLike, *, follow_symlinks: bool = False
+                   ) -> tuple[VerificationReport, dict, dict]:
+    """Verify and return ``(report, manifest, {relpath: records})``.
+
+    ``follow_symlinks`` is for views assembled from links to verified folders (the
+    pre-check of ``analysis.add_planner``); an export itself holds no links.
+    """
     root = Path(root)
     if not root.is_dir():
         raise IntegrityError(str(root), "export folder does not exist")
-    manifest = _read_manifest(root)
+    try:
+        with _no_gc():
+            return _verify(root, follow_symlinks)
+    except RecursionError:
+        raise IntegrityError(str(root), "a record is nested too deeply") from None
+    except MemoryError:
+        raise IntegrityError(str(root), "out of memory while verifying") from None
+
+
+def _verify(root: Path, follow: bool):
+    manifest = _read_manifest(root, follow)
     listed = set(manifest["files"])
-    extra = sorted(_files_on_disk(root) - listed)
+    on_disk = _files_on_disk(root, follow)
+    extra = sorted(on_disk - listed)
     if extra:
         raise IntegrityError(extra[0], "file on disk is not in the manifest")
-    records = {rel: _verify_file(root, rel, manifest["files"][rel]) for rel in sorted(listed)}
+    missing = sorted(listed - on_disk)
+    if missing:
+        raise IntegrityError(missing[0], "missing: listed in the manifest but not on disk")
+    records = {rel: _verify_file(root, rel, manifest["files"][rel], follow)
+               for rel in sorted(listed)}
     suites, runs = _check_cross_file(manifest, records)
     report = VerificationReport(
         root=str(root), n_files=len(records), n_records=sum(map(len, records.values())),
@@ -163,11 +514,26 @@ def verify_records(root: str | os.PathLike) -> tuple[VerificationReport, dict, d
     return report, manifest, records
 
 
+# --- across files ------------------------------------------------------------------------
+
 def _check_cross_file(manifest: dict, records: dict) -> tuple[dict, dict]:
     """Runs cover every task and group of their suite, and belong to this cohort."""
     by_type: dict[str, list[str]] = {}
     for rel, entry in manifest["files"].items():
         by_type.setdefault(entry["record_type"], []).append(rel)
+    for rtype, rels in by_type.items():
+        if rtype not in ("run", "group_record", "task_record"):
+            outside = [r for r in rels if not r.startswith("cohort/")]
+            if outside:
+                raise IntegrityError(outside[0], f"a {rtype} file belongs under cohort/")
+        else:
+            outside = [r for r in rels if not re.match(r"^runs/[^/]+/[^/]+$", r)]
+            if outside:
+                raise IntegrityError(outside[0], f"a {rtype} file belongs under runs/<run_id>/")
+    for rtype in ("suite", "task", "episode"):
+        if len(by_type.get(rtype, [])) > 1:
+            raise IntegrityError(sorted(by_type[rtype])[1], f"a second {rtype} file (the "
+                                 f"cohort has one: {sorted(by_type[rtype])[0]})")
     suites = {}
     for rel in by_type.get("suite", []):
         for rec in records[rel]:
@@ -175,14 +541,48 @@ def _check_cross_file(manifest: dict, records: dict) -> tuple[dict, dict]:
     tasks = {rec["task_id"]: rec for rel in by_type.get("task", []) for rec in records[rel]}
     episodes = {rec["episode_id"]: rec for rel in by_type.get("episode", [])
                 for rec in records[rel]}
+    group_episode = {g["group_id"]: e["episode_id"] for e in episodes.values()
+                     for g in e["groups"]}
+    for rel in by_type.get("task", []):
+        for line, t in enumerate(records[rel], start=1):
+            for gid in t["group_ids"]:
+                if group_episode.get(gid) != t["episode_id"]:
+                    raise IntegrityError(rel, f"group {gid!r} is not a group of episode "
+                                         f"{t['episode_id']!r}", line=line,
+                                         record_id=t["task_id"])
+            ids = [c["id"] for c in t["contract"]["conditions"]]
+            if len(set(ids)) != len(ids):
+                raise IntegrityError(rel, f"contract condition IDs repeat: {ids}", line=line,
+                                     record_id=t["task_id"])
     for name, suite in suites.items():
+        rel = _first(by_type, "suite")
         for tid in suite["task_ids"]:
             if tid not in tasks:
-                raise IntegrityError(_first(by_type, "suite"), f"suite {name!r} names unknown "
-                                     f"task {tid!r}", record_id=name)
+                raise IntegrityError(rel, f"suite {name!r} names unknown task {tid!r}",
+                                     record_id=name)
+            if tasks[tid]["episode_id"] not in suite["episode_ids"]:
+                raise IntegrityError(rel, f"suite {name!r}: task {tid!r} is of episode "
+                                     f"{tasks[tid]['episode_id']!r}, not in its episode_ids",
+                                     record_id=name)
+        for eid in suite["episode_ids"]:
+            if eid not in episodes:
+                raise IntegrityError(rel, f"suite {name!r} names unknown episode {eid!r}",
+                                     record_id=name)
+        for what in ("task_ids", "episode_ids"):
+            if len(set(suite[what])) != len(suite[what]):
+                raise IntegrityError(rel, f"suite {name!r}: {what} repeat an ID",
+                                     record_id=name)
     fingerprint = cohort_fingerprint(manifest)
     runs = {}
+    run_folders = {r.rsplit("/", 1)[0] for t in ("run", "group_record", "task_record")
+                   for r in by_type.get(t, [])}
+    for folder in sorted(run_folders):
+        if f"{folder}/run.json" not in records:
+            raise IntegrityError(f"{folder}/run.json", "missing: the run folder holds records "
+                                 "but no run.json in the manifest")
     for rel in sorted(by_type.get("run", [])):
+        if rel.rsplit("/", 1)[1] != "run.json":
+            raise IntegrityError(rel, "a run record file is named run.json")
         run = records[rel][0] if records[rel] else None
         if run is None:
             raise IntegrityError(rel, "run file holds no record")
@@ -203,8 +603,12 @@ def _check_cross_file(manifest: dict, records: dict) -> tuple[dict, dict]:
                                  f"{run['cohort_sha256'][:12]}... != {fingerprint[:12]}...)",
                                  line=1, record_id=run_id)
         suite = suites[run["suite"]]
-        _check_run_files(rel, folder, run, suite, tasks, episodes, records)
+        _check_run_files(folder, run, suite, tasks, episodes, records, manifest)
         runs[run_id] = run
+    for run_id in manifest.get("runs", {}):
+        if run_id not in runs:
+            raise IntegrityError(MANIFEST_NAME, f"runs entry {run_id!r} names no run of the "
+                                 "export")
     return suites, runs
 
 
@@ -212,37 +616,85 @@ def _first(by_type, rtype):
     return sorted(by_type.get(rtype, ["?"]))[0]
 
 
-def _check_run_files(rel, folder, run, suite, tasks, episodes, records):
+def _check_run_files(folder, run, suite, tasks, episodes, records, manifest):
     run_id = run["run_id"]
+    names = {"tasks.jsonl": "task_record", "groups.jsonl.gz": "group_record"}
     task_rel, group_rel = f"{folder}/tasks.jsonl", f"{folder}/groups.jsonl.gz"
-    for needed in (task_rel, group_rel):
+    for needed, rtype in ((task_rel, "task_record"), (group_rel, "group_record")):
         if needed not in records:
             raise IntegrityError(needed, f"missing for run {run_id!r}")
+        if manifest["files"][needed]["record_type"] != rtype:
+            raise IntegrityError(needed, f"record_type must be {rtype!r}")
+    others = sorted(r for r in records if r.startswith(folder + "/")
+                    and r.rsplit("/", 1)[1] not in (*names, "run.json"))
+    if others:
+        raise IntegrityError(others[0], f"unexpected file in run {run_id!r} (a run holds "
+                             "run.json, groups.jsonl.gz and tasks.jsonl)")
+    # group records: exactly the suite's groups, each of its own episode
+    group_episode = {g["group_id"]: e for e in suite["episode_ids"]
+                     for g in episodes[e]["groups"]}
+    status = {}
+    for line, rec in enumerate(records[group_rel], start=1):
+        gid = rec["group_id"]
+        if rec["run_id"] != run_id:
+            raise IntegrityError(group_rel, f"run_id {rec['run_id']!r} != {run_id!r}",
+                                 line=line, record_id=gid)
+        if gid not in group_episode:
+            raise IntegrityError(group_rel, f"group not of suite {run['suite']!r} of this "
+                                 "cohort", line=line, record_id=gid)
+        if rec["episode_id"] != group_episode[gid]:
+            raise IntegrityError(group_rel, f"episode_id {rec['episode_id']!r}: the group "
+                                 f"belongs to {group_episode[gid]!r}", line=line, record_id=gid)
+        status[gid] = rec["status"]
+    missing = [g for g in group_episode if g not in status]
+    if missing:
+        raise IntegrityError(group_rel, f"run {run_id!r} lacks {len(missing)} group record(s), "
+                             f"first {missing[0]!r}", record_id=missing[0])
+    # task records: exactly the suite's tasks, matching their contracts
+    suite_tasks = set(suite["task_ids"])
+    have = set()
     for line, rec in enumerate(records[task_rel], start=1):
+        tid = rec["task_id"]
         if rec["run_id"] != run_id:
             raise IntegrityError(task_rel, f"run_id {rec['run_id']!r} != {run_id!r}", line=line,
-                                 record_id=rec["task_id"])
-        if rec["task_id"] not in suite["task_ids"]:
+                                 record_id=tid)
+        if tid not in suite_tasks:
             raise IntegrityError(task_rel, f"task not in suite {run['suite']!r}", line=line,
-                                 record_id=rec["task_id"])
-    have = {r["task_id"] for r in records[task_rel]}
+                                 record_id=tid)
+        task = tasks[tid]
+        if rec["episode_id"] != task["episode_id"]:
+            raise IntegrityError(task_rel, f"episode_id {rec['episode_id']!r}: the task "
+                                 f"belongs to {task['episode_id']!r}", line=line, record_id=tid)
+        contract = task["contract"]["conditions"]
+        got = [c["id"] for c in rec["conditions"]]
+        want = [c["id"] for c in contract]
+        if got != want:
+            raise IntegrityError(task_rel, f"conditions {got} must be the contract's "
+                                 f"condition IDs {want}, once each and in order", line=line,
+                                 record_id=tid)
+        completed = all(status[g] == "completed" for g in task["group_ids"])
+        if rec["completed"] != completed:
+            raise IntegrityError(task_rel, f"completed is {rec['completed']} but the task's "
+                                 f"groups recorded {[status[g] for g in task['group_ids']]}",
+                                 line=line, record_id=tid)
+        for c, r in zip(contract, rec["conditions"]):
+            # a condition's truth is UNKNOWN exactly when its evidence is missing
+            # (docs/FORMAT.md): an incomplete task decides no atom and no unseen event
+            if not completed and (r["truth"] == "FALSE" or
+                                  (c["kind"] == "atom" and r["truth"] != "UNKNOWN")):
+                raise IntegrityError(task_rel, f"conditions[{c['id']}].truth {r['truth']!r} "
+                                     "is impossible for a task that did not complete",
+                                     line=line, record_id=tid)
+            if completed and c["kind"] == "event" and r["truth"] == "UNKNOWN":
+                raise IntegrityError(task_rel, f"conditions[{c['id']}].truth 'UNKNOWN' is "
+                                     "impossible for an event of a completed task", line=line,
+                                     record_id=tid)
+        have.add(tid)
     missing = [t for t in suite["task_ids"] if t not in have]
     if missing:
         raise IntegrityError(task_rel, f"run {run_id!r} does not cover {len(missing)} task(s) "
                              f"of suite {run['suite']!r}, first {missing[0]!r}",
                              record_id=missing[0])
-    expected_groups = {g["group_id"] for e in suite["episode_ids"]
-                       for g in episodes.get(e, {}).get("groups", [])}
-    have_groups = set()
-    for line, rec in enumerate(records[group_rel], start=1):
-        if rec["run_id"] != run_id or rec["group_id"] not in expected_groups:
-            raise IntegrityError(group_rel, f"group record not of run {run_id!r} and suite "
-                                 f"{run['suite']!r}", line=line, record_id=rec["group_id"])
-        have_groups.add(rec["group_id"])
-    missing = sorted(expected_groups - have_groups)
-    if missing:
-        raise IntegrityError(group_rel, f"run {run_id!r} lacks {len(missing)} group record(s), "
-                             f"first {missing[0]!r}", record_id=missing[0])
 
 
 def verify(root: str | os.PathLike = "frozen_exports") -> VerificationReport:

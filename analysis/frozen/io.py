@@ -19,7 +19,12 @@ from typing import Any, Iterable
 from .hashing import canonical_json
 
 __all__ = ["write_records", "write_record", "read_records", "parse_lines", "atomic_write_bytes",
-           "encode_records", "decode_file_bytes", "RecordParseError"]
+           "encode_records", "decode_file_bytes", "gunzip_capped", "RecordParseError",
+           "GZIP_HEADER"]
+
+#: The 10-byte gzip header every frozen ``.gz`` file starts with (deflate, no flags, mtime
+#: 0, best compression, OS "unknown"): what :func:`encode_records` writes.
+GZIP_HEADER = bytes.fromhex("1f8b08000000000002ff")
 
 
 class RecordParseError(ValueError):
@@ -89,6 +94,41 @@ def decode_file_bytes(path: str | os.PathLike, raw: bytes) -> bytes:
         except (OSError, EOFError, zlib.error) as exc:
             raise RecordParseError(0, f"not a valid gzip stream ({exc})") from exc
     return raw
+
+
+def gunzip_capped(raw: bytes, cap: int) -> bytes:
+    """Decompress one canonical gzip member, producing at most ``cap`` bytes.
+
+    Refused (``ValueError`` naming why): another header than :data:`GZIP_HEADER`, output
+    beyond ``cap`` (stopped there: a gzip bomb costs at most ``cap`` bytes of memory), a
+    second member or trailing bytes, a truncated stream, a wrong CRC or length.
+
+    >>> gunzip_capped(encode_records("x.jsonl.gz", [{"a": 1}]), 100)
+    b'{"a":1}\n'
+    """
+    if raw[:10] != GZIP_HEADER:
+        raise ValueError("gzip header is not the canonical one (mtime 0, no name, "
+                         f"compression 9): {raw[:10].hex()}")
+    d = zlib.decompressobj(-zlib.MAX_WBITS)
+    try:
+        out = d.decompress(raw[10:], cap + 1)
+    except zlib.error as exc:
+        raise ValueError(f"not a valid gzip stream ({exc})") from None
+    if len(out) > cap or (d.unconsumed_tail and not d.eof):
+        raise ValueError(f"decompresses to more than the manifest's decompressed_size ({cap} "
+                         "bytes); stopped there")
+    if not d.eof:
+        raise ValueError("gzip stream is truncated")
+    trailer = d.unused_data
+    if len(trailer) < 8:
+        raise ValueError("gzip stream is truncated (no CRC/length trailer)")
+    if len(trailer) > 8:
+        raise ValueError(f"{len(trailer) - 8} byte(s) after the gzip member (a second member "
+                         "or trailing data): a frozen .gz file holds exactly one member")
+    crc, size = int.from_bytes(trailer[:4], "little"), int.from_bytes(trailer[4:], "little")
+    if crc != zlib.crc32(out) or size != len(out) & 0xFFFFFFFF:
+        raise ValueError("gzip CRC or length does not match the data")
+    return out
 
 
 def _reject_constant(name: str):

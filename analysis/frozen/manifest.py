@@ -10,26 +10,34 @@ from typing import Mapping
 from .hashing import canonical_json, sha256_bytes, sha256_record
 from .io import atomic_write_bytes, decode_file_bytes, parse_lines
 
-__all__ = ["MANIFEST_NAME", "UNLISTED_FILES", "FORMAT_VERSION", "file_entry", "read_manifest",
-           "write_manifest", "update_manifest", "cohort_fingerprint"]
+__all__ = ["MANIFEST_NAME", "UNLISTED_FILES", "FORMAT_VERSION", "KNOWN_FORMAT_VERSIONS",
+           "file_entry", "read_manifest", "write_manifest", "update_manifest",
+           "cohort_fingerprint", "manifest_bytes"]
 
 MANIFEST_NAME = "MANIFEST.json"
 #: Files that live in the export but are not records (the manifest itself, the credit).
 UNLISTED_FILES = frozenset({MANIFEST_NAME, "ATTRIBUTION.md"})
-FORMAT_VERSION = 1
+#: 2: entries of ``.gz`` files carry ``decompressed_size`` (a cap enforced while
+#: decompressing). Version 1 manifests lack it and are refused by verification.
+FORMAT_VERSION = 2
+KNOWN_FORMAT_VERSIONS = (2,)
 
 
 def file_entry(path: str | os.PathLike, record_type: str) -> dict:
     """The manifest entry of one record file as it is on disk now."""
     raw = Path(path).read_bytes()
-    records = parse_lines(decode_file_bytes(path, raw))
-    return {
+    content = decode_file_bytes(path, raw)
+    records = parse_lines(content)
+    entry = {
         "record_type": record_type,
         "size": len(raw),
         "sha256": sha256_bytes(raw),
         "records": len(records),
         "record_hashes": [sha256_record(r) for r in records],
     }
+    if str(path).endswith(".gz"):
+        entry["decompressed_size"] = len(content)
+    return entry
 
 
 def read_manifest(root: str | os.PathLike) -> dict:
@@ -40,10 +48,15 @@ def read_manifest(root: str | os.PathLike) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def write_manifest(root: str | os.PathLike, manifest: dict) -> None:
+def manifest_bytes(manifest: Mapping) -> bytes:
+    """The canonical bytes of a manifest (what :func:`write_manifest` writes)."""
     # Indented (still key-sorted) so that a reviewer can read a diff of the manifest.
     text = json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False, allow_nan=False)
-    atomic_write_bytes(Path(root) / MANIFEST_NAME, (text + "\n").encode("utf-8"))
+    return (text + "\n").encode("utf-8")
+
+
+def write_manifest(root: str | os.PathLike, manifest: dict) -> None:
+    atomic_write_bytes(Path(root) / MANIFEST_NAME, manifest_bytes(manifest))
 
 
 def update_manifest(
