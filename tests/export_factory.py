@@ -385,3 +385,72 @@ def build_rich_export(root: str | Path, planners=RICH_PLANNERS, n_episodes: int 
                 0.55 if memory == "persistent" else 0.45)))
     update_manifest(root, files)
     return root
+
+
+# --- a replayable export: the toy episode, real runtime records -----------------------
+#
+# One toy episode (analysis.planners.toy) with its two tasks, the packaged rules, and
+# runs produced by the runtime loop itself, so that re-execution can derive them. The
+# planner "flaky" is belief_search except that its first reply in group g1 is not JSON,
+# so its records hold a parse_failure group and an incomplete task (forgery a05).
+
+TOY_RUNS = ("steady", "flaky")
+
+
+class _Flaky:
+    """belief_search, except for an unparseable first reply in group g1."""
+
+    def __init__(self, inner, broken_group):
+        self.inner, self.broken, self.name = inner, broken_group, "flaky"
+
+    def config(self):
+        return {"broken_group": self.broken}
+
+    def propose(self, view):
+        if view.key.endswith(f"/{self.broken}/0"):
+            return "{not json"
+        return self.inner.propose(view)
+
+
+def toy_run_records(root, planner: str, memory: str = "persistent"):
+    """``(run, groups, tasks)`` of ``planner`` ("steady" or "flaky") on the toy export."""
+    from analysis.executor import Rules
+    from analysis.executor.runtime import RuntimeConfig, run_episode
+    from analysis.planners import make_planner
+    from analysis.planners.toy import toy_episode, toy_tasks
+
+    root = Path(root)
+    inner = make_planner("belief_search", seed=2)
+    agent = _Flaky(inner, "g1") if planner == "flaky" else inner
+    run_id = f"{planner}__planner__{memory}"
+    cfg = RuntimeConfig()
+    res = run_episode(toy_episode(), toy_tasks(), agent, Rules.load(), memory, cfg,
+                      run_id=run_id)
+    run = {"run_id": run_id, "planner": planner, "memory": memory, "suite": "planner",
+           "seed": 2, "attempt_limit": cfg.attempt_limit,
+           "cohort_sha256": cohort_fingerprint(read_manifest(root)),
+           "planner_config": {"runtime": cfg.as_dict()}}
+    return run, res.group_records, res.task_records
+
+
+def build_replayable_export(root: str | Path, planners=TOY_RUNS) -> Path:
+    """Write the toy export (cohort and the runs of ``planners``) into ``root``."""
+    from analysis.executor import Rules
+    from analysis.planners.toy import toy_episode, toy_tasks
+
+    root = Path(root)
+    cohort = root / "cohort"
+    ep = toy_episode()
+    write_record(cohort / "rules.json", Rules.load().to_json())
+    write_records(cohort / "episodes.jsonl.gz", [ep])
+    write_records(cohort / "tasks.jsonl", toy_tasks())
+    write_records(cohort / "suites.jsonl", [{
+        "suite": "planner", "task_ids": [t["task_id"] for t in toy_tasks()],
+        "episode_ids": [ep["episode_id"]], "definition": "the toy episode"}])
+    update_manifest(root, {"cohort/rules.json": "rules", "cohort/episodes.jsonl.gz": "episode",
+                           "cohort/tasks.jsonl": "task", "cohort/suites.jsonl": "suite"})
+    files = {}
+    for planner in planners:
+        files.update(write_run(root, *toy_run_records(root, planner)))
+    update_manifest(root, files)
+    return root

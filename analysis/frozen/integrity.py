@@ -178,11 +178,11 @@ def _read_manifest(root: Path, follow: bool = False) -> dict:
         manifest = manifest_decoder().decode(raw)
     except RecursionError:
         raise IntegrityError(MANIFEST_NAME, "nested too deeply") from None
+    except msgspec.ValidationError as exc:  # (a subclass of DecodeError)
+        raise _manifest_type_error(raw, exc) from None
     except msgspec.DecodeError as exc:
         why = _diagnose_json(raw) or f"not valid JSON ({_short(exc)})"
         raise IntegrityError(MANIFEST_NAME, why) from None
-    except msgspec.ValidationError as exc:
-        raise _manifest_type_error(raw, exc) from None
     if raw != manifest_bytes(manifest):
         why = _diagnose_json(raw)
         if not why:
@@ -218,7 +218,8 @@ def _manifest_type_error(raw: bytes, exc: msgspec.ValidationError) -> IntegrityE
     except (ValueError, RecursionError):
         full = None
     if isinstance(full, dict):
-        if "format_version" in full and full["format_version"] not in KNOWN_FORMAT_VERSIONS:
+        v = full.get("format_version")
+        if "format_version" in full and (type(v) is not int or v not in KNOWN_FORMAT_VERSIONS):
             return IntegrityError(MANIFEST_NAME, f"format_version {full['format_version']!r} "
                                   f"is not supported (known: {list(KNOWN_FORMAT_VERSIONS)}); "
                                   "regenerate the manifest with this version of the package")
@@ -343,6 +344,9 @@ def _lines(rel: str, content: bytes) -> list[bytes]:
         n = content.count(b"\n") + 1
         raise IntegrityError(rel, "last line does not end with \\n (not canonical)", line=n)
     lines = content[:-1].split(b"\n")
+    if b"" in lines:
+        raise IntegrityError(rel, "blank line (not canonical: one record a line)",
+                             line=lines.index(b"") + 1)
     if rel.endswith(".json") and len(lines) != 1:
         raise IntegrityError(rel, f"a .json file holds exactly one record line, found "
                              f"{len(lines)}", line=2)

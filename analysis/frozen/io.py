@@ -103,20 +103,33 @@ def gunzip_capped(raw: bytes, cap: int) -> bytes:
     beyond ``cap`` (stopped there: a gzip bomb costs at most ``cap`` bytes of memory), a
     second member or trailing bytes, a truncated stream, a wrong CRC or length.
 
-    >>> gunzip_capped(encode_records("x.jsonl.gz", [{"a": 1}]), 100)
-    b'{"a":1}\n'
+    >>> gunzip_capped(encode_records("x.jsonl.gz", [{"a": 1}]), 100).split()
+    [b'{"a":1}']
     """
     if raw[:10] != GZIP_HEADER:
         raise ValueError("gzip header is not the canonical one (mtime 0, no name, "
                          f"compression 9): {raw[:10].hex()}")
     d = zlib.decompressobj(-zlib.MAX_WBITS)
-    try:
-        out = d.decompress(raw[10:], cap + 1)
-    except zlib.error as exc:
-        raise ValueError(f"not a valid gzip stream ({exc})") from None
-    if len(out) > cap or (d.unconsumed_tail and not d.eof):
-        raise ValueError(f"decompresses to more than the manifest's decompressed_size ({cap} "
-                         "bytes); stopped there")
+    parts, total, data = [], 0, raw[10:]
+    while True:
+        # in slices, so that content which cannot be records is refused after the first
+        # slice rather than after the whole (possibly huge) declared size
+        try:
+            part = d.decompress(data, min(1 << 24, cap + 1 - total))
+        except zlib.error as exc:
+            raise ValueError(f"not a valid gzip stream ({exc})") from None
+        if total == 0 and part and not part.startswith(b"{"):
+            raise ValueError(f"decompressed content starts with {part[:1]!r}, not a record "
+                             "('{'); not decompressed further")
+        parts.append(part)
+        total += len(part)
+        data = d.unconsumed_tail
+        if total > cap:
+            raise ValueError(f"decompresses to more than the manifest's decompressed_size "
+                             f"({cap} bytes); stopped there")
+        if d.eof or not data:
+            break
+    out = b"".join(parts)
     if not d.eof:
         raise ValueError("gzip stream is truncated")
     trailer = d.unused_data
