@@ -744,6 +744,8 @@ def test_unexpected_listed_file_in_a_run(ex):
 def test_duplicate_ids(ex, rel, index, key, rid):
     def dup(recs):
         recs[index] = {**recs[index], key: rid}
+        if key == "group_id":  # a group is identified within its episode
+            recs[index]["episode_id"] = "P01-ep1"
     forge_records(ex, rel, dup)
     refuse(ex, rel, f"line {index + 1}", f"record {rid}", "duplicate ID")
 

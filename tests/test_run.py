@@ -95,16 +95,22 @@ def test_reexecute_all_runs_and_detect_tampering(export, capsys):
     assert len(reports) == 2 and all(r.ok for r in reports)
     assert run_reexecute(export, "belief_search") == 0
     assert run_reexecute(export, "nobody") == 1
-    # flip one recorded attempt status
-    import json, gzip
-    p = export / "runs" / "belief_search__memory__reset" / "groups.jsonl.gz"
-    lines = gzip.decompress(p.read_bytes()).decode().splitlines()
-    rec = json.loads(lines[0])
-    rec["attempts"][0]["status"] = "invalid" if rec["attempts"][0]["status"] == "accepted" else "accepted"
-    lines[0] = json.dumps(rec)
-    p.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    # flip one recorded attempt status, recomputing every hash: only re-execution sees it
+    from analysis.frozen.io import read_records
+    rel = "runs/belief_search__memory__reset/groups.jsonl.gz"
+    recs = read_records(export / rel)
+    a = recs[0]["attempts"][0]
+    a["status"] = "invalid" if a["status"] == "accepted" else "accepted"
+    write_records(export / rel, recs)
+    update_manifest(export, {rel: "group_record"})
+    capsys.readouterr()
     assert run_reexecute(export) == 1
     assert "groups.jsonl.gz line 1" in capsys.readouterr().err
+    # a changed byte without new hashes is refused by the verification that comes first
+    p = export / rel
+    p.write_bytes(p.read_bytes()[:-1] + bytes([p.read_bytes()[-1] ^ 1]))
+    assert run_reexecute(export) == 1
+    assert rel in capsys.readouterr().err
 
 
 def test_planner_from_an_import_path_runs_under_its_own_name(export):

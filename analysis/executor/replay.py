@@ -148,27 +148,29 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
         return rep
     memory = run["memory"] if run is not None else None
 
-    line_of: dict[str, int] = {}
-    by_gid: dict[str, Mapping] = {}
+    # a group is identified within its episode (toy cohorts reuse g0, g1, ...)
+    line_of: dict[tuple, int] = {}
+    by_key: dict[tuple, Mapping] = {}
     for i, g in enumerate(group_records, 1):
-        gid = g["group_id"]
-        if gid in by_gid:
-            if diverge(Divergence(groups_file, i, gid, "group_id", gid,
-                                  f"one record per group (first at line {line_of[gid]})")):
+        key = (g["episode_id"], g["group_id"])
+        if key in by_key:
+            if diverge(Divergence(groups_file, i, g["group_id"], "group_id", g["group_id"],
+                                  f"one record per group (first at line {line_of[key]})")):
                 return rep
             continue
-        line_of[gid], by_gid[gid] = i, g
+        line_of[key], by_key[key] = i, g
     if suite is not None:
         episode_ids = list(suite["episode_ids"])
         task_ids = list(suite["task_ids"])
     else:
         episode_ids = list(dict.fromkeys(g["episode_id"] for g in group_records))
         task_ids = list(dict.fromkeys(t["task_id"] for t in task_records))
-    wanted = set(episode_ids)
-    for gid, g in by_gid.items():
-        if g["episode_id"] not in wanted or g["episode_id"] not in episodes:
-            if diverge(Divergence(groups_file, line_of[gid], gid, "episode_id",
-                                  g["episode_id"], "an episode of the suite in the cohort")):
+    wanted = {(e, g["group_id"]) for e in episode_ids if e in episodes
+              for g in episodes[e]["groups"]}
+    for key in by_key:
+        if key not in wanted:
+            if diverge(Divergence(groups_file, line_of[key], key[1], "episode_id", key[0],
+                                  "a group of an episode of the suite in the cohort")):
                 return rep
 
     ex = Executor(rules)
@@ -178,29 +180,25 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
             continue
         ep = episodes[eid]
         groups = sorted(ep["groups"], key=lambda g: g["index"])
-        absent = [g["group_id"] for g in groups if g["group_id"] not in by_gid]
+        absent = [g["group_id"] for g in groups if (eid, g["group_id"]) not in by_key]
         if absent:
             if diverge(Divergence(groups_file, 0, absent[0], "group_id", "missing",
                                   f"a record for every group of episode {eid}")):
                 return rep
             continue
-        for g in groups:
-            if by_gid[g["group_id"]]["episode_id"] != eid:
-                if diverge(Divergence(groups_file, line_of[g["group_id"]], g["group_id"],
-                                      "episode_id", by_gid[g["group_id"]]["episode_id"], eid)):
-                    return rep
         ep_tasks = [tasks[t] for t in task_ids if t in tasks and tasks[t]["episode_id"] == eid]
-        planner = _RecordedPlanner(eid, by_gid)
+        planner = _RecordedPlanner(eid, {g["group_id"]: by_key[(eid, g["group_id"])]
+                                         for g in groups})
         res = run_episode(ep, ep_tasks, planner, rules, memory or "persistent", config,
                           run_id=run_id, executor=ex)
         for derived in res.group_records:
             gid = derived["group_id"]
-            rec = by_gid[gid]
+            rec = by_key[(eid, gid)]
             rep.n_groups += 1
             rep.n_attempts += len(derived["attempts"])
             for name, got, want in _group_differences(rec, derived, memory is not None,
                                                       planner.overrun.get(gid)):
-                if diverge(Divergence(groups_file, line_of[gid], gid, name, got, want)):
+                if diverge(Divergence(groups_file, line_of[(eid, gid)], gid, name, got, want)):
                     return rep
         for tr in res.task_records:
             derived_tasks[tr["task_id"]] = tr

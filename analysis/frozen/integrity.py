@@ -441,14 +441,18 @@ def _locate_difference(rel: str, entry: dict, content: bytes) -> IntegrityError:
                           "(formatting changed)")
 
 
+_SLACK = 1 << 16
+
+
 def _verify_file(root: Path, rel: str, entry: dict, follow: bool) -> list[dict]:
     try:
-        raw = _read_regular(root / rel, rel, follow=follow, limit=entry["size"])
+        # a little past the listed size, to name the record of a small edit
+        raw = _read_regular(root / rel, rel, follow=follow, limit=entry["size"] + _SLACK)
     except FileNotFoundError:
         raise IntegrityError(rel, "missing: listed in the manifest but not on disk") from None
     # hashed before anything is decompressed or parsed
     if len(raw) != entry["size"] or hashlib.sha256(raw).hexdigest() != entry["sha256"]:
-        if len(raw) > entry["size"]:
+        if len(raw) > entry["size"] + _SLACK:
             raise IntegrityError(rel, f"file is larger than the manifest's size "
                                  f"{entry['size']}; not read further")
         raise _locate_difference(rel, entry, _content(rel, raw, entry))
@@ -472,10 +476,12 @@ def _verify_file(root: Path, rel: str, entry: dict, follow: bool) -> list[dict]:
             raise _locate_difference(rel, entry, content)
         rid = _record_id(rtype, rec)
         if rid is not None:
-            if rid in seen:
-                raise IntegrityError(rel, f"duplicate ID (first at line {seen[rid]})", line=i,
+            # a group is identified within its episode (toy cohorts reuse g0, g1, ...)
+            key = (rec["episode_id"], rid) if rtype == "group_record" else rid
+            if key in seen:
+                raise IntegrityError(rel, f"duplicate ID (first at line {seen[key]})", line=i,
                                      record_id=rid)
-            seen[rid] = i
+            seen[key] = i
         records.append(rec)
     return records
 
@@ -545,12 +551,12 @@ def _check_cross_file(manifest: dict, records: dict) -> tuple[dict, dict]:
     tasks = {rec["task_id"]: rec for rel in by_type.get("task", []) for rec in records[rel]}
     episodes = {rec["episode_id"]: rec for rel in by_type.get("episode", [])
                 for rec in records[rel]}
-    group_episode = {g["group_id"]: e["episode_id"] for e in episodes.values()
-                     for g in e["groups"]}
+    episode_groups = {e["episode_id"]: {g["group_id"] for g in e["groups"]}
+                      for e in episodes.values()}
     for rel in by_type.get("task", []):
         for line, t in enumerate(records[rel], start=1):
             for gid in t["group_ids"]:
-                if group_episode.get(gid) != t["episode_id"]:
+                if gid not in episode_groups.get(t["episode_id"], ()):
                     raise IntegrityError(rel, f"group {gid!r} is not a group of episode "
                                          f"{t['episode_id']!r}", line=line,
                                          record_id=t["task_id"])
@@ -635,22 +641,26 @@ def _check_run_files(folder, run, suite, tasks, episodes, records, manifest):
         raise IntegrityError(others[0], f"unexpected file in run {run_id!r} (a run holds "
                              "run.json, groups.jsonl.gz and tasks.jsonl)")
     # group records: exactly the suite's groups, each of its own episode
-    group_episode = {g["group_id"]: e for e in suite["episode_ids"]
-                     for g in episodes[e]["groups"]}
+    expected = [(e, g["group_id"]) for e in suite["episode_ids"] for g in episodes[e]["groups"]]
+    episodes_of: dict[str, list[str]] = {}
+    for e, g in expected:
+        episodes_of.setdefault(g, []).append(e)
+    wanted = set(expected)
     status = {}
     for line, rec in enumerate(records[group_rel], start=1):
         gid = rec["group_id"]
         if rec["run_id"] != run_id:
             raise IntegrityError(group_rel, f"run_id {rec['run_id']!r} != {run_id!r}",
                                  line=line, record_id=gid)
-        if gid not in group_episode:
+        if (rec["episode_id"], gid) not in wanted:
+            if gid in episodes_of:
+                raise IntegrityError(group_rel, f"episode_id {rec['episode_id']!r}: the group "
+                                     f"belongs to {episodes_of[gid][0]!r}", line=line,
+                                     record_id=gid)
             raise IntegrityError(group_rel, f"group not of suite {run['suite']!r} of this "
                                  "cohort", line=line, record_id=gid)
-        if rec["episode_id"] != group_episode[gid]:
-            raise IntegrityError(group_rel, f"episode_id {rec['episode_id']!r}: the group "
-                                 f"belongs to {group_episode[gid]!r}", line=line, record_id=gid)
-        status[gid] = rec["status"]
-    missing = [g for g in group_episode if g not in status]
+        status[(rec["episode_id"], gid)] = rec["status"]
+    missing = [g for e, g in expected if (e, g) not in status]
     if missing:
         raise IntegrityError(group_rel, f"run {run_id!r} lacks {len(missing)} group record(s), "
                              f"first {missing[0]!r}", record_id=missing[0])
@@ -676,10 +686,11 @@ def _check_run_files(folder, run, suite, tasks, episodes, records, manifest):
             raise IntegrityError(task_rel, f"conditions {got} must be the contract's "
                                  f"condition IDs {want}, once each and in order", line=line,
                                  record_id=tid)
-        completed = all(status[g] == "completed" for g in task["group_ids"])
+        statuses = [status[(task["episode_id"], g)] for g in task["group_ids"]]
+        completed = all(s == "completed" for s in statuses)
         if rec["completed"] != completed:
             raise IntegrityError(task_rel, f"completed is {rec['completed']} but the task's "
-                                 f"groups recorded {[status[g] for g in task['group_ids']]}",
+                                 f"groups recorded {statuses}",
                                  line=line, record_id=tid)
         for c, r in zip(contract, rec["conditions"]):
             # a condition's truth is UNKNOWN exactly when its evidence is missing
