@@ -109,14 +109,17 @@ def gunzip_capped(raw: bytes, cap: int) -> bytes:
     if raw[:10] != GZIP_HEADER:
         raise ValueError("gzip header is not the canonical one (mtime 0, no name, "
                          f"compression 9): {raw[:10].hex()}")
-    d = zlib.decompressobj(-zlib.MAX_WBITS)
-    parts, total, data = [], 0, raw[10:]
+    # gzip mode: zlib checks the header, the CRC and the length in C as it inflates
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    parts, total, data = [], 0, raw
     while True:
         # in slices, so that content which cannot be records is refused after the first
         # slice rather than after the whole (possibly huge) declared size
         try:
             part = d.decompress(data, min(1 << 24, cap + 1 - total))
         except zlib.error as exc:
+            if "incorrect data check" in str(exc) or "incorrect length check" in str(exc):
+                raise ValueError("gzip CRC or length does not match the data") from None
             raise ValueError(f"not a valid gzip stream ({exc})") from None
         if total == 0 and part and not part.startswith(b"{"):
             raise ValueError(f"decompressed content starts with {part[:1]!r}, not a record "
@@ -129,19 +132,12 @@ def gunzip_capped(raw: bytes, cap: int) -> bytes:
                              f"({cap} bytes); stopped there")
         if d.eof or not data:
             break
-    out = b"".join(parts)
     if not d.eof:
         raise ValueError("gzip stream is truncated")
-    trailer = d.unused_data
-    if len(trailer) < 8:
-        raise ValueError("gzip stream is truncated (no CRC/length trailer)")
-    if len(trailer) > 8:
-        raise ValueError(f"{len(trailer) - 8} byte(s) after the gzip member (a second member "
-                         "or trailing data): a frozen .gz file holds exactly one member")
-    crc, size = int.from_bytes(trailer[:4], "little"), int.from_bytes(trailer[4:], "little")
-    if crc != zlib.crc32(out) or size != len(out) & 0xFFFFFFFF:
-        raise ValueError("gzip CRC or length does not match the data")
-    return out
+    if d.unused_data:
+        raise ValueError(f"{len(d.unused_data)} byte(s) after the gzip member (a second "
+                         "member or trailing data): a frozen .gz file holds exactly one member")
+    return b"".join(parts)
 
 
 def _reject_constant(name: str):
