@@ -297,3 +297,47 @@ def test_run_id_must_name_its_planner_suite_and_memory(export):
     _rewrite_with_manifest(export, rel, "run", lambda r: r[0].__setitem__("planner", "gamma"))
     _expect(export, rel, "line 1", "record alpha__planner__persistent",
             "'gamma__planner__persistent'")
+
+
+# --- the published JSON Schema documents are what is enforced ---------------------------
+
+def test_published_json_schemas_accept_what_verification_accepts(tmp_path):
+    """Every record of a rich synthetic export and of the replayable toy export is valid
+    under the published documents (checked by the reference `jsonschema` validator), and
+    a record the decoders refuse is refused by the documents too."""
+    jsonschema = pytest.importorskip("jsonschema")
+    from analysis.frozen.schemas import SCHEMAS, schema_document, validate, SchemaError
+    from export_factory import build_rich_export, build_replayable_export
+
+    doc = schema_document("records")
+    jsonschema.Draft202012Validator.check_schema(doc)
+    jsonschema.Draft202012Validator.check_schema(schema_document("manifest"))
+
+    def validator(rtype):
+        return jsonschema.Draft202012Validator({**doc, "$ref": f"#/$defs/{rtype}"})
+
+    checked = set()
+    for root in (build_rich_export(tmp_path / "rich"), build_replayable_export(tmp_path / "toy")):
+        manifest = read_manifest(root)
+        jsonschema.validate(manifest, schema_document("manifest"))
+        for rel, e in manifest["files"].items():
+            v = validator(e["record_type"])
+            for rec in read_records(root / rel):
+                assert not list(v.iter_errors(rec)), (rel, rec)
+                checked.add(e["record_type"])
+    assert {"episode", "task", "suite", "group_record", "task_record", "run", "rules",
+            "audit", "rejected_task", "scene"} <= checked
+    assert set(SCHEMAS) == set(doc["$defs"]) & set(SCHEMAS)
+    bad = [("suite", {"suite": "p", "task_ids": [], "episode_ids": []}),
+           ("suite", {"suite": "p", "task_ids": [1], "episode_ids": [], "definition": "d"}),
+           ("task_record", {"run_id": "r", "task_id": "t", "episode_id": "e", "completed": True,
+                            "conditions": [{"id": "c1", "truth": "MAYBE"}]}),
+           ("dropped_event", {"event_id": "e", "episode_id": None, "kind": "cue", "what": "w",
+                              "reason": "r", "time": "soon", "refs": {}}),
+           ("run", {"run_id": "r", "planner": "p", "memory": "persistent", "suite": "s",
+                    "seed": 0, "attempt_limit": 80, "cohort_sha256": "x",
+                    "planner_config": {}, "extra": 1})]
+    for rtype, rec in bad:
+        with pytest.raises(SchemaError):
+            validate(rtype, rec)
+        assert list(validator(rtype).iter_errors(rec)), (rtype, rec)

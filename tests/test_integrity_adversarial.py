@@ -1065,3 +1065,26 @@ def test_verify_command_exit_1_one_line(ex, tmp_path, case):
     assert res.returncode == 1 and names in err, err
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert snapshot(ex) == before
+
+
+def test_add_planner_refuses_deeply_nested_records_in_one_line(toy, records_dir):
+    src = records_dir[0]
+    p = src / "tasks.jsonl"
+    p.write_bytes(p.read_bytes().replace(b'"episode_id"', b'"x":' + b"[" * 200_000 + b"]" * 200_000 + b',"episode_id"', 1))
+    before = snapshot(toy)
+    with pytest.raises(AddPlannerError) as info:
+        add_planner(toy, src, "deep")
+    msg = str(info.value)
+    assert "tasks.jsonl" in msg and "line 1" in msg and "nested too deeply" in msg, msg
+    assert snapshot(toy) == before
+
+
+def test_add_planner_refuses_an_overflowing_float(toy, records_dir):
+    src = records_dir[0]
+    p = src / "run.json"
+    p.write_bytes(p.read_bytes().replace(b'"seed":2', b'"seed":2,"x":1e999', 1))
+    before = snapshot(toy)
+    with pytest.raises(AddPlannerError) as info:
+        add_planner(toy, src, "huge")
+    assert "run.json" in str(info.value) and "line 1" in str(info.value), str(info.value)
+    assert snapshot(toy) == before

@@ -154,6 +154,8 @@ def parse_lines(text: bytes) -> list[dict]:
             rec = json.loads(line, parse_constant=_reject_constant)
         except (ValueError, UnicodeDecodeError) as exc:
             raise RecordParseError(i, f"not valid JSON ({exc})") from exc
+        except RecursionError:
+            raise RecordParseError(i, "nested too deeply") from None
         if not isinstance(rec, dict):
             raise RecordParseError(i, f"expected a JSON object, got {type(rec).__name__}")
         records.append(rec)
