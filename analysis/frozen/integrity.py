@@ -40,7 +40,7 @@ from .hashing import canonical_json, sha256_bytes
 from .io import gunzip_capped
 from .manifest import (KNOWN_FORMAT_VERSIONS, MANIFEST_NAME, UNLISTED_FILES, cohort_fingerprint,
                        manifest_bytes)
-from .schemas import (ID_FIELDS, PLANNER_NAME, SCHEMAS, check_numbers, decoder, error_path,
+from .schemas import (ID_FIELDS, PLANNER_NAME, check_numbers, decoder, error_path,
                       first_extra_field, manifest_decoder)
 
 __all__ = ["IntegrityError", "VerificationReport", "verify", "verify_records", "check_relpath"]

@@ -23,7 +23,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict, Union
+from typing import Annotated, Any, Literal, NotRequired, Optional, Required, TypedDict
 
 import msgspec
 
