@@ -585,7 +585,7 @@ def _entry_edit(field, value):
     (lambda m: m["runs"].__setitem__("nobody__planner__persistent", {"reexecuted": True}),
      ("runs entry 'nobody__planner__persistent'",)),
     (lambda m: m["runs"].__setitem__("alpha__planner__persistent", {"reexecuted": "yes"}),
-     ("runs", "expected bool, got str")),
+     ("runs entry 'alpha__planner__persistent'.reexecuted", "expected bool, got str")),
 ])
 def test_bad_manifest_field(ex, edit, fragments):
     m = manifest_of(ex)

@@ -223,15 +223,18 @@ def _manifest_type_error(raw: bytes, exc: msgspec.ValidationError) -> IntegrityE
             return IntegrityError(MANIFEST_NAME, f"format_version {full['format_version']!r} "
                                   f"is not supported (known: {list(KNOWN_FORMAT_VERSIONS)}); "
                                   "regenerate the manifest with this version of the package")
-        files = full.get("files")
-        if isinstance(files, dict):
-            from .schemas import _manifest_file_type  # noqa: PLC0415 - failure path only
-            for rel, entry in files.items():
+        from .schemas import _manifest_def_type  # noqa: PLC0415 - failure path only
+        for key, definition in (("files", "file"), ("runs", "run_meta")):
+            entries = full.get(key)
+            if not isinstance(entries, dict):
+                continue
+            tp = _manifest_def_type(definition)
+            for name, entry in entries.items():
                 try:
-                    msgspec.convert(entry, _manifest_file_type(), strict=True)
+                    msgspec.convert(entry, tp, strict=True)
                 except msgspec.ValidationError as sub:
                     where, msg = error_path(sub)
-                    return IntegrityError(MANIFEST_NAME, f"files entry {rel[:200]!r}"
+                    return IntegrityError(MANIFEST_NAME, f"{key} entry {name[:200]!r}"
                                           f"{'.' + where if where else ''}: {_msg(msg)}")
     where, msg = error_path(exc)
     return IntegrityError(MANIFEST_NAME, f"{where or 'top level'}: {_msg(msg)}")

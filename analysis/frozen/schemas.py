@@ -148,10 +148,10 @@ def _manifest_type():
 _MANIFEST_DECODER = msgspec.json.Decoder(_manifest_type())
 
 
-def _manifest_file_type():
-    """The type of one ``files`` entry (to name the entry in an error)."""
-    doc = schema_document("manifest")
-    return _Translator(doc, "manifest").ref("file")
+def _manifest_def_type(name: str):
+    """The type of one ``files`` (``"file"``) or ``runs`` (``"run_meta"``) entry, to name
+    the entry in an error."""
+    return _Translator(schema_document("manifest"), "manifest").ref(name)
 
 
 def decoder(record_type: str) -> msgspec.json.Decoder:
