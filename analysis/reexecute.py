@@ -1,6 +1,7 @@
-"""``python -m analysis.reexecute [planner=NAME]``: replay frozen run records.
+"""``python -m analysis.reexecute [run=RUN_ID_OR_PLANNER]``: replay frozen run records.
 
-Every run under ``frozen_exports/runs/`` (or only those of ``planner``) is replayed
+Every run under ``frozen_exports/runs/`` (or only ``run``: any run ID or planner name the
+export holds, added planners included) is replayed
 through the executor from each episode's initial world (:mod:`analysis.executor.replay`).
 Exit 0 when every attempt status, failed check, world hash and condition truth matches;
 else exit 1 naming the first divergence (file, record, field).
@@ -47,10 +48,38 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
     return reports
 
 
-def run_reexecute(export_root, planner: str | None = None) -> int:
+def _runs_of(export_root) -> dict[str, str]:
+    """``{run_id: planner}`` of every run the export's manifest lists."""
+    root = Path(export_root)
+    out = {}
+    for rel, e in sorted(read_manifest(root).get("files", {}).items()):
+        if e.get("record_type") == "run":
+            rec = read_records(root / rel)[0]
+            out[rec["run_id"]] = rec["planner"]
+    return out
+
+
+def run_reexecute(export_root, planner: str | None = None, run: str | None = None) -> int:
+    """Replay the export's runs (only ``run``, a run ID or planner name, if given); print
+    one line per run and the first divergence; return the exit code."""
+    from .transaction import TransactionBusy, recover_export
+    name = run if run is not None else planner
     try:
-        reports = reexecute(export_root, planner)
-    except (ValueError, FileNotFoundError) as exc:
+        recover_export(export_root, lambda m: print(f"[analysis.reexecute] {m}",
+                                                    file=sys.stderr, flush=True))
+        only_run = None
+        if name is not None:
+            runs = _runs_of(export_root)
+            if name in runs:
+                only_run, name = name, runs[name]
+            elif name not in set(runs.values()):
+                known = sorted(set(runs) | set(runs.values()))
+                raise ValueError(f"run={name!r}: no such run ID or planner in {export_root}; "
+                                 f"the export holds {known}")
+        reports = reexecute(export_root, name)
+        if only_run is not None:
+            reports = [r for r in reports if r.run_id == only_run]
+    except (ValueError, FileNotFoundError, TransactionBusy) as exc:
         print(f"reexecute FAILED: {exc}", file=sys.stderr)
         return 1
     for r in reports:
@@ -63,18 +92,10 @@ def run_reexecute(export_root, planner: str | None = None) -> int:
     return 0
 
 
-def main() -> None:
-    import hydra
-    from omegaconf import DictConfig
-
-    from ._hydra import CONFIG_PATH, resolve_path
-
-    @hydra.main(config_path=CONFIG_PATH, config_name="reexecute", version_base="1.3")
-    def _main(cfg: DictConfig) -> None:
-        planner = cfg.planner.name if cfg.get("planner") else None
-        sys.exit(run_reexecute(resolve_path(cfg.export_root), planner))
-
-    _main()
+def main(argv=None) -> None:
+    from ._hydra import command_main, resolve_path
+    command_main("reexecute", lambda cfg: run_reexecute(resolve_path(cfg.export_root),
+                                                        run=cfg.run), argv)
 
 
 if __name__ == "__main__":
