@@ -80,10 +80,10 @@ def compose_config(command: str, overrides: list[str]):
 
     Raises :class:`analysis.config_check.ConfigError` naming the key.
 
-    >>> compose_config("tables", ["stats.n_resample=5"])
+    >>> compose_config("tables", ["stats.n_resample=5"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    analysis.config_check.ConfigError: unknown key 'stats.n_resample' for analysis.tables; did you mean stats.n_resamples?
+    analysis.config_check.ConfigError: unknown key 'stats.n_resample' for analysis.tables; did you mean stats.n_resamples? ...
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra

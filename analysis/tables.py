@@ -28,7 +28,8 @@ from .transaction import Transaction, TransactionBusy, recover
 from .report import (FigureOutput, Skipped, Table, build_all, compute, method_text,
                      render_figure, render_table)
 
-__all__ = ["RegenerationReport", "OutputDirError", "regenerate", "check_out_dir", "main"]
+__all__ = ["RegenerationReport", "OutputDirError", "regenerate", "build_generation",
+           "write_generation", "check_out_dir", "main"]
 
 SUBDIRS = ("tables", "figures")
 #: The files of the current generation with their SHA-256 (committed with the outputs).
@@ -168,6 +169,18 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
         msg = recover(out, txn_dir_of(out))
         if msg:
             progress(msg)
+    everything = build_generation(export_root, cfg, progress)
+    changed = write_generation(out, everything, progress)
+    seconds = time.perf_counter() - start
+    progress(f"wrote {changed} of {len(everything)} files ({len(everything) - changed} "
+             f"unchanged) in {seconds:.1f} s")
+    return RegenerationReport(written=tuple(str(out / p) for p in sorted(everything)),
+                              seconds=seconds)
+
+
+def build_generation(export_root, cfg=None, progress=_progress) -> dict[str, bytes]:
+    """Verify the export and render every output in memory: ``{relpath: bytes}`` under
+    ``out_dir``, ``tables/GENERATION.json`` included. Writes nothing."""
     progress(f"verifying {export_root}")
     export = load(export_root)
     progress(export.report.summary())
@@ -181,28 +194,40 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
         elif isinstance(a, FigureOutput):
             files.update({f"figures/{k}": v for k, v in render_figure(a).items()})
     files["tables/README.md"] = _index(artefacts, results)
-    everything = dict(files)
-    everything[GENERATION] = _generation_bytes(files)
+    files[GENERATION] = _generation_bytes(files)
+    return files
+
+
+def write_generation(out_dir, everything: dict[str, bytes], progress=_progress) -> int:
+    """Switch ``out_dir`` to the generation ``everything`` in one journaled transaction;
+    delete the files of the previous generation that this one no longer has (only those
+    listed in the previous ``GENERATION.json``, and only if unchanged since). Returns the
+    number of files written."""
+    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     txn = Transaction(out, txn_dir_of(out), "analysis.tables")
     changed = 0
-    for rel, data in sorted(everything.items()):
-        path = out / rel
-        if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
-            continue
-        txn.stage_bytes(rel, data)
-        changed += 1
-    previous = _previous_generation(out)
-    removed = []
-    for rel, sha in sorted((previous or {}).items()):
-        path = out / rel
-        if rel in everything or not path.is_file() or path.is_symlink():
-            continue
-        if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
-            progress(f"kept {path}: written by an earlier generation but changed since")
-            continue
-        txn.remove(rel)
-        removed.append(rel)
+    try:
+        for rel, data in sorted(everything.items()):
+            path = out / rel
+            if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+                continue
+            txn.stage_bytes(rel, data)
+            changed += 1
+        previous = _previous_generation(out)
+        removed = []
+        for rel, sha in sorted((previous or {}).items()):
+            path = out / rel
+            if rel in everything or not path.is_file() or path.is_symlink():
+                continue
+            if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+                progress(f"kept {path}: written by an earlier generation but changed since")
+                continue
+            txn.remove(rel)
+            removed.append(rel)
+    except BaseException:
+        txn.abort()
+        raise
     if changed or removed:
         txn.commit()
         for rel in removed:
@@ -213,11 +238,7 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
         if mine:
             progress(f"kept {len(mine)} file(s) in {out / 'tables'} not written by this "
                      "generation (no earlier GENERATION.json says which files are outputs)")
-    seconds = time.perf_counter() - start
-    progress(f"wrote {changed} of {len(everything)} files ({len(everything) - changed} "
-             f"unchanged) in {seconds:.1f} s")
-    return RegenerationReport(written=tuple(str(out / p) for p in sorted(everything)),
-                              seconds=seconds)
+    return changed
 
 
 def _body(cfg) -> int:
