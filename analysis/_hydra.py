@@ -16,6 +16,7 @@ directory.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -216,14 +217,18 @@ def render_help(command: str) -> str:
             node = node[part]
         text = ("null" if node is None else str(node).lower() if isinstance(node, bool)
                 else str(node))
-        return text.replace("${repo_root:}", "<repo>")
+        text = text.replace("${repo_root:}", "<repo>")
+        env = re.fullmatch(r"\$\{oc\.env:(\w+),(.*)\}", text)
+        return f"${env.group(1)}, else {env.group(2)}" if env else text
 
     lines = [f"python -m analysis.{command} [key=value ...]", ""]
     lines += textwrap.wrap(spec.does, 88) + [""]
     lines.append("Keys (type, default: meaning):")
     for k in spec.keys:
         lines.append(f"  {k.name}  ({k.type}, default {default(k.name)})")
-        lines += textwrap.wrap(k.meaning, 84, initial_indent="      ",
+        meaning = k.meaning + (f"; allowed: {', '.join(map(str, k.allowed()))}"
+                               if k.allowed else "")
+        lines += textwrap.wrap(meaning, 84, initial_indent="      ",
                                subsequent_indent="      ")
     for g in spec.groups:
         lines.append(f"  {g} choices: {', '.join(_group_options(g))}")

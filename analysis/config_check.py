@@ -219,6 +219,7 @@ class Key:
     type: str
     meaning: str
     check: Callable[[str, Any], None]
+    allowed: Callable[[], list] | None = None  # shown by --help
 
 
 @dataclass(frozen=True)
@@ -241,11 +242,11 @@ STATS = (
         open_unit),
     Key("stats.seed", "int", f"seed of every resampling (0-{MAX_SEED})", int_range(0, MAX_SEED)),
     Key("stats.method", "str", "single-mean interval method: one of analysis.stats."
-        "BOOTSTRAP_METHODS", one_of(_bootstrap_methods)),
+        "BOOTSTRAP_METHODS", one_of(_bootstrap_methods), _bootstrap_methods),
     Key("stats.pairwise_method", "str", "simultaneous contrast method: default or one of "
-        "analysis.stats.PAIRWISE_METHODS", one_of(_pairwise_methods)),
+        "analysis.stats.PAIRWISE_METHODS", one_of(_pairwise_methods), _pairwise_methods),
     Key("stats.contrast_metrics", "list[str]", "metrics compared between planners (Table 6), "
-        "from the Table 4 metrics", list_of(_contrast_metrics)),
+        "from the Table 4 metrics", list_of(_contrast_metrics), _contrast_metrics),
 )
 
 COMMANDS: dict[str, Command] = {c.name: c for c in (
@@ -296,7 +297,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Key("suite", "group", "the suite: planner or memory", lambda k, v: None),
          Key("suite.name", "str", "set by suite=", lambda k, v: None),
          Key("memory", "str", "belief across groups: persistent or reset",
-             one_of(_memory_modes)),
+             one_of(_memory_modes), _memory_modes),
          Key("seed", "int", f"planner seed (0-{MAX_SEED})", int_range(0, MAX_SEED)),
          Key("jobs", "int", f"episodes run in parallel processes (1-{MAX_JOBS}); records "
              "identical to jobs=1", int_range(1, MAX_JOBS)),
