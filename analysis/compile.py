@@ -12,8 +12,12 @@ from analysis.compiler.readers import SourceError
 
 
 def _body(cfg) -> int:
+    from analysis.transaction import recover_export
+    out = resolve_path(cfg.out_dir)
+    if out.exists():
+        recover_export(out, lambda m: print(f"[analysis.compile] {m}", flush=True))
     try:
-        report = compile_cohort(resolve_path(cfg.source), resolve_path(cfg.out_dir))
+        report = compile_cohort(resolve_path(cfg.source), out)
     except SourceError as exc:
         raise UserError(f"refused, nothing written: {exc}") from None
     print(report.summary())

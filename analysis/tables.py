@@ -24,7 +24,7 @@ from omegaconf import OmegaConf
 
 from ._hydra import command_main, resolve_path
 from .frozen import IntegrityError, load
-from .transaction import Transaction, TransactionBusy, recover
+from .transaction import Transaction, TransactionBusy, recover, recover_export
 from .report import (FigureOutput, Skipped, Table, build_all, compute, method_text,
                      render_figure, render_table)
 
@@ -169,6 +169,7 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
         msg = recover(out, txn_dir_of(out))
         if msg:
             progress(msg)
+    recover_export(export_root, progress)
     everything = build_generation(export_root, cfg, progress)
     changed = write_generation(out, everything, progress)
     seconds = time.perf_counter() - start

@@ -380,3 +380,25 @@ def test_a_live_transaction_is_not_rolled_back_by_another_process(tmp_path):
     with pytest.raises(transaction.TransactionBusy, match="another process"):
         recover(root, txn)
     assert txn.exists()
+
+
+def test_tables_and_reexecute_also_recover_an_interrupted_export_change(export_base,
+                                                                      tmp_path, capsys):
+    from analysis.reexecute import run_reexecute
+    from analysis.run import write_run
+    base, _, recs = export_base
+    work = tmp_path / "export"
+    rid = "lexicon__planner__persistent"
+    old_snap = _snapshot(_fresh_export(base, work))
+    labels = _points(lambda: write_run(work, rid, recs), tmp_path)
+    _fresh_export(base, work)
+    assert _fork(labels.index("journal") + 3, lambda: write_run(work, rid, recs))
+    said = []
+    regenerate(work, tmp_path / "out", OLD, progress=said.append)
+    assert any("rolled back an interrupted analysis.run" in m for m in said), said
+    assert _snapshot(work) == old_snap and _leftovers(work) == []
+    _fresh_export(base, work)
+    assert _fork(labels.index("commit") + 2, lambda: write_run(work, rid, recs))
+    assert run_reexecute(work, run="greedy_hints") == 0
+    assert "completed an interrupted analysis.run" in capsys.readouterr().err
+    assert rid in {p.name for p in (work / "runs").iterdir()} and _leftovers(work) == []
