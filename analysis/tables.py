@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -226,6 +227,13 @@ def write_generation(out_dir, everything: dict[str, bytes], progress=_progress) 
                 continue
             txn.remove(rel)
             removed.append(rel)
+        # temporary files an interrupted earlier version left beside its outputs
+        for sub in SUBDIRS:
+            for path in sorted((out / sub).glob(".*.tmp")) if (out / sub).is_dir() else []:
+                m = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", path.name)
+                if m and f"{sub}/{m.group(1)}" in everything and path.is_file():
+                    txn.remove(f"{sub}/{path.name}")
+                    removed.append(f"{sub}/{path.name}")
     except BaseException:
         txn.abort()
         raise

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -280,8 +281,26 @@ def export_txn_dir(export_root: str | os.PathLike) -> Path:
     return root.parent / f".{root.name}.e2w_txn"
 
 
+#: Leftovers of the earlier, non-journaled writers: a temporary manifest and a run folder
+#: staged inside ``runs/``. Never listed in a manifest (names start with a dot).
+_OLD_LEFTOVERS = (re.compile(r"^\.MANIFEST\.json\..+\.tmp$"),
+                  re.compile(r"^runs/\.[a-z0-9_-]+__[a-z0-9_-]+__[a-z]+\.[^/]+$"))
+
+
 def recover_export(export_root: str | os.PathLike, say: Callable[[str], None]) -> None:
-    """Roll back or complete an interrupted change of the export, and say which."""
-    msg = recover(export_root, export_txn_dir(export_root))
+    """Roll back or complete an interrupted change of the export, and say which; also
+    remove the temporary files an interrupted earlier version of the commands left."""
+    root = Path(export_root)
+    msg = recover(root, export_txn_dir(root))
     if msg:
         say(msg)
+    candidates = list(root.glob(".MANIFEST.json.*.tmp")) + list(root.glob("runs/.*"))
+    for path in sorted(candidates):
+        rel = path.relative_to(root).as_posix()
+        if any(p.match(rel) for p in _OLD_LEFTOVERS):
+            write_point(f"remove leftover {rel}")
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+            say(f"removed {rel}, left in {root} by an interrupted earlier write")

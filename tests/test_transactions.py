@@ -402,3 +402,25 @@ def test_tables_and_reexecute_also_recover_an_interrupted_export_change(export_b
     assert run_reexecute(work, run="greedy_hints") == 0
     assert "completed an interrupted analysis.run" in capsys.readouterr().err
     assert rid in {p.name for p in (work / "runs").iterdir()} and _leftovers(work) == []
+
+
+def test_leftovers_of_the_earlier_non_journaled_writers_are_removed_and_reported(tmp_path):
+    export = build_export(tmp_path / "export")
+    before = _snapshot(export)
+    (export / ".MANIFEST.json.abc123.tmp").write_text("{}")
+    (export / "runs" / ".alpha__planner__persistent.x1y2").mkdir()
+    (export / "runs" / ".alpha__planner__persistent.x1y2" / "run.json").write_text("{}")
+    said = []
+    recover_export(export, said.append)
+    assert _snapshot(export) == before and len(said) == 2
+    verify(export)
+    out = tmp_path / "out"
+    regenerate(export, out, OLD, progress=quiet)
+    stale = out / "tables" / ".table04_planner_results.csv.k2j3.tmp"
+    stale.write_text("half")
+    mine = out / "tables" / ".my_notes.tmp"
+    mine.write_text("mine")
+    said = []
+    regenerate(export, out, OLD, progress=said.append)
+    assert not stale.exists() and mine.read_text() == "mine"
+    assert any(".table04_planner_results.csv.k2j3.tmp" in m for m in said)
