@@ -1,12 +1,26 @@
-"""Shared plumbing of the Hydra entry points.
+"""The command line of every entry point: Hydra overrides, checked before any work.
 
-Every command resolves its default paths against the repository root (so it works from
-any working directory) and keeps Hydra's own run directory under the git-ignored
-``.hydra_runs/`` of the repository.
+:func:`command_main` composes ``configs/<command>.yaml`` with Hydra's compose API and the
+``key=value`` overrides, then checks every key and value against
+:mod:`analysis.config_check` before the command loads anything. A mistake ends in one
+line naming the key and what is allowed (``did you mean`` for a misspelt key or value),
+exit code 2. A refusal during the work (verification, a record, a file) is one line and
+exit code 1. ``E2W_DEBUG=1`` adds the full traceback. ``--help`` prints the command's own
+help, rendered from the same key table.
+
+Paths follow one rule in every command: a default path is relative to the repository (so
+commands work from any working directory), a path given on the command line is relative
+to the working directory. No command writes a Hydra run directory or changes the working
+directory.
 """
 from __future__ import annotations
 
+import os
+import re
+import sys
+import traceback
 from pathlib import Path
+from typing import Callable
 
 from omegaconf import OmegaConf
 
@@ -21,7 +35,263 @@ if not (REPO_ROOT / "configs").is_dir():
 if not OmegaConf.has_resolver("repo_root"):
     OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
 
+DEBUG_ENV = "E2W_DEBUG"
+EXIT_REFUSED = 1
+EXIT_CONFIG = 2
+
+__all__ = ["REPO_ROOT", "CONFIG_PATH", "resolve_path", "command_main", "compose_config",
+           "render_help", "UserError", "EXIT_REFUSED", "EXIT_CONFIG"]
+
+
+class UserError(Exception):
+    """A refusal during the work; ``str`` is the one-line message (exit code 1)."""
+
 
 def resolve_path(path: str | Path) -> Path:
     """A config path: absolute as given, relative to the working directory otherwise."""
     return Path(path).expanduser().resolve()
+
+
+def _debug() -> bool:
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def _flat_keys(node, prefix="") -> list[str]:
+    out = []
+    for k, v in node.items():
+        key = f"{prefix}{k}"
+        out.append(key)
+        if isinstance(v, dict):
+            out += _flat_keys(v, key + ".")
+    return out
+
+
+def _get(node, dotted: str):
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _group_options(group: str) -> list[str]:
+    return sorted(p.stem for p in (REPO_ROOT / "configs" / group).glob("*.yaml"))
+
+
+def compose_config(command: str, overrides: list[str]):
+    """Compose ``configs/<command>.yaml`` with ``overrides``, checking every key and value.
+
+    Raises :class:`analysis.config_check.ConfigError` naming the key.
+
+    >>> compose_config("tables", ["stats.n_resample=5"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.config_check.ConfigError: unknown key 'stats.n_resample' for analysis.tables; did you mean stats.n_resamples? ...
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    from .config_check import COMMANDS, ConfigError, cross_checks, suggest
+
+    spec = COMMANDS[command]
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except HydraException as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ConfigError("", f"cannot parse the overrides {overrides}: {first} "
+                              "(write key=value, e.g. stats.n_resamples=2000)") from None
+    groups, values = [], []
+    for ov, text in zip(parsed, overrides):
+        key = ov.get_key_element()
+        if ov.is_delete():
+            raise ConfigError(key.lstrip("~"), f"{text}: keys cannot be deleted here")
+        if ov.package is not None:
+            raise ConfigError(key, f"{text}: package overrides are not supported")
+        key = key.lstrip("+")
+        if key in spec.groups:
+            options = _group_options(key)
+            val = ov.value()
+            if val not in options:
+                extra = (" (or planner=custom planner.name=package.module:ClassName)"
+                         if key == "planner" else "")
+                raise ConfigError(key, f"{key}={val!r}: expected one of {options}{extra}"
+                                       f"{suggest(val, options)}")
+            groups.append(f"{key}={val}")
+        else:
+            values.append((key, ov, text))
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3",
+                                   job_name=command):
+            base = compose(config_name=command, overrides=groups)
+            base_data = OmegaConf.to_container(base, resolve=False)
+            known = set(_flat_keys(base_data))
+            sections = {k for k in known if isinstance(_get(base_data, k), dict)}
+            fixed = []
+            for key, ov, text in values:
+                free = any(key.startswith(p) for p in spec.free_prefixes)
+                if key not in known and not free:
+                    hint = spec.hints.get(key)
+                    did = f"; did you mean {hint}?" if hint else suggest(key, sorted(known))
+                    raise ConfigError(key, f"unknown key {key!r} for analysis.{command}{did}"
+                                           f" (keys: {', '.join(k.name for k in spec.keys)};"
+                                           f" see python -m analysis.{command} --help)")
+                if key in sections and not any((key + ".").startswith(p)
+                                               for p in spec.free_prefixes):
+                    inner = sorted(k for k in known if k.startswith(key + "."))
+                    raise ConfigError(key, f"{text}: {key} is a section; set one of its keys, "
+                                           f"e.g. {inner[0]}=... (keys: {', '.join(inner)})")
+                # '+key=' of a known key, or '++key=', is just 'key=' here
+                fixed.append(text.lstrip("+") if key in known else "++" + text.lstrip("+"))
+            cfg = compose(config_name=command, overrides=groups + fixed)
+            data = OmegaConf.to_container(cfg, resolve=True)
+    except ConfigError:
+        raise
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError("", f"configuration error: {first}") from None
+    finally:
+        GlobalHydra.instance().clear()
+    data.pop("hydra", None)
+    for k in spec.keys:
+        node = data
+        for part in k.name.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if k.type != "group":
+            k.check(k.name, node)
+    if command == "run":
+        _check_planner_settings(data)
+    cross_checks(command, data)
+    return OmegaConf.create(data)
+
+
+def _check_planner_settings(data: dict) -> None:
+    """A built-in planner's settings keep the types of its configs/planner file."""
+    from .config_check import ConfigError, suggest
+    name = data["planner"].get("name")
+    given = data["planner"].get("settings") or {}
+    if not isinstance(given, dict):
+        raise ConfigError("planner.settings", f"planner.settings={given!r}: expected a mapping")
+    path = REPO_ROOT / "configs" / "planner" / f"{name}.yaml"
+    if not path.exists():  # an import-path planner takes whatever settings it declares
+        return
+    defaults = OmegaConf.to_container(OmegaConf.load(path)).get("settings") or {}
+    for k, v in given.items():
+        key = f"planner.settings.{k}"
+        if k not in defaults:
+            raise ConfigError(key, f"unknown key {key!r} for planner {name!r}"
+                                   f"{suggest(k, defaults)} (settings: {sorted(defaults)})")
+        d = defaults[k]
+        ok = (d is None or (isinstance(d, bool) and isinstance(v, bool))
+              or (isinstance(d, (int, float)) and not isinstance(d, bool)
+                  and isinstance(v, (int, float)) and not isinstance(v, bool))
+              or (isinstance(d, str) and isinstance(v, str)))
+        if not ok:
+            raise ConfigError(key, f"{key}={v!r}: expected a {type(d).__name__} like {d!r}")
+        if k.startswith("p_") and not 0 <= v <= 1:
+            raise ConfigError(key, f"{key}={v!r}: expected a probability from 0 to 1")
+
+
+def render_help(command: str) -> str:
+    """The command's ``--help``: what it does, every key, two examples, exit codes."""
+    import textwrap
+
+    from .config_check import COMMANDS
+
+    spec = COMMANDS[command]
+    raw = OmegaConf.to_container(OmegaConf.load(REPO_ROOT / "configs" / f"{command}.yaml"),
+                                 resolve=False)
+    defaults_list = raw.pop("defaults", [])
+    group_default = {next(iter(d)): next(iter(d.values())) for d in defaults_list
+                     if isinstance(d, dict)}
+
+    def default(name):
+        if name in spec.groups:
+            return str(group_default.get(name))
+        node = raw
+        for part in name.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return "(from the group)"
+            node = node[part]
+        text = ("null" if node is None else str(node).lower() if isinstance(node, bool)
+                else str(node))
+        text = text.replace("${repo_root:}", "<repo>")
+        env = re.fullmatch(r"\$\{oc\.env:(\w+),(.*)\}", text)
+        return f"${env.group(1)}, else {env.group(2)}" if env else text
+
+    lines = [f"python -m analysis.{command} [key=value ...]", ""]
+    lines += textwrap.wrap(spec.does, 88) + [""]
+    lines.append("Keys (type, default: meaning):")
+    for k in spec.keys:
+        lines.append(f"  {k.name}  ({k.type}, default {default(k.name)})")
+        meaning = k.meaning + (f"; allowed: {', '.join(map(str, k.allowed()))}"
+                               if k.allowed else "")
+        lines += textwrap.wrap(meaning, 84, initial_indent="      ",
+                               subsequent_indent="      ")
+    for g in spec.groups:
+        lines.append(f"  {g} choices: {', '.join(_group_options(g))}")
+    lines += ["", "Paths: a default is relative to the repository (<repo>), a path you give "
+              "is relative", "to your working directory.", "", "Examples:"]
+    lines += [f"  {e}" for e in spec.examples]
+    lines += ["", "Exit codes: 0 done; 1 refused or failed during the work (the message names "
+              "the", "file, record or key); 2 bad configuration, refused before any work "
+              "(the message", f"names the key). {DEBUG_ENV}=1 shows the full traceback of "
+              "any error."]
+    return "\n".join(lines) + "\n"
+
+
+def command_main(command: str, body: Callable, argv: list[str] | None = None) -> None:
+    """Parse ``argv``, check the configuration, run ``body(cfg)`` and exit.
+
+    ``body`` returns an exit code (or None for 0) and may raise :class:`UserError` or
+    :class:`analysis.config_check.ConfigError` for a one-line refusal.
+    """
+    from .config_check import ConfigError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    prog = f"analysis.{command}"
+    if "--help" in argv or "-h" in argv:
+        sys.stdout.write(render_help(command))
+        sys.exit(0)
+    show_cfg = "--cfg" in argv
+    argv = [a for a in argv if a != "--cfg"]
+    bad = [a for a in argv if a.startswith("-")]
+    if bad:
+        print(f"{prog}: unknown option {bad[0]!r} (options: --help, --cfg; settings are "
+              "key=value)", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    try:
+        cfg = compose_config(command, argv)
+    except ConfigError as exc:
+        if _debug():
+            traceback.print_exc()
+        print(f"{prog}: {exc} (nothing was done)", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    if show_cfg:
+        sys.stdout.write(OmegaConf.to_yaml(cfg))
+        sys.exit(0)
+    try:
+        code = body(cfg)
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except ConfigError as exc:
+        if _debug():
+            traceback.print_exc()
+        print(f"{prog}: {exc}", file=sys.stderr)
+        sys.exit(EXIT_CONFIG)
+    except UserError as exc:
+        if _debug():
+            traceback.print_exc()
+        print(f"{prog}: {exc}", file=sys.stderr)
+        sys.exit(EXIT_REFUSED)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
+        if _debug():
+            traceback.print_exc()
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"{prog}: failed: {type(exc).__name__}: {first} (set {DEBUG_ENV}=1 for the "
+              "traceback)", file=sys.stderr)
+        sys.exit(EXIT_REFUSED)
+    sys.exit(code or 0)

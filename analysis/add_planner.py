@@ -13,27 +13,29 @@ in docs/FORMAT.md (as written by ``analysis.run``, or by your own runner). The c
    export already holds;
 4. re-executes the records through the executor (``analysis.executor.replay``; on by
    default, ``reexecute=false`` skips it and the manifest records ``reexecuted: false``);
-5. writes the run atomically: the files go to a temporary folder inside the export, the
-   whole export *with* the new run is verified in a scratch view, then the folder is
-   renamed into ``runs/<run_id>`` and the manifest updated. Any failure writes nothing.
+5. adds the run in one journaled transaction (:func:`analysis.run.write_run`): the run
+   folder and the new manifest are staged beside the export, switched in, the whole
+   export is verified *with* the new run, and only then is the change committed. Any
+   failure, or a kill at any instant, leaves the export as it was (the next command rolls
+   an interrupted change back, or completes it once committed, and says which).
 
-The next ``python -m analysis.tables`` includes the planner in every table and figure.
+The next ``python -m analysis.tables`` includes the planner in the per-planner tables
+and figures (README, "Adding your planner").
 """
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .frozen import IntegrityError, read_records, validate, write_record, write_records
+from .frozen import IntegrityError, read_records, validate
 from .frozen.io import RecordParseError
 from .frozen.integrity import verify_records
-from .frozen.manifest import (MANIFEST_NAME, cohort_fingerprint, file_entry, read_manifest,
-                              write_manifest)
+from .config_check import MAX_NAME_LENGTH
+from .frozen.manifest import cohort_fingerprint, read_manifest
 from .frozen.schemas import PLANNER_NAME, SchemaError
+from .run import write_run
+from .transaction import recover_export
 
 __all__ = ["AddPlannerError", "AddResult", "add_planner", "main"]
 
@@ -141,24 +143,6 @@ def _replay(root: Path, run, groups, tasks):
                       run=run, suite=cohort.suites[run["suite"]])
 
 
-def _scratch_view(root: Path, manifest: dict, rid: str, staged: Path) -> Path:
-    """A folder of symlinks: the export's cohort and runs plus the staged run, and the
-    new manifest, so that the whole export can be verified before anything moves."""
-    view = Path(tempfile.mkdtemp(prefix="add_planner_view."))
-    (view / "runs").mkdir()
-    for entry in root.iterdir():
-        if entry.name in ("runs", MANIFEST_NAME):
-            continue
-        os.symlink(entry.resolve(), view / entry.name)
-    if (root / "runs").is_dir():
-        for run_dir in (root / "runs").iterdir():
-            if not run_dir.name.startswith("."):
-                os.symlink(run_dir.resolve(), view / "runs" / run_dir.name)
-    os.symlink(staged.resolve(), view / "runs" / rid)
-    write_manifest(view, manifest)
-    return view
-
-
 def add_planner(export_root, records, name: str, reexecute: bool = True,
                 progress=None) -> AddResult:
     """Validate, re-execute and add the run in ``records`` under planner ``name``.
@@ -169,9 +153,12 @@ def add_planner(export_root, records, name: str, reexecute: bool = True,
     """
     say = progress or (lambda msg: None)
     root, folder = Path(export_root), Path(records)
-    if not isinstance(name, str) or not PLANNER_NAME.match(name):
-        raise AddPlannerError(f"name={name!r}: use lowercase letters, digits, '_' and '-' "
-                              "(no '__', which separates the parts of a run ID)")
+    if not isinstance(name, str) or not PLANNER_NAME.match(name) or len(name) > MAX_NAME_LENGTH:
+        shown = name if not isinstance(name, str) or len(name) <= 40 else name[:37] + "..."
+        raise AddPlannerError(f"name={shown!r}: use at most {MAX_NAME_LENGTH} lowercase "
+                              "letters, digits, '_' and '-' (no '__', which separates the "
+                              "parts of a run ID)")
+    recover_export(root, say)
     try:
         verify_records(root)
     except IntegrityError as exc:
@@ -218,70 +205,45 @@ def add_planner(export_root, records, name: str, reexecute: bool = True,
         messages.append(rep.summary())
     else:
         messages.append("re-execution skipped (reexecute=false); recorded in the manifest")
-    runs_dir = root / "runs"
-    runs_dir.mkdir(exist_ok=True)
-    staged = Path(tempfile.mkdtemp(prefix=f".{rid}.", dir=runs_dir))
-    view = None
-    try:
-        write_record(staged / "run.json", run)
-        write_records(staged / "groups.jsonl.gz", groups)
-        write_records(staged / "tasks.jsonl", tasks)
-        os.chmod(staged, 0o755)
-        new = {**manifest, "files": dict(manifest["files"]),
-               "runs": dict(manifest.get("runs", {}))}
-        for fname, rtype in FILES.items():
-            new["files"][f"runs/{rid}/{fname}"] = file_entry(staged / fname, rtype)
-        meta = {"reexecuted": bool(reexecute), "added_by": "analysis.add_planner"}
-        if renamed:
-            meta["renamed_from"] = renamed
-        new["runs"][rid] = meta
+    meta = {"reexecuted": bool(reexecute), "added_by": "analysis.add_planner"}
+    if renamed:
+        meta["renamed_from"] = renamed
+
+    def check():
         say("verifying the export with the new run")
-        view = _scratch_view(root, new, rid, staged)
         try:
-            verify_records(view, follow_symlinks=True)
+            verify_records(root)
         except IntegrityError as exc:
             raise AddPlannerError(f"the export would not verify with the new run: {exc}") \
                 from exc
-        os.replace(staged, runs_dir / rid)
-        write_manifest(root, new)
-    except BaseException:
-        if staged.exists():
-            shutil.rmtree(staged, ignore_errors=True)
-        raise
-    finally:
-        if view is not None:
-            shutil.rmtree(view, ignore_errors=True)
-    return AddResult(run_id=rid, path=str(runs_dir / rid), n_groups=len(groups),
+
+    write_run(root, rid, {"run": run, "groups": groups, "tasks": tasks},
+              command="analysis.add_planner", check=check, meta=meta)
+    return AddResult(run_id=rid, path=str(root / "runs" / rid), n_groups=len(groups),
                      n_tasks=len(tasks), reexecuted=bool(reexecute), renamed_from=renamed,
                      messages=tuple(messages))
 
 
-def main() -> None:
-    import hydra
-    from omegaconf import DictConfig
+def _body(cfg) -> int:
+    from ._hydra import UserError, resolve_path
+    from .transaction import TransactionBusy
+    try:
+        res = add_planner(resolve_path(cfg.export_root), resolve_path(cfg.records),
+                          str(cfg.name), reexecute=bool(cfg.reexecute),
+                          progress=lambda m: print(f"[analysis.add_planner] {m}",
+                                                   file=sys.stderr, flush=True))
+    except (AddPlannerError, TransactionBusy) as exc:
+        raise UserError(f"refused, nothing written: {exc}") from None
+    for m in res.messages:
+        print(m)
+    print(f"added {res.run_id}: {res.n_groups} groups, {res.n_tasks} tasks -> {res.path}; "
+          "run python -m analysis.tables to include it in the tables and figures")
+    return 0
 
-    from ._hydra import CONFIG_PATH, resolve_path
 
-    @hydra.main(config_path=CONFIG_PATH, config_name="add_planner", version_base="1.3")
-    def _main(cfg: DictConfig) -> None:
-        if cfg.records is None or cfg.name is None:
-            print("add_planner FAILED, nothing written: give records=PATH and name=NAME",
-                  file=sys.stderr)
-            sys.exit(2)
-        try:
-            res = add_planner(resolve_path(cfg.export_root), resolve_path(cfg.records),
-                              str(cfg.name), reexecute=bool(cfg.reexecute),
-                              progress=lambda m: print(f"[analysis.add_planner] {m}",
-                                                       file=sys.stderr, flush=True))
-        except AddPlannerError as exc:
-            print(f"add_planner FAILED, nothing written: {exc}", file=sys.stderr)
-            sys.exit(1)
-        for m in res.messages:
-            print(m)
-        print(f"added {res.run_id}: {res.n_groups} groups, {res.n_tasks} tasks -> {res.path}; "
-              "run python -m analysis.tables to include it in every table and figure")
-
-    _main()
+def main(argv=None) -> None:
+    from ._hydra import command_main
+    command_main("add_planner", _body, argv)
 
 
 if __name__ == "__main__":

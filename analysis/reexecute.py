@@ -1,12 +1,12 @@
-"""``python -m analysis.reexecute [planner=NAME]``: derive frozen runs by re-execution.
+"""``python -m analysis.reexecute [run=RUN_ID_OR_PLANNER]``: derive frozen runs by re-execution.
 
 The export is verified first (nothing unchecked is replayed). Then every run under
-``frozen_exports/runs/`` (or only those of ``planner``, a planner name or run ID) is
-re-executed from each episode's initial world with its recorded planner replies
-(:mod:`analysis.executor.replay`): group statuses, attempts, repairs, queries, world
-hashes, task completion, condition lists and truths are derived, never trusted. Exit 0
-when every recorded value equals the derived one; else exit 1 naming the first
-divergence (file, record, field).
+``frozen_exports/runs/`` (or only ``run``: any run ID or planner name the export holds,
+added planners included) is re-executed from each episode's initial world with its
+recorded planner replies (:mod:`analysis.executor.replay`): group statuses, attempts,
+repairs, queries, world hashes, task completion, condition lists and truths are derived,
+never trusted. Exit 0 when every recorded value equals the derived one; else exit 1
+naming the first divergence (file, record, field).
 
 >>> from analysis.reexecute import reexecute
 >>> reexecute("frozen_exports", planner="no_such_planner")  # doctest: +SKIP
@@ -51,7 +51,7 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
     known = set()
     for rel in of.get("run", []):
         run = records[rel][0]
-        known.add(run["planner"])
+        known |= {run["planner"], run["run_id"]}
         if planner is not None and planner not in (run["planner"], run["run_id"]):
             continue
         base = rel.rsplit("/", 1)[0]
@@ -61,15 +61,21 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
             tasks_file=f"{base}/tasks.jsonl", run=run, suite=suites[run["suite"]],
             run_file=rel))
     if planner is not None and not reports:
-        raise ValueError(f"planner={planner!r}: no recorded run; recorded planners: "
-                         f"{sorted(known)}")
+        raise ValueError(f"run={planner!r}: no such run ID or planner in {root}; the "
+                         f"export holds {sorted(known)}")
     return reports
 
 
-def run_reexecute(export_root, planner: str | None = None) -> int:
+def run_reexecute(export_root, planner: str | None = None, run: str | None = None) -> int:
+    """Re-execute the export's runs (only ``run``, a run ID or planner name, if given);
+    print one line per run and the first divergence; return the exit code."""
+    from .transaction import TransactionBusy, recover_export
+    name = run if run is not None else planner
     try:
-        reports = reexecute(export_root, planner)
-    except (IntegrityError, ValueError, FileNotFoundError) as exc:
+        recover_export(export_root, lambda m: print(f"[analysis.reexecute] {m}",
+                                                    file=sys.stderr, flush=True))
+        reports = reexecute(export_root, name)
+    except (IntegrityError, ValueError, FileNotFoundError, TransactionBusy) as exc:
         print(f"reexecute FAILED: {exc}", file=sys.stderr)
         return 1
     for r in reports:
@@ -82,18 +88,10 @@ def run_reexecute(export_root, planner: str | None = None) -> int:
     return 0
 
 
-def main() -> None:
-    import hydra
-    from omegaconf import DictConfig
-
-    from ._hydra import CONFIG_PATH, resolve_path
-
-    @hydra.main(config_path=CONFIG_PATH, config_name="reexecute", version_base="1.3")
-    def _main(cfg: DictConfig) -> None:
-        planner = cfg.planner.name if cfg.get("planner") else None
-        sys.exit(run_reexecute(resolve_path(cfg.export_root), planner))
-
-    _main()
+def main(argv=None) -> None:
+    from ._hydra import command_main, resolve_path
+    command_main("reexecute", lambda cfg: run_reexecute(resolve_path(cfg.export_root),
+                                                        run=cfg.run), argv)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ Runs a planner over every episode of a suite with the runtime loop
 ``groups.jsonl.gz``, ``tasks.jsonl``; docs/FORMAT.md), then updates the manifest.
 Episodes run in parallel with ``jobs=N`` (processes); results are identical to a serial
 run because every episode starts from its own initial world with a fresh planner and
-belief, and planners seed from (seed, episode, group, call). Records are written to a
-temporary folder next to the target and renamed into place, so an interrupted run
-leaves no partial records.
+belief, and planners seed from (seed, episode, group, call). The run folder and the
+manifest change in one journaled transaction (:mod:`analysis.transaction`): a kill at any
+instant leaves the export as it was or with the whole new run, and the next command
+rolls back or completes what it finds, and says which. An existing run is replaced only
+with ``overwrite=true``.
 
 >>> run_id("belief_search", "memory", "reset")
 'belief_search__memory__reset'
@@ -16,9 +18,7 @@ leaves no partial records.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -29,13 +29,20 @@ from .executor.belief import MEMORY_MODES
 from .executor.rules import Rules
 from .executor.runtime import RuntimeConfig, run_episode
 from .frozen.hashing import sha256_file
-from .frozen.io import read_records, write_record, write_records
-from .frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
+from .frozen.io import encode_records, read_records
+from .frozen.manifest import (FORMAT_VERSION, MANIFEST_NAME, cohort_fingerprint, file_entry,
+                              read_manifest, write_manifest)
+from .transaction import Transaction, export_txn_dir, recover_export
 from .planners import make_planner, planner_label
 
 __all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
 
 COHORT_FILES = ("rules.json", "episodes.jsonl.gz", "tasks.jsonl", "suites.jsonl")
+RUN_FILES = {"run.json": "run", "groups.jsonl.gz": "group_record", "tasks.jsonl": "task_record"}
+
+
+def _say(msg: str) -> None:
+    print(f"[analysis.run] {msg}", file=sys.stderr, flush=True)
 
 
 def run_id(planner: str, suite: str, memory: str) -> str:
@@ -105,10 +112,15 @@ def _progress(done: int, total: int, rid: str, enabled: bool) -> None:
 def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathLike,
               seed: int = 0, jobs: int = 1, attempt_limit: int = 80,
               planner_settings: Mapping | None = None, runtime: Mapping | None = None,
-              progress: bool = True, write: bool = True) -> tuple[RunSummary, dict]:
+              progress: bool = True, write: bool = True, overwrite: bool = False,
+              verify_export: bool = False, say=_say) -> tuple[RunSummary, dict]:
     """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
 
-    Returns the summary and the records ``{"run": ..., "groups": [...], "tasks": [...]}``.
+    With ``write``, an interrupted earlier change of the export is rolled back or completed
+    first, an existing run is refused unless ``overwrite``, and with ``verify_export`` (the
+    command's default) the export is verified before the planner runs and again with the
+    new run before the commit point. Returns the summary and the records ``{"run": ..., "groups": [...],
+    "tasks": [...]}``.
     """
     label = planner_label(planner)  # validates the name or the import path
     if memory not in MEMORY_MODES:
@@ -116,6 +128,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r}: expected a positive integer")
     root = Path(export_root)
+    if write:
+        recover_export(root, say)
     cohort = load_cohort(root)
     if suite not in cohort.suites:
         raise ValueError(f"suite={suite!r}: expected one of {sorted(cohort.suites)}")
@@ -123,6 +137,15 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     cfg = {**RuntimeConfig().as_dict(), **dict(runtime or {}), "attempt_limit": int(attempt_limit)}
     RuntimeConfig(**cfg)  # validate before any work
     rid = run_id(label, suite, memory)
+    check = None
+    if write:
+        if not overwrite:
+            check_run_absent(root, rid)
+        if verify_export:
+            from .frozen import verify
+            say(f"verifying {root}")
+            verify(root)
+            check = lambda: verify(root)  # noqa: E731
     s = cohort.suites[suite]
     suite_tasks = set(s["task_ids"])
     jobs_args = []
@@ -162,75 +185,87 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     records = {"run": run_rec, "groups": groups, "tasks": task_recs}
     size = 0
     if write:
-        size = write_run(root, rid, records)
+        size = write_run(root, rid, records, overwrite=overwrite, check=check)
     return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(groups),
                       len(task_recs), seconds, size), records
 
 
-def write_run(root: Path, rid: str, records: Mapping) -> int:
-    """Write a run's three files atomically (temp folder + rename) and update the manifest."""
-    runs = root / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    final = runs / rid
-    tmp = Path(tempfile.mkdtemp(prefix=f".{rid}.", dir=runs))
-    try:
-        write_record(tmp / "run.json", records["run"])
-        write_records(tmp / "groups.jsonl.gz", records["groups"])
-        write_records(tmp / "tasks.jsonl", records["tasks"])
-        os.chmod(tmp, 0o755)
-        old = None
-        if final.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{rid}.old.", dir=runs))
-            os.replace(final, old / rid)
-        os.replace(tmp, final)
-        if old is not None:
-            shutil.rmtree(old)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+class RunExists(ValueError):
+    """The export already holds the run (replace it with ``overwrite=True``)."""
+
+
+def check_run_absent(root: Path, rid: str) -> None:
+    """Refuse to replace an existing run (raises :class:`RunExists`)."""
     prefix = f"runs/{rid}/"
-    update_manifest(root, {prefix + "run.json": "run", prefix + "groups.jsonl.gz": "group_record",
-                           prefix + "tasks.jsonl": "task_record"}, replace_prefix=prefix)
-    return sum(p.stat().st_size for p in final.iterdir())
+    listed = any(k.startswith(prefix) for k in read_manifest(root).get("files", {}))
+    if listed or (root / "runs" / rid).exists():
+        raise RunExists(f"{root / 'runs' / rid} already exists; pass overwrite=true to "
+                        "replace it")
+
+
+def write_run(root: Path, rid: str, records: Mapping, overwrite: bool = False,
+              command: str = "analysis.run", check=None, meta: Mapping | None = None) -> int:
+    """Add (or with ``overwrite`` replace) ``runs/<rid>`` and its manifest entries in one
+    journaled transaction (:mod:`analysis.transaction`); ``check`` runs on the switched
+    export before the commit point and rolls everything back if it raises."""
+    root = Path(root)
+    if not overwrite:
+        check_run_absent(root, rid)
+    files = {name: encode_records(name, [records[key]] if key == "run" else records[key])
+             for name, key in (("run.json", "run"), ("groups.jsonl.gz", "groups"),
+                               ("tasks.jsonl", "tasks"))}
+    manifest = read_manifest(root)
+    prefix = f"runs/{rid}/"
+    new = {**manifest, "format_version": manifest.get("format_version", FORMAT_VERSION),
+           "files": {k: v for k, v in manifest.get("files", {}).items()
+                     if not k.startswith(prefix)},
+           "runs": {k: v for k, v in manifest.get("runs", {}).items() if k != rid}}
+    if meta:
+        new["runs"][rid] = dict(meta)
+    txn = Transaction(root, export_txn_dir(root), command)
+    try:
+        txn.stage_tree(f"runs/{rid}", files)
+        for name, rtype in RUN_FILES.items():
+            new["files"][prefix + name] = file_entry(txn.stage / "runs" / rid / name, rtype)
+        txn.stage_with(MANIFEST_NAME, lambda path: write_manifest(path.parent, new))
+    except BaseException:
+        txn.abort()
+        raise
+    txn.commit(check)
+    return sum(len(b) for b in files.values())
 
 
 def main_from_cfg(cfg) -> RunSummary:
+    from ._hydra import resolve_path
     summary, _ = run_suite(
         planner=cfg.planner.name, suite=cfg.suite.name, memory=cfg.memory,
-        export_root=cfg.export_root, seed=int(cfg.seed), jobs=int(cfg.jobs),
+        export_root=resolve_path(cfg.export_root), seed=int(cfg.seed), jobs=int(cfg.jobs),
         attempt_limit=int(cfg.attempt_limit),
         planner_settings=dict(cfg.planner.get("settings") or {}),
-        runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress))
+        runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress),
+        overwrite=bool(cfg.overwrite), verify_export=True)
     print(f"{summary.run_id}: {summary.n_episodes} episodes, {summary.n_groups} groups, "
           f"{summary.n_tasks} tasks in {summary.seconds:.1f} s -> {summary.path} "
-          f"({summary.bytes_written} bytes)")
+          f"({summary.bytes_written} bytes); registered in the export's MANIFEST.json "
+          "(no add_planner needed)")
     return summary
 
 
-def _hydra_main():
-    import hydra
-    from omegaconf import DictConfig
-    from omegaconf.errors import MissingMandatoryValue
-
-    from ._hydra import CONFIG_PATH
-
-    @hydra.main(config_path=CONFIG_PATH, config_name="run", version_base="1.3")
-    def main(cfg: DictConfig) -> None:
-        try:
-            main_from_cfg(cfg)
-        except MissingMandatoryValue as exc:
-            print(f"run FAILED: {exc.full_key} is required (e.g. planner=custom "
-                  "planner.name=package.module:ClassName)", file=sys.stderr)
-            sys.exit(2)
-        except (ValueError, FileNotFoundError) as exc:
-            print(f"run FAILED: {exc}", file=sys.stderr)
-            sys.exit(2)
-
-    return main
+def _body(cfg) -> int:
+    from ._hydra import UserError
+    from .frozen import IntegrityError
+    try:
+        main_from_cfg(cfg)
+    except IntegrityError as exc:
+        raise UserError(f"verification FAILED, nothing written: {exc}") from None
+    except (ValueError, FileNotFoundError, RuntimeError) as exc:
+        raise UserError(f"refused, nothing written: {exc}") from None
+    return 0
 
 
-def main() -> None:
-    _hydra_main()()
+def main(argv=None) -> None:
+    from ._hydra import command_main
+    command_main("run", _body, argv)
 
 
 if __name__ == "__main__":

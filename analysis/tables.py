@@ -1,25 +1,41 @@
 """``python -m analysis.tables``: verify, recompute, and regenerate every table and figure.
 
-Verification comes first; every artefact is then built in memory and only written (each
-file atomically) once all of them succeeded, so a failure changes nothing on disk.
+The configuration and ``out_dir`` are checked first (a file, or a read-only folder, is
+refused before anything is computed), then an interrupted earlier generation is rolled
+back or completed, then the export is verified. Every artefact is built in memory; the
+files that changed are staged in ``<out_dir>/.e2w_tables_txn`` and switched in by one
+journaled transaction (:mod:`analysis.transaction`), so ``tables/`` and ``figures/`` hold
+the old or the new generation after a kill at any instant (once the next command has
+recovered) and a failure changes nothing. ``tables/GENERATION.json`` lists the files of
+the generation; a later generation deletes only files listed there, never a user's file.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import re
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
-from ._hydra import CONFIG_PATH, resolve_path
+from ._hydra import command_main, resolve_path
 from .frozen import IntegrityError, load
-from .frozen.io import atomic_write_bytes
+from .transaction import Transaction, TransactionBusy, recover, recover_export
 from .report import (FigureOutput, Skipped, Table, build_all, compute, method_text,
                      render_figure, render_table)
 
-__all__ = ["RegenerationReport", "regenerate", "main"]
+__all__ = ["RegenerationReport", "OutputDirError", "regenerate", "build_generation",
+           "write_generation", "check_out_dir", "main"]
+
+SUBDIRS = ("tables", "figures")
+#: The files of the current generation with their SHA-256 (committed with the outputs).
+GENERATION = "tables/GENERATION.json"
+TXN_NAME = ".e2w_tables_txn"
 
 
 @dataclass(frozen=True)
@@ -66,50 +82,190 @@ def _index(artefacts, results) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+class OutputDirError(ValueError):
+    """``out_dir`` cannot take a generation (a file, read-only, ...); nothing computed."""
+
+
+def txn_dir_of(out_dir) -> Path:
+    """Where a generation is staged: inside ``out_dir``, git-ignored at the repo root."""
+    return Path(out_dir) / TXN_NAME
+
+
+def _writable_dir(path: Path) -> str | None:
+    """Why ``path`` (an existing folder) cannot be written to, or None."""
+    if not path.is_dir():
+        return "is not a folder"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return "is not writable"
+    try:  # a read-only mount or an ACL can refuse what access() allowed
+        fd, probe = tempfile.mkstemp(prefix=".e2w_probe.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return f"is not writable ({exc.strerror})"
+    return None
+
+
+def check_out_dir(out_dir) -> Path:
+    """Refuse an ``out_dir`` that cannot take a generation, before anything is computed.
+
+    >>> check_out_dir("/dev/null")
+    Traceback (most recent call last):
+    ...
+    analysis.tables.OutputDirError: out_dir=/dev/null: is not a folder
+    """
+    out = Path(out_dir)
+    if out.exists() or out.is_symlink():
+        why = _writable_dir(out)
+        if why:
+            raise OutputDirError(f"out_dir={out}: {why}")
+        for sub in SUBDIRS:
+            if (out / sub).exists() or (out / sub).is_symlink():
+                why = _writable_dir(out / sub)
+                if why:
+                    raise OutputDirError(f"out_dir={out}: {sub}/ {why}")
+        return out
+    parent = out.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    why = _writable_dir(parent)
+    if why:
+        raise OutputDirError(f"out_dir={out}: cannot be created, {parent} {why}")
+    return out
+
+
+def _previous_generation(out: Path) -> dict | None:
+    path = out / GENERATION
+    try:
+        gen = json.loads(path.read_text(encoding="utf-8"))
+        return dict(gen["files"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _generation_bytes(files: dict[str, bytes]) -> bytes:
+    gen = {"about": "files written by python -m analysis.tables; the next run deletes a "
+                    "listed file it no longer writes, and never any other file",
+           "files": {rel: hashlib.sha256(data).hexdigest() for rel, data in sorted(files.items())}}
+    return (json.dumps(gen, indent=1, sort_keys=True) + "\n").encode()
+
+
 def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
                progress=_progress) -> RegenerationReport:
     """Verify ``export_root`` and write every table and figure under ``out_dir``.
 
-    Raises :class:`analysis.frozen.IntegrityError` (nothing written) when verification
-    fails.
+    The generation is built in memory, staged inside ``out_dir`` and switched in by one
+    journaled transaction (:mod:`analysis.transaction`): after a kill at any instant the
+    next run finds ``tables/`` and ``figures/`` holding the old or the new generation.
+    ``tables/GENERATION.json`` lists the files a generation wrote; only those are ever
+    deleted. Raises :class:`OutputDirError` (nothing computed) for an unusable
+    ``out_dir`` and :class:`analysis.frozen.IntegrityError` (nothing written) when
+    verification fails.
     """
     start = time.perf_counter()
+    out = check_out_dir(out_dir)
+    if out.exists():
+        msg = recover(out, txn_dir_of(out))
+        if msg:
+            progress(msg)
+    recover_export(export_root, progress)
+    everything = build_generation(export_root, cfg, progress)
+    changed = write_generation(out, everything, progress)
+    seconds = time.perf_counter() - start
+    progress(f"wrote {changed} of {len(everything)} files ({len(everything) - changed} "
+             f"unchanged) in {seconds:.1f} s")
+    return RegenerationReport(written=tuple(str(out / p) for p in sorted(everything)),
+                              seconds=seconds)
+
+
+def build_generation(export_root, cfg=None, progress=_progress) -> dict[str, bytes]:
+    """Verify the export and render every output in memory: ``{relpath: bytes}`` under
+    ``out_dir``, ``tables/GENERATION.json`` included. Writes nothing."""
     progress(f"verifying {export_root}")
     export = load(export_root)
     progress(export.report.summary())
     results = compute(export, cfg, progress=progress)
     artefacts = build_all(export, cfg, progress=lambda name: progress(f"building {name}"),
                           results=results)
-    files: dict[Path, bytes] = {}
-    out = Path(out_dir)
+    files: dict[str, bytes] = {}
     for a in artefacts:
         if isinstance(a, Table):
-            files.update({out / "tables" / k: v for k, v in render_table(a).items()})
+            files.update({f"tables/{k}": v for k, v in render_table(a).items()})
         elif isinstance(a, FigureOutput):
-            files.update({out / "figures" / k: v for k, v in render_figure(a).items()})
-    files[out / "tables" / "README.md"] = _index(artefacts, results)
-    for path, data in sorted(files.items()):
-        if not path.exists() or path.read_bytes() != data:
-            atomic_write_bytes(path, data)
-    # outputs of artefacts this export no longer supports would be stale: remove them
-    for sub, pattern in (("tables", "table[0-9][0-9]_*"), ("figures", "fig[0-9][0-9]_*")):
-        for stale in sorted((out / sub).glob(pattern)):
-            if stale.is_file() and stale not in files:
-                stale.unlink()
-                progress(f"removed stale {stale}")
-    seconds = time.perf_counter() - start
-    progress(f"wrote {len(files)} files in {seconds:.1f} s")
-    return RegenerationReport(written=tuple(str(p) for p in sorted(files)), seconds=seconds)
+            files.update({f"figures/{k}": v for k, v in render_figure(a).items()})
+    files["tables/README.md"] = _index(artefacts, results)
+    files[GENERATION] = _generation_bytes(files)
+    return files
 
 
-@hydra.main(config_path=CONFIG_PATH, config_name="tables", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def write_generation(out_dir, everything: dict[str, bytes], progress=_progress) -> int:
+    """Switch ``out_dir`` to the generation ``everything`` in one journaled transaction;
+    delete the files of the previous generation that this one no longer has (only those
+    listed in the previous ``GENERATION.json``, and only if unchanged since). Returns the
+    number of files written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    txn = Transaction(out, txn_dir_of(out), "analysis.tables")
+    changed = 0
+    try:
+        for rel, data in sorted(everything.items()):
+            path = out / rel
+            if path.is_file() and not path.is_symlink() and path.read_bytes() == data:
+                continue
+            txn.stage_bytes(rel, data)
+            changed += 1
+        previous = _previous_generation(out)
+        removed = []
+        for rel, sha in sorted((previous or {}).items()):
+            path = out / rel
+            if rel in everything or not path.is_file() or path.is_symlink():
+                continue
+            if hashlib.sha256(path.read_bytes()).hexdigest() != sha:
+                progress(f"kept {path}: written by an earlier generation but changed since")
+                continue
+            txn.remove(rel)
+            removed.append(rel)
+        # temporary files an interrupted earlier version left beside its outputs
+        for sub in SUBDIRS:
+            for path in sorted((out / sub).glob(".*.tmp")) if (out / sub).is_dir() else []:
+                m = re.fullmatch(r"\.(.+)\.[^.]+\.tmp", path.name)
+                if m and f"{sub}/{m.group(1)}" in everything and path.is_file():
+                    txn.remove(f"{sub}/{path.name}")
+                    removed.append(f"{sub}/{path.name}")
+    except BaseException:
+        txn.abort()
+        raise
+    if changed or removed:
+        txn.commit()
+        for rel in removed:
+            progress(f"removed {out / rel}: the earlier generation wrote it, this one does not")
+    if previous is None and (out / "tables").is_dir():
+        mine = [p.name for p in sorted((out / "tables").iterdir())
+                if p.is_file() and f"tables/{p.name}" not in everything]
+        if mine:
+            progress(f"kept {len(mine)} file(s) in {out / 'tables'} not written by this "
+                     "generation (no earlier GENERATION.json says which files are outputs)")
+    return changed
+
+
+def _body(cfg) -> int:
+    from ._hydra import UserError
     try:
         regenerate(resolve_path(cfg.export_root), resolve_path(cfg.out_dir),
                    OmegaConf.to_container(cfg, resolve=True))
     except IntegrityError as exc:
-        print(f"verification FAILED, nothing written: {exc}", file=sys.stderr)
-        sys.exit(1)
+        raise UserError(f"verification FAILED, nothing written: {exc}") from None
+    except OutputDirError as exc:
+        raise UserError(f"{exc}; nothing written") from None
+    except TransactionBusy as exc:
+        raise UserError(str(exc)) from None
+    return 0
+
+
+def main(argv=None) -> None:
+    command_main("tables", _body, argv)
 
 
 if __name__ == "__main__":

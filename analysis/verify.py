@@ -1,42 +1,87 @@
 """``python -m analysis.verify``: verify the frozen export's hashes and schemas.
 
 Exit 0 with a one-line summary, or exit 1 with the error naming file and record.
+``copy_to=DEST`` then copies the verified export to a new scratch folder (the safe start
+of "Adding your planner"): DEST must not exist or be empty; the copy is made in a
+temporary folder beside DEST, verified, and renamed into place in one step.
+
+>>> from analysis.verify import copy_export
+>>> copy_export("frozen_exports", "/tmp/scratch")  # doctest: +SKIP
 """
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
-import hydra
-from omegaconf import DictConfig
-
-from ._hydra import CONFIG_PATH, resolve_path
+from ._hydra import UserError, command_main, resolve_path
 from .frozen import IntegrityError, verify
+from .transaction import TransactionBusy, recover_export, write_point
+
+__all__ = ["run_verify", "copy_export", "main"]
 
 
-def run_verify(export_root, keep: list | None = None) -> int:
+def _say(msg: str) -> None:
+    print(f"[analysis.verify] {msg}", file=sys.stderr, flush=True)
+
+
+def copy_export(export_root, dest) -> Path:
+    """Copy the verified ``export_root`` to ``dest`` (absent or empty) atomically."""
+    src, dest = Path(export_root), Path(dest)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise UserError(f"copy_to={dest}: exists and is not an empty folder; choose a new "
+                        "folder (nothing copied)")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.copy.", dir=dest.parent))
+    try:
+        write_point(f"copy {src} to {tmp}")
+        shutil.copytree(src, tmp / "export", symlinks=False)
+        try:
+            verify(tmp / "export")
+        except IntegrityError as exc:
+            raise UserError(f"the copy does not verify, nothing copied: {exc}") from None
+        if dest.exists():
+            dest.rmdir()
+        write_point(f"rename to {dest}")
+        (tmp / "export").rename(dest)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def run_verify(export_root, copy_to=None, keep: list | None = None) -> int:
     """Verify ``export_root``; print the summary or the error; return the exit code.
     ``keep`` receives the report (so that a caller can decide when it is freed)."""
+    root = resolve_path(export_root)
     try:
-        report = verify(resolve_path(export_root))
-    except IntegrityError as exc:
+        recover_export(root, _say)
+        report = verify(root)
+    except (IntegrityError, TransactionBusy) as exc:
         print(f"verification FAILED: {exc}", file=sys.stderr)
         return 1
     print(report.summary())
+    if copy_to is not None:
+        dest = copy_export(root, resolve_path(copy_to))
+        print(f"copied the verified export to {dest}")
     if keep is not None:
         keep.append(report)
     return 0
 
 
-@hydra.main(config_path=CONFIG_PATH, config_name="verify", version_base="1.3")
-def main(cfg: DictConfig) -> None:
+def _body(cfg) -> int:
     keep: list = []
-    code = run_verify(cfg.export_root, keep)
+    code = run_verify(cfg.export_root, cfg.copy_to, keep)
     # Freeing the million decoded objects one by one at exit would cost a tenth of the
     # command's time; nothing else is pending but the two streams.
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def main(argv=None) -> None:
+    command_main("verify", _body, argv)
 
 
 if __name__ == "__main__":

@@ -147,3 +147,12 @@ def test_missing_and_unknown_tasks_are_rejected(setup, tmp_path):
     with pytest.raises(AddPlannerError, match="name='Bad__name'"):
         add_planner(ex, rec_dir, "Bad__name")
     assert not any(p.name.startswith(".") for p in (ex / "runs").iterdir())
+
+
+def test_overlong_name_is_refused_with_one_line_and_nothing_written(setup, tmp_path):
+    base, rec_dir = setup
+    ex = _copy(base, tmp_path / "ex")
+    before = _snapshot(ex)
+    with pytest.raises(AddPlannerError, match=r"name='a{37}\.\.\.': use at most 64 "):
+        add_planner(ex, rec_dir, "a" * 300)
+    assert _snapshot(ex) == before

@@ -50,12 +50,17 @@ def test_parallel_equals_serial(export):
     assert serial == par
 
 
-def test_rerun_gives_identical_bytes(export):
+def test_rerun_is_refused_without_overwrite_and_gives_identical_bytes_with_it(export):
     run_mod.run_suite("lexicon", "memory", "reset", export, progress=False)
     p = export / "runs" / "lexicon__memory__reset" / "groups.jsonl.gz"
     first = p.read_bytes()
-    run_mod.run_suite("lexicon", "memory", "reset", export, progress=False)
+    manifest = (export / "MANIFEST.json").read_bytes()
+    with pytest.raises(run_mod.RunExists, match="overwrite=true"):
+        run_mod.run_suite("lexicon", "memory", "reset", export, progress=False)
+    assert p.read_bytes() == first and (export / "MANIFEST.json").read_bytes() == manifest
+    run_mod.run_suite("lexicon", "memory", "reset", export, progress=False, overwrite=True)
     assert p.read_bytes() == first
+    assert (export / "MANIFEST.json").read_bytes() == manifest
 
 
 def test_unknown_names_list_valid_ones(export):
@@ -68,18 +73,24 @@ def test_unknown_names_list_valid_ones(export):
 
 
 def test_interrupted_run_leaves_no_partial_records(export, monkeypatch):
+    # interrupted after the switch, before the commit point: everything is rolled back
     calls = []
+    manifest = (export / "MANIFEST.json").read_bytes()
 
-    def failing(path, records):
-        calls.append(path)
+    def failing(*args, **kwargs):
+        calls.append(args)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_mod, "write_records", failing)
+    real = run_mod.write_run
+    monkeypatch.setattr(run_mod, "write_run",
+                        lambda *a, **k: real(*a, **{**k, "check": failing}))
     with pytest.raises(KeyboardInterrupt):
         run_mod.run_suite("lexicon", "planner", "persistent", export, progress=False)
     assert calls
-    assert list((export / "runs").iterdir()) == []
+    assert not (export / "runs").exists() or list((export / "runs").iterdir()) == []
     assert not any(k.startswith("runs/") for k in read_manifest(export)["files"])
+    assert (export / "MANIFEST.json").read_bytes() == manifest
+    assert [p.name for p in export.parent.iterdir()] == ["fe"]  # no transaction left
 
 
 def test_changed_cohort_is_refused(export):
@@ -95,6 +106,12 @@ def test_reexecute_all_runs_and_detect_tampering(export, capsys):
     assert len(reports) == 2 and all(r.ok for r in reports)
     assert run_reexecute(export, "belief_search") == 0
     assert run_reexecute(export, "nobody") == 1
+    # run= takes a run ID or a planner name of the export
+    assert run_reexecute(export, run="belief_search__memory__reset") == 0
+    assert "1 runs re-executed" in capsys.readouterr().out
+    assert run_reexecute(export, run="noisy_search_binding") == 0
+    assert run_reexecute(export, run="belief_search__planner__reset") == 1
+    assert "belief_search__memory__reset" in capsys.readouterr().err
     # flip one recorded attempt status, recomputing every hash: only re-execution sees it
     from analysis.frozen.io import read_records
     rel = "runs/belief_search__memory__reset/groups.jsonl.gz"

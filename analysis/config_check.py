@@ -1,0 +1,366 @@
+"""Every key of every command: its type, meaning, allowed values, and the check that
+runs before the command loads anything.
+
+One :class:`Key` per configuration key; :data:`COMMANDS` gives each command's keys,
+description and examples. :mod:`analysis._hydra` composes the Hydra config, checks every
+value here, and renders ``--help`` from the same table, so the help cannot drift from
+what is enforced. A failed check raises :class:`ConfigError` whose message names the key
+and what is allowed.
+
+>>> check_value("tables", "stats.n_resamples", 0)
+Traceback (most recent call last):
+...
+analysis.config_check.ConfigError: stats.n_resamples=0: expected an integer from 20 to 200000
+"""
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["ConfigError", "Key", "Command", "COMMANDS", "check_value", "suggest",
+           "MIN_RESAMPLES", "MAX_RESAMPLES", "MAX_NAME_LENGTH", "MAX_SEED"]
+
+#: Fewer resamples than this cannot place a 95% bootstrap quantile between replicates
+#: (1-3 resamples used to crash inside a figure); more than this exceeds the 400 MiB
+#: memory budget of the replicate matrices at the paper's scale.
+MIN_RESAMPLES = 20
+MAX_RESAMPLES = 200_000
+#: A planner name becomes a folder name ``<name>__<suite>__<memory>``; file systems
+#: allow 255 bytes, and no sane table column wants more than this.
+MAX_NAME_LENGTH = 64
+MAX_SEED = 2**32 - 1
+MAX_JOBS = 64
+
+
+class ConfigError(ValueError):
+    """A configuration value (or key) a command refuses; the message names the key."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
+
+
+def suggest(word: str, choices) -> str:
+    """``"; did you mean X?"`` for the closest choice, or ``""``.
+
+    >>> suggest("n_resample", ["n_resamples", "seed"])
+    '; did you mean n_resamples?'
+    """
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def int_range(lo: int, hi: int) -> Callable:
+    def check(key, v):
+        if not _is_int(v) or not lo <= v <= hi:
+            raise ConfigError(key, f"{key}={v!r}: expected an integer from {lo} to {hi}")
+    return check
+
+
+def open_unit(key, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
+        raise ConfigError(key, f"{key}={v!r}: expected a number strictly between 0 and 1 "
+                               "(e.g. 0.95)")
+
+
+def unit(key, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+        raise ConfigError(key, f"{key}={v!r}: expected a probability from 0 to 1")
+
+
+def positive_number(key, v):
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+        raise ConfigError(key, f"{key}={v!r}: expected a positive number")
+
+
+def boolean(key, v):
+    if not isinstance(v, bool):
+        raise ConfigError(key, f"{key}={v!r}: expected true or false")
+
+
+def one_of(choices: Callable[[], list] | list) -> Callable:
+    def check(key, v):
+        allowed = list(choices() if callable(choices) else choices)
+        if v not in allowed:
+            raise ConfigError(key, f"{key}={v!r}: expected one of {allowed}"
+                                   f"{suggest(v, allowed)}")
+    return check
+
+
+def list_of(choices: Callable[[], list]) -> Callable:
+    def check(key, v):
+        allowed = list(choices())
+        if not isinstance(v, (list, tuple)) or not v:
+            raise ConfigError(key, f"{key}={v!r}: expected a non-empty list such as "
+                                   f"[{allowed[0]}] of {allowed}")
+        for item in v:
+            if item not in allowed:
+                raise ConfigError(key, f"{key}: {item!r} is not one of {allowed}"
+                                       f"{suggest(item, allowed)}")
+        dup = sorted({x for x in v if list(v).count(x) > 1})
+        if dup:
+            raise ConfigError(key, f"{key}: {dup[0]!r} is listed twice")
+    return check
+
+
+def existing_dir(key, v):
+    if not isinstance(v, str) or not v:
+        raise ConfigError(key, f"{key}={v!r}: expected a folder path")
+    p = Path(v).expanduser()
+    if not p.exists():
+        raise ConfigError(key, f"{key}={v}: no such folder")
+    if not p.is_dir():
+        raise ConfigError(key, f"{key}={v}: is not a folder")
+    if not os.access(p, os.R_OK | os.X_OK):
+        raise ConfigError(key, f"{key}={v}: is not readable")
+
+
+def writable_out_dir(key, v):
+    if not isinstance(v, str) or not v:
+        raise ConfigError(key, f"{key}={v!r}: expected a folder path")
+    from .tables import OutputDirError, check_out_dir
+    try:
+        check_out_dir(Path(v).expanduser())
+    except OutputDirError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
+def writable_dir_or_creatable(key, v):
+    if not isinstance(v, str) or not v:
+        raise ConfigError(key, f"{key}={v!r}: expected a folder path")
+    p = Path(v).expanduser()
+    if p.exists() and not p.is_dir():
+        raise ConfigError(key, f"{key}={v}: is not a folder")
+    probe = p
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(key, f"{key}={v}: {probe} is not writable")
+
+
+def planner_name(key, v):
+    from .frozen.schemas import PLANNER_NAME
+    if not isinstance(v, str) or not PLANNER_NAME.match(v) or len(v) > MAX_NAME_LENGTH:
+        shown = v if not isinstance(v, str) or len(v) <= 40 else v[:37] + "..."
+        raise ConfigError(key, f"{key}={shown!r}: expected at most {MAX_NAME_LENGTH} lowercase "
+                               "letters and digits with single '-' or '_' between them "
+                               "(it names the run folder <name>__<suite>__<memory>)")
+
+
+def run_planner(key, v):
+    """A registry name, or ``package.module:Class`` whose ``name`` is a valid name."""
+    if v == "???" or v is None:
+        raise ConfigError(key, f"{key} is required: planner=custom planner.name="
+                               "package.module:ClassName")
+    if not isinstance(v, str):
+        raise ConfigError(key, f"{key}={v!r}: expected a planner name or an import path "
+                               "package.module:ClassName")
+    from .planners import ADAPTERS, PLANNERS, planner_label
+    try:
+        label = planner_label(v)
+    except ValueError as exc:
+        raise ConfigError(key, f"{key}: {exc}"
+                               f"{suggest(v, sorted(PLANNERS | ADAPTERS)) if ':' not in v else ''}") from None
+    if len(label) > MAX_NAME_LENGTH:
+        raise ConfigError(key, f"{key}={v!r}: its name is longer than {MAX_NAME_LENGTH} "
+                               "characters")
+
+
+def optional_str(key, v):
+    if v is not None and (not isinstance(v, str) or not v):
+        raise ConfigError(key, f"{key}={v!r}: expected a run ID or a planner name")
+
+
+def required_dir(key, v):
+    if v is None:
+        raise ConfigError(key, f"{key} is required: {key}=PATH")
+    existing_dir(key, v)
+
+
+def required_name(key, v):
+    if v is None:
+        raise ConfigError(key, f"{key} is required: {key}=NAME")
+    planner_name(key, v)
+
+
+def _bootstrap_methods():
+    from .stats import BOOTSTRAP_METHODS
+    return list(BOOTSTRAP_METHODS)
+
+
+def _pairwise_methods():
+    from .stats import PAIRWISE_METHODS
+    return ["default", *PAIRWISE_METHODS]
+
+
+def _contrast_metrics():
+    from .report.context import PLANNER_METRICS
+    return [c for c, _ in PLANNER_METRICS]
+
+
+def _memory_modes():
+    from .executor.belief import MEMORY_MODES
+    return list(MEMORY_MODES)
+
+
+@dataclass(frozen=True)
+class Key:
+    """One configuration key: ``type`` and ``meaning`` for the help, ``check`` enforced."""
+
+    name: str
+    type: str
+    meaning: str
+    check: Callable[[str, Any], None]
+    allowed: Callable[[], list] | None = None  # shown by --help
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    does: str
+    keys: tuple[Key, ...]
+    examples: tuple[str, ...]
+    groups: tuple[str, ...] = ()          # Hydra config groups (configs/<group>/*.yaml)
+    free_prefixes: tuple[str, ...] = ()  # keys below these are the planner's own settings
+    hints: dict = field(default_factory=dict)  # a wrong key -> the right one
+
+
+EXPORT_ROOT = Key("export_root", "path", "the frozen export (a folder with MANIFEST.json)",
+                  existing_dir)
+STATS = (
+    Key("stats.n_resamples", "int", f"bootstrap resamples ({MIN_RESAMPLES}-{MAX_RESAMPLES}; "
+        "unused by method=cr1_t)", int_range(MIN_RESAMPLES, MAX_RESAMPLES)),
+    Key("stats.confidence_level", "float", "interval level, strictly between 0 and 1",
+        open_unit),
+    Key("stats.seed", "int", f"seed of every resampling (0-{MAX_SEED})", int_range(0, MAX_SEED)),
+    Key("stats.method", "str", "single-mean interval method: one of analysis.stats."
+        "BOOTSTRAP_METHODS", one_of(_bootstrap_methods), _bootstrap_methods),
+    Key("stats.pairwise_method", "str", "simultaneous contrast method: default or one of "
+        "analysis.stats.PAIRWISE_METHODS", one_of(_pairwise_methods), _pairwise_methods),
+    Key("stats.contrast_metrics", "list[str]", "metrics compared between planners (Table 6), "
+        "from the Table 4 metrics", list_of(_contrast_metrics), _contrast_metrics),
+)
+
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command(
+        "tables",
+        "Verify the frozen export, recompute every metric and statistic, and write every "
+        "table to <out_dir>/tables and every figure to <out_dir>/figures as one generation: "
+        "staged first, then switched in by a journaled transaction, so a kill leaves the old "
+        "or the new generation. Only files listed in tables/GENERATION.json are ever deleted.",
+        (EXPORT_ROOT,
+         Key("out_dir", "path", "folder receiving tables/ and figures/ (refused when it is a "
+             "file or not writable)", writable_out_dir),
+         *STATS),
+        ("python -m analysis.tables",
+         "python -m analysis.tables export_root=/tmp/scratch out_dir=/tmp/scratch_out "
+         "stats.n_resamples=2000")),
+    Command(
+        "verify",
+        "Verify the frozen export only: exit 0 with a one-line summary, or exit 1 naming "
+        "the file and record that differ. With copy_to=DEST, copy the verified export to a "
+        "new scratch folder DEST (refused if DEST exists and is not empty).",
+        (EXPORT_ROOT,
+         Key("copy_to", "path|null", "create a scratch copy of the verified export here "
+             "(a new or empty folder)", lambda k, v: v is None or writable_dir_or_creatable(k, v))),
+        ("python -m analysis.verify",
+         "python -m analysis.verify copy_to=/tmp/scratch")),
+    Command(
+        "compile",
+        "Compile the HD-EPIC annotations under source into the frozen cohort "
+        "<out_dir>/cohort and its manifest.",
+        (Key("source", "path", "HD-EPIC annotations (default: $E2W_HDEPIC, else "
+             "../shared/hd-epic beside the repository)", existing_dir),
+         Key("out_dir", "path", "the export to write the cohort into",
+             writable_dir_or_creatable)),
+        ("python -m analysis.compile",
+         "python -m analysis.compile source=/data/hd-epic out_dir=/tmp/scratch")),
+    Command(
+        "run",
+        "Run a planner over every episode of a suite and add its records to the export as "
+        "runs/<planner>__<suite>__<memory> (the manifest is updated in the same journaled "
+        "step; no add_planner needed). An existing run is replaced only with overwrite=true.",
+        (Key("planner", "group", "a configs/planner/<name>.yaml, or custom with planner.name",
+             lambda k, v: None),
+         Key("planner.name", "str", "the planner: its registry name, or package.module:Class "
+             "for planner=custom", run_planner),
+         Key("planner.settings", "map", "the planner's own settings (see its configs/planner/ "
+             "file)", lambda k, v: None),
+         Key("suite", "group", "the suite: planner or memory", lambda k, v: None),
+         Key("suite.name", "str", "set by suite=", lambda k, v: None),
+         Key("memory", "str", "belief across groups: persistent or reset",
+             one_of(_memory_modes), _memory_modes),
+         Key("seed", "int", f"planner seed (0-{MAX_SEED})", int_range(0, MAX_SEED)),
+         Key("jobs", "int", f"episodes run in parallel processes (1-{MAX_JOBS}); records "
+             "identical to jobs=1", int_range(1, MAX_JOBS)),
+         Key("attempt_limit", "int", "attempts per group (actions and queries, 1-10000)",
+             int_range(1, 10_000)),
+         Key("runtime.max_planner_calls", "int", "planner calls per group (1-1000)",
+             int_range(1, 1000)),
+         Key("runtime.feedback_window", "int", "recent attempts the planner sees (1-1000)",
+             int_range(1, 1000)),
+         Key("runtime.repair", "bool", "let the runtime insert repair actions", boolean),
+         Key("progress", "bool", "progress bar on stderr", boolean),
+         Key("overwrite", "bool", "replace an existing run of the same ID", boolean),
+         EXPORT_ROOT),
+        ("python -m analysis.run planner=belief_search suite=memory memory=reset",
+         "python -m analysis.run planner=custom planner.name=mypkg.mod:MyPlanner "
+         "suite=planner memory=persistent export_root=/tmp/scratch"),
+        groups=("planner", "suite"), free_prefixes=("planner.settings.",)),
+    Command(
+        "reexecute",
+        "Replay recorded runs through the executor from each episode's initial world; exit "
+        "0 when every status, failed check, world hash and condition truth matches, else "
+        "exit 1 naming the first divergence.",
+        (EXPORT_ROOT,
+         Key("run", "str|null", "only this run ID or planner name of the export (default: "
+             "every run)", optional_str)),
+        ("python -m analysis.reexecute",
+         "python -m analysis.reexecute run=my_planner export_root=/tmp/scratch"),
+        hints={"planner": "run", "name": "run"}),
+    Command(
+        "add_planner",
+        "Validate, re-execute and add a run's records (run.json, groups.jsonl.gz, "
+        "tasks.jsonl) to the export under planner name NAME, in one journaled step.",
+        (Key("records", "path", "folder holding run.json, groups.jsonl.gz and tasks.jsonl "
+             "(required)", required_dir),
+         Key("name", "str", f"planner name (required; lowercase letters, digits, single '-' "
+             f"or '_', at most {MAX_NAME_LENGTH})", required_name),
+         Key("reexecute", "bool", "replay the records before adding them", boolean),
+         EXPORT_ROOT),
+        ("python -m analysis.add_planner records=/tmp/my_run name=my_planner "
+         "export_root=/tmp/scratch",
+         "python -m analysis.add_planner records=/tmp/my_run name=my_planner reexecute=false "
+         "export_root=/tmp/scratch")),
+)}
+
+
+def check_value(command: str, key: str, value: Any) -> None:
+    """Check one value of ``command``'s ``key``; raises :class:`ConfigError`."""
+    for k in COMMANDS[command].keys:
+        if k.name == key:
+            k.check(key, value)
+            return
+    raise ConfigError(key, f"unknown key {key!r}")
+
+
+def cross_checks(command: str, cfg: dict) -> None:
+    """Rules that tie two keys together."""
+    if command == "tables":
+        s = cfg.get("stats", {})
+        level, n = s.get("confidence_level"), s.get("n_resamples")
+        if s.get("method") != "cr1_t" and n is not None and level is not None:
+            need = math.ceil(2 / (1 - level) - 1e-9)
+            if n < need:
+                raise ConfigError("stats.n_resamples",
+                                  f"stats.n_resamples={n}: too few for stats.confidence_level="
+                                  f"{level:g}; need at least {need} so that each tail holds "
+                                  "a replicate")
