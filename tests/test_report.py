@@ -228,10 +228,14 @@ def test_endpoint_bars_are_the_csv_numbers(small):
     widths = sorted(p.get_width() for p in fig.figure.axes[0].patches)
     assert widths == sorted(fig.data.tasks.astype(float))
     ax = fig.figure.axes[0]
-    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_legend() is not None
-    # greyscale: every endpoint series has its own hatch
-    hatches = {p.get_hatch() for p in ax.patches}
-    assert len(hatches) >= len(set(fig.data.endpoint[fig.data.tasks > 0]))
+    assert ax.get_xlabel() and ax.get_ylabel() and len(fig.figure.legends) == 1
+    # greyscale: every endpoint has its own hatch pattern, and the legend shows all six
+    from analysis.metrics import ENDPOINTS
+    legend = fig.figure.legends[0]
+    hatches = [h.get_hatch() for h in legend.legend_handles]
+    assert len(hatches) == len(set(hatches)) == len(ENDPOINTS)
+    # no bar runs into the right edge of the axes
+    assert ax.get_xlim()[1] > max(p.get_x() + p.get_width() for p in ax.patches)
 
 
 def test_forest_plot_points_are_the_csv_numbers(rich):

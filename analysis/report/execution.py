@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .common import Skip
+from .common import Skip, runs_note
 from .example import find_example_task
 from .output import Table
 
@@ -37,13 +37,20 @@ def step_level_execution(export, results) -> Table:
         row["repair share of attempts"] = (float((x.source == "repair").mean())
                                            if len(x) else float("nan"))
         rows.append(row)
+    data = pd.DataFrame(rows)
+    disp = data.copy()
+    for c, new in (("accepted (pooled share)", "accepted attempts (pooled, %)"),
+                   ("repair share of attempts", "repair attempts (%)")):
+        disp[c] = [("" if v != v else f"{100 * v:.1f}") for v in data[c]]
+        disp = disp.rename(columns={c: new})
     return Table(
         name="table12_step_level_execution", title="Step-level execution per planner",
-        paper_ref="paper Table 17 and E.1", data=pd.DataFrame(rows), decimals=3,
+        paper_ref="paper Table 17 and E.1", data=data, display=disp, decimals=3,
         notes=("Pooled primitive-attempt counts over every group of the planner suite, "
                "including executor repairs. They describe execution volume and composition; "
                "the pooled accepted share is not the task-macro action validity of Table 4 "
-               "(which averages per task). Counts, not estimates: no interval."))
+               "(which averages per task). Counts, not estimates: no interval. "
+               + runs_note(results)))
 
 
 class _Groups:
