@@ -136,18 +136,26 @@ def pairwise_figure(export, results, width: float = DOUBLE_COLUMN) -> FigureOutp
     y = np.arange(len(pairs))
     for i, (ax, m) in enumerate(zip(axes, metrics)):
         part = t[t.metric == m]
+        kinds = []
         for yi, row in zip(y, part.itertuples()):
             v = "set_aside" if row.set_aside else row.verdict
             # bounds truncated to the parameter space [-100, 100] pp (flagged in the data)
             lo, hi = max(100 * row.low, -100.0), min(100 * row.high, 100.0)
             est = 100 * row.estimate
-            ax.errorbar(est, yi, xerr=[[est - lo], [hi - est]], fmt=shape[v], color="black",
-                        mfc=fill[v], ms=4, capsize=1.5, lw=0.8, mew=0.8)
+            kinds.append(v)
             rows.append({"metric": m, "pair": pairs[yi], "planner_a": row.planner_a,
                          "planner_b": row.planner_b, "estimate_pp": est, "low_pp": lo,
                          "high_pp": hi, "truncated": bool(lo != 100 * row.low
                                                           or hi != 100 * row.high),
                          "verdict": v})
+        # one errorbar artist per verdict and panel (not per pair): far fewer artists
+        # to lay out and draw, the same picture
+        d = pd.DataFrame(rows[len(rows) - len(kinds):]).assign(y=y[:len(kinds)])
+        for v, g in d.groupby("verdict", sort=True):
+            ax.errorbar(g.estimate_pp, g.y, xerr=[g.estimate_pp - g.low_pp,
+                                                   g.high_pp - g.estimate_pp],
+                        fmt=shape[v], color="black", mfc=fill[v], ms=4, capsize=1.5, lw=0.8,
+                        mew=0.8)
         ax.set_xlim(-105, 105)
         # no labels at +-100: side by side they would run into the next panel's
         ax.set_xticks([-50, 0, 50])

@@ -83,20 +83,19 @@ def render_table(table: Table) -> dict[str, bytes]:
             f"{table.name}.tex": latex_table(table).encode("utf-8")}
 
 
-def render_figure(fig: FigureOutput, dpi: int = 300) -> dict[str, bytes]:
+def render_figure(fig: FigureOutput, dpi="figure") -> dict[str, bytes]:
     """``{filename: bytes}``: PNG and PDF without timestamps, plus the plotted data as CSV.
 
-    The layout is computed once (``draw_without_rendering``) and then frozen, so the two
-    saves only draw.
+    The constrained layout runs once, inside the PNG draw; it is then frozen, so the PDF
+    save only draws (matplotlib would otherwise lay the figure out again per format).
     """
     out = {f"{fig.name}.data.csv": _csv(fig.data)}
     f = fig.figure
     with figure_style():
-        f.draw_without_rendering()
-        f.set_layout_engine("none")
         for ext, meta in (("png", {"Software": None}),
                           ("pdf", {"Creator": None, "Producer": None, "CreationDate": None})):
             buf = io.BytesIO()
             f.savefig(buf, format=ext, metadata=meta, dpi=dpi)
             out[f"{fig.name}.{ext}"] = buf.getvalue()
+            f.set_layout_engine("none")  # keep the positions the PNG draw computed
     return out
