@@ -29,7 +29,7 @@ STYLE = {
     "xtick.major.width": 0.6, "ytick.major.width": 0.6, "lines.linewidth": 1.0,
     "lines.markersize": 4.5, "errorbar.capsize": 2,
     # TrueType (Type 42) fonts in the PDF: publishers reject Type 3 fonts.
-    "pdf.fonttype": 3, "svg.fonttype": "none",
+    "pdf.fonttype": 42, "svg.fonttype": "none",
 }
 
 
