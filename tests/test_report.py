@@ -416,3 +416,21 @@ def test_notes_follow_the_method(rich, tmp_path):
                     assert "shown as n/a is undefined under BCa" in md, name  # ... explained
                     shown += 1
             assert shown > 0  # the synthetic export has constant metrics: n/a does occur
+
+
+def test_many_planners_get_a_verdict_grid_with_every_pair(tmp_path):
+    """Nine planners (36 pairs) do not fit forest rows on a page: one marker per pair
+    and metric in a planner grid, the same numbers in the data CSV."""
+    from analysis.report import figure_style
+    from analysis.report.pairwise import MAX_FOREST_PAIRS, pairwise_figure
+    names = tuple(f"p{k}" for k in range(9))
+    root = build_rich_export(tmp_path / "export", planners=names, memory_planner=None)
+    export = load(root)
+    res = compute(export, FAST)
+    with figure_style():
+        fig = pairwise_figure(export, res)
+    assert len(fig.data) == 36 * 3 > MAX_FOREST_PAIRS * 3
+    points = sum(len(c.get_offsets()) for ax in fig.figure.axes for c in ax.collections)
+    assert points == len(fig.data)
+    labels = [t.get_text() for t in fig.figure.legends[0].get_texts()]
+    assert labels[:3] == ["A > B", "B > A", "tie (interval contains 0)"]

@@ -114,14 +114,92 @@ def pairwise_table(export, results) -> Table:
                + runs_note(results)))
 
 
+#: More pairs than this (8 planners) do not fit a printed page as forest-plot rows: the
+#: figure then shows the verdicts as a planner x planner grid (estimates: Table 6).
+MAX_FOREST_PAIRS = 28
+
+_SHAPE = {"a>b": MARKERS[1], "b>a": MARKERS[2], "tie": MARKERS[0], "set_aside": "x"}
+_FILL = {"a>b": "black", "b>a": "black", "tie": "white", "set_aside": "black"}
+_LEGEND = {**VERDICT_TEXT, "set_aside": "set aside (zero SE, not estimable)"}
+
+
+def _rows(t, pairs) -> list[dict]:
+    """The plotted numbers (bounds truncated to [-100, 100] pp, flagged)."""
+    rows = []
+    for row, pair in zip(t.itertuples(), [f"{a} \u2212 {b}" for a, b in
+                                         zip(t.planner_a, t.planner_b)]):
+        lo, hi = max(100 * row.low, -100.0), min(100 * row.high, 100.0)
+        rows.append({"metric": row.metric, "pair": pair, "planner_a": row.planner_a,
+                     "planner_b": row.planner_b, "estimate_pp": 100 * row.estimate,
+                     "low_pp": lo, "high_pp": hi,
+                     "truncated": bool(lo != 100 * row.low or hi != 100 * row.high),
+                     "verdict": "set_aside" if row.set_aside else row.verdict})
+    return rows
+
+
+def _legend(fig, t, ncol):
+    from matplotlib.lines import Line2D
+    keys = ["a>b", "b>a", "tie"] + (["set_aside"] if t.set_aside.any() else [])
+    handles = [Line2D([], [], marker=_SHAPE[k], color="black", mfc=_FILL[k], ls="", ms=4,
+                      label=_LEGEND[k]) for k in keys]
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(ncol, len(keys)),
+               frameon=False, columnspacing=1.2, handletextpad=0.3)
+
+
+def _verdict_grid(results, r, width) -> FigureOutput:
+    """Many planners: per metric, a grid with planner A as row and B as column and the
+    verdict's marker in the cell (drawn with one scatter per verdict: cost grows with
+    the pairs, not with text and error-bar artists)."""
+    t = r.table
+    metrics = list(pd.unique(t.metric))
+    labels = list(results.labels)
+    pos = {p: i for i, p in enumerate(labels)}
+    P = len(labels)
+    cell = 0.1
+    ncols = max(1, min(len(metrics), int((width - 1.6) // (P * cell + 0.2))))
+    nrows = -(-len(metrics) // ncols)
+    fig = new_figure(width, nrows * (P * cell + 1.3) + 0.7)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    rows = _rows(t, list(pd.unique(t.planner_a + " \u2212 " + t.planner_b)))
+    d = pd.DataFrame(rows)
+    for i, (ax, m) in enumerate(zip(axes, metrics)):
+        part = d[d.metric == m]
+        for v, g in part.groupby("verdict", sort=True):
+            edge = {} if v == "set_aside" else {"edgecolors": "black"}  # "x" is unfilled
+            ax.scatter(g.planner_b.map(pos), g.planner_a.map(pos), marker=_SHAPE[v],
+                       c=_FILL[v], s=9, linewidths=0.6, **edge)
+        ax.set_xlim(-0.6, P - 0.4)
+        ax.set_ylim(P - 0.4, -0.6)
+        ax.set_aspect("equal")
+        ax.set_xticks(range(P), labels, rotation=90)
+        ax.set_yticks(range(P), labels if i % ncols == 0 else [""] * P)
+        ax.set_title(METRIC_LABELS.get(m, m))
+        ax.grid(color="0.9", lw=0.3)
+    for ax in axes[len(metrics):]:
+        ax.set_visible(False)
+    _legend(fig, t, 2 if width < 5 else 4)
+    fig.suptitle(f"Pairwise verdicts, row A vs column B (simultaneous "
+                 f"{100 * r.confidence_level:g}% intervals; estimates in Table 6)")
+    return FigureOutput(name="fig06_pairwise_forest", title="Pairwise contrasts (verdict grid)",
+                        paper_ref="paper C.5", figure=fig, data=d,
+                        notes=_method_note(results, r) + f" With more than {MAX_FOREST_PAIRS} "
+                              "pairs the figure shows each pair's verdict in a planner grid "
+                              "(row A, column B) instead of forest-plot rows; the data CSV "
+                              "keeps every estimate and truncated bound. "
+                              + runs_note(results))
+
+
 def pairwise_figure(export, results, width: float = DOUBLE_COLUMN) -> FigureOutput:
     """Forest plot: one panel per metric, one row per pair, marker shape and fill by
     verdict (a cross for a contrast set aside). ``width`` is the print width in inches:
-    panels sit side by side at double-column width and are stacked below it."""
+    panels sit side by side at double-column width and are stacked below it. Beyond
+    :data:`MAX_FOREST_PAIRS` pairs the verdicts are shown as a planner grid."""
     r = _need(results)
     t = r.table
     metrics = list(pd.unique(t.metric))
     pairs = list(pd.unique(t.planner_a + " \u2212 " + t.planner_b))
+    if len(pairs) > MAX_FOREST_PAIRS:
+        return _verdict_grid(results, r, width)
     stacked = width < 5
     panel_h = (0.135 if stacked else 0.17) * len(pairs) + 0.45
     if stacked:
