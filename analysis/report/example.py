@@ -87,4 +87,6 @@ def example_task(export, results=None) -> Table:
         "condition and outcomes", paper_ref="paper Table 1 and A.4", data=data,
         notes="Read from the cohort and run records; no statistic is estimated. A "
               "condition is TRUE, FALSE or UNKNOWN (missing evidence, counted as not met); "
-              "completed groups do not by themselves prove the condition.")
+              "completed groups do not by themselves prove the condition. Outcome rows: "
+              "every run of the export whose suite holds this task (an added planner "
+              "appears once it has such a run).")
