@@ -76,7 +76,9 @@ def test_doc_shows_the_shapes_the_runtime_gives():
     v = seen[0]
     assert v.action_schema["navigate"]["params"] == [["from", "fixture"], ["to", "fixture"]]
     assert v.object_types["sink"] == "kitchen_sink" and v.types["fixture"] == "entity"
+    assert v.types["glass"] == "vessel" and v.types["surface"] == "fixture"
     assert v.key == "toy-ep/g0/0" and v.objects == ("glass", "cupboard")
     text = DOC.read_text()
     assert '"params": [["from", "fixture"], ["to", "fixture"]]' in text
     assert "`[[name, type], ...]`" in text
+    assert '`"glass": "vessel"`, `"surface": "fixture"`' in text
