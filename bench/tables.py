@@ -4,6 +4,7 @@ and peak memory.
 
     python bench/tables.py [--export frozen_exports] [--resamples 10000] [--repeat 3]
                            [--factor 4]
+    python bench/tables.py --figure-stage     # CPU of building and rendering the figures
 
 The shared machines are noisy, so absolute seconds mean little; the ratios against the
 naive pass (measured interleaved with the commands, best of ``--repeat``) are the
@@ -154,6 +155,33 @@ def size(root: Path) -> tuple[int, int]:
     return sum(e["records"] for e in files.values()), len(planners)
 
 
+def figure_stage(export: Path, repeat: int = 5) -> None:
+    """CPU seconds of the figure stage alone (build + render of every figure), in one
+    process: the first round and the best of the following ``repeat`` rounds
+    (matplotlib is imported before the rounds in both old and new code)."""
+    import contextlib
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.figure  # noqa: F401
+    from analysis.frozen import load
+    import analysis.report as R
+    style = getattr(R, "figure_style", contextlib.nullcontext)
+    e = load(export)
+    res = R.compute(e, {"stats": {"n_resamples": 200}})
+    figs = [(n, b) for n, _, _, b in R.BUILDERS if n.startswith("fig")]
+    times = []
+    for _ in range(repeat + 1):
+        t = time.process_time()
+        for _name, build in figs:
+            with style():
+                fo = build(e, res)
+            R.render_figure(fo)
+        times.append(time.process_time() - t)
+    print(f"figure stage ({len(figs)} figures, build + PNG + PDF): first round "
+          f"{times[0]:.2f} s CPU (font loading), best of {repeat} after "
+          f"{min(times[1:]):.2f} s CPU")
+
+
 # ------------------------------------------------------------------ report
 def _verdict(ok: bool) -> str:
     return "met" if ok else "NOT met"
@@ -167,7 +195,12 @@ def main() -> None:
     ap.add_argument("--factor", type=int, default=4)
     ap.add_argument("--naive-only", metavar="EXPORT", help=argparse.SUPPRESS)
     ap.add_argument("--grow-into", metavar="DST", help=argparse.SUPPRESS)
+    ap.add_argument("--figure-stage", action="store_true",
+                    help="only time the figure stage (build + render) in this process")
     args = ap.parse_args()
+    if args.figure_stage:
+        figure_stage(Path(args.export))
+        return
     if args.naive_only:  # the child that times the naive pass
         naive_pass(Path(args.naive_only))
         return
