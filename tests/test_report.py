@@ -228,10 +228,14 @@ def test_endpoint_bars_are_the_csv_numbers(small):
     widths = sorted(p.get_width() for p in fig.figure.axes[0].patches)
     assert widths == sorted(fig.data.tasks.astype(float))
     ax = fig.figure.axes[0]
-    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_legend() is not None
-    # greyscale: every endpoint series has its own hatch
-    hatches = {p.get_hatch() for p in ax.patches}
-    assert len(hatches) >= len(set(fig.data.endpoint[fig.data.tasks > 0]))
+    assert ax.get_xlabel() and ax.get_ylabel() and len(fig.figure.legends) == 1
+    # greyscale: every endpoint has its own hatch pattern, and the legend shows all six
+    from analysis.metrics import ENDPOINTS
+    legend = fig.figure.legends[0]
+    hatches = [h.get_hatch() for h in legend.legend_handles]
+    assert len(hatches) == len(set(hatches)) == len(ENDPOINTS)
+    # no bar runs into the right edge of the axes
+    assert ax.get_xlim()[1] > max(p.get_x() + p.get_width() for p in ax.patches)
 
 
 def test_forest_plot_points_are_the_csv_numbers(rich):
@@ -243,9 +247,8 @@ def test_forest_plot_points_are_the_csv_numbers(rich):
     xs = []
     for ax in fig.figure.axes:
         for line in ax.lines:
-            x = line.get_xdata()
-            if len(x) == 1 and line.get_marker() not in ("|", "_"):  # not an error-bar cap
-                xs.append(float(x[0]))
+            if line.get_marker() not in ("|", "_", "None", None, ""):  # not a cap
+                xs.extend(float(v) for v in line.get_xdata())
     assert sorted(xs) == pytest.approx(sorted(fig.data.estimate_pp))
     assert (fig.data.low_pp >= -100).all() and (fig.data.high_pp <= 100).all()
 
@@ -296,3 +299,138 @@ def test_hydra_cli_with_overrides(small, tmp_path):
     assert "resamples 100" in (tmp_path / "tables" / "README.md").read_text()
     assert set(_csv(tmp_path, "table06_pairwise_contrasts").metric) == {"gcr"}
     assert not (tmp_path / ".hydra").exists() and not (tmp_path / "outputs").exists()
+
+
+# --- print-size, greyscale-safe figures; notes that match the method (issue 13) ---------
+
+def _font_ok(fig):
+    """Every axis label and title is at least as large as the tick labels of its axes."""
+    for ax in fig.axes:
+        if not ax.get_visible():
+            continue
+        ticks = [t.get_fontsize() for t in ax.get_xticklabels() + ax.get_yticklabels()]
+        big = max(ticks)
+        for text in (ax.xaxis.label, ax.yaxis.label, ax.title):
+            if text.get_text():
+                assert text.get_fontsize() >= big, (text.get_text(), text.get_fontsize(), big)
+
+
+@pytest.mark.parametrize("width", [3.5, 7.0])
+def test_figures_at_print_width_name_everything_in_black_and_white(rich, width):
+    from analysis.report import figure_style, render_figure
+    from analysis.report.memory import quarter_profiles_figure
+    from analysis.report.pairwise import pairwise_figure
+    from analysis.report.planners import endpoints_figure
+    root, _ = rich
+    export = load(root)
+    res = compute(export, FAST)
+    # force one contrast to be set aside so its marker must be in the legend
+    res.pairwise.table.loc[0, "set_aside"] = True
+    with figure_style():
+        figs = [b(export, res, width=width) for b in
+                (endpoints_figure, pairwise_figure, quarter_profiles_figure)]
+    for f in figs:
+        assert f.figure.get_size_inches()[0] == pytest.approx(width)
+        _font_ok(f.figure)
+        render_figure(f)  # renders at this size without error
+    fig05, fig06, fig10 = (f.figure for f in figs)
+    # fig05: nothing but black on white faces apart from one light fill, six patterns
+    labels06 = [t.get_text() for t in fig06.legends[0].get_texts()]
+    assert any("set aside" in s for s in labels06) and len(labels06) == 4
+    markers = [h.get_marker() for h in fig06.legends[0].legend_handles]
+    assert len(set(markers)) == len(markers)
+    # fig10: names the planner, titles every panel, plots all attempts too
+    assert "alpha" in fig10._suptitle.get_text()
+    titles = [ax.get_title() for ax in fig10.axes if ax.get_visible()]
+    assert titles == ["Query attempts", "Tokens", "Accepted attempts", "All attempts"]
+    d = figs[2].data
+    assert set(d.metric) == {"query_attempts", "tokens", "n_accepted", "n_attempts"}
+    # dodged: the two conditions of a quarter sit at least 0.25 apart
+    for _, g in d.groupby(["metric", "quarter"]):
+        xs = sorted(g.x)
+        assert len(xs) == 2 and xs[1] - xs[0] >= 0.25
+
+
+def test_memory_study_covers_every_planner_with_both_conditions(tmp_path):
+    from export_factory import rich_run_records, write_run
+    from analysis.frozen import update_manifest
+    root = build_rich_export(tmp_path / "export")
+    files = {}
+    for k, mem in enumerate(("persistent", "reset")):
+        files.update(write_run(root, *rich_run_records(root, "beta", "memory", mem, 300 + k,
+                                                       0.5)))
+    # a planner with only one memory condition is left out
+    files.update(write_run(root, *rich_run_records(root, "gamma", "memory", "reset", 400, 0.5)))
+    update_manifest(root, files)
+    regenerate(root, tmp_path / "out", FAST, progress=quiet)
+    for name in ("table08_memory_study", "table10_quarter_profiles",
+                 "table11_memory_counters", "table09_paired_outcomes"):
+        assert set(_csv(tmp_path / "out", name).planner) == {"alpha", "beta"}, name
+    assert set(pd.read_csv(tmp_path / "out" / "figures" /
+                           "fig10_quarter_profiles.data.csv").planner) == {"alpha", "beta"}
+    index = (tmp_path / "out" / "tables" / "README.md").read_text()
+    assert "both a persistent and a reset run on the memory suite (alpha, beta)" in index
+
+
+def test_tables_have_readable_headers_captions_and_labels(rich):
+    _, out = rich
+    for name, *_ in BUILDERS:
+        if not name.startswith("table"):
+            continue
+        md = (out / "tables" / f"{name}.md").read_text().splitlines()
+        header = md[4]
+        assert "_" not in header, (name, header)
+        tex = (out / "tables" / f"{name}.tex").read_text()
+        assert "\\caption[" in tex and f"\\label{{tab:{name}}}" in tex, name
+        assert "\\begin{table}" in tex and "\\end{table}" in tex
+    t2 = (out / "tables" / "table02_cohort_scope.md").read_text()
+    assert "observed facts (%)" in t2
+
+
+def test_pairwise_note_counts_pairs_and_metrics_from_the_data(rich):
+    _, out = rich
+    note = (out / "tables" / "table06_pairwise_contrasts.md").read_text()
+    p = len(set(_csv(out, "table06_pairwise_contrasts").planner_a)
+            | set(_csv(out, "table06_pairwise_contrasts").planner_b))
+    assert f"{p * (p - 1) // 2} pairs \u00d7 3 metrics = {3 * p * (p - 1) // 2}" in note
+
+
+def test_notes_follow_the_method(rich, tmp_path):
+    root, _ = rich
+    for method in ("cr1_t", "bca"):
+        out = tmp_path / method
+        regenerate(root, out, {"stats": dict(FAST["stats"], method=method)}, progress=quiet)
+        t4 = (out / "tables" / "table04_planner_results.md").read_text()
+        if method == "cr1_t":
+            assert "resamples: 200" not in t4 and "no resampling and no seed" in t4
+            index = (out / "tables" / "README.md").read_text()
+            row = next(l for l in index.splitlines() if "`table07_contract_tiers`" in l)
+            assert "resamples: 200" not in row
+        else:
+            assert "resamples: 200" in t4
+            shown = 0
+            for name in ("table04_planner_results", "table05_endpoints",
+                         "table07_contract_tiers", "table11_memory_counters"):
+                md = (out / "tables" / f"{name}.md").read_text()
+                if "n/a" in md.split("\n\n")[-2]:   # a cell shows n/a ...
+                    assert "shown as n/a is undefined under BCa" in md, name  # ... explained
+                    shown += 1
+            assert shown > 0  # the synthetic export has constant metrics: n/a does occur
+
+
+def test_many_planners_get_a_verdict_grid_with_every_pair(tmp_path):
+    """Nine planners (36 pairs) do not fit forest rows on a page: one marker per pair
+    and metric in a planner grid, the same numbers in the data CSV."""
+    from analysis.report import figure_style
+    from analysis.report.pairwise import MAX_FOREST_PAIRS, pairwise_figure
+    names = tuple(f"p{k}" for k in range(9))
+    root = build_rich_export(tmp_path / "export", planners=names, memory_planner=None)
+    export = load(root)
+    res = compute(export, FAST)
+    with figure_style():
+        fig = pairwise_figure(export, res)
+    assert len(fig.data) == 36 * 3 > MAX_FOREST_PAIRS * 3
+    points = sum(len(c.get_offsets()) for ax in fig.figure.axes for c in ax.collections)
+    assert points == len(fig.data)
+    labels = [t.get_text() for t in fig.figure.legends[0].get_texts()]
+    assert labels[:3] == ["A > B", "B > A", "tie (interval contains 0)"]

@@ -15,8 +15,9 @@ from .execution import (reobservation_excerpt, repair_excerpt, step_level_execut
                         trace_excerpt)
 from .memory import (memory_counters, memory_study_table, paired_outcomes,
                      quarter_profiles_figure, quarter_profiles_table)
-from .output import FigureOutput, Skipped, Table, render_figure, render_table
-from .pairwise import pairwise_figure, pairwise_table
+from .output import FigureOutput, Skipped, Table
+from .render import figure_style, render_figure, render_table
+from .pairwise import draws_text, pairwise_figure, pairwise_table
 from .planners import endpoints_figure, endpoints_table, planner_results, tier_results
 
 __all__ = ["FigureOutput", "Results", "Skip", "Skipped", "StatsConfig", "Table", "BUILDERS",
@@ -74,8 +75,8 @@ def method_text(name: str, results) -> str:
         r = results.pairwise
         n = r.n_resamples if r is not None else cfg.n_resamples
         return (f"Simultaneous {cfg.level_pct} max-|t| intervals, method {cfg.pairwise}; "
-                f"resampling unit: episode; resamples: {n}; seed: {cfg.seed}; contrast "
-                f"metrics: {', '.join(cfg.contrast_metrics)}.")
+                f"clustering unit: episode; {draws_text(cfg.pairwise, n, cfg.seed)}; "
+                f"contrast metrics: {', '.join(cfg.contrast_metrics)}.")
     if kind == "exact":
         return ("Exact McNemar (binomial, assumes independent tasks) and exact cluster "
                 "sign-flip (all 2^G episode sign patterns); no resampling, no seed.")
@@ -95,7 +96,11 @@ def build_all(export, cfg=None, progress=None, results=None) -> list:
         if progress:
             progress(name)
         try:
-            out.append(build(export, results))
+            if name.startswith("fig"):
+                with figure_style():  # print-size fonts; matplotlib imported only here
+                    out.append(build(export, results))
+            else:
+                out.append(build(export, results))
         except Skip as exc:
             out.append(Skipped(name=name, title=title, paper_ref=ref, reason=str(exc)))
     return out

@@ -8,6 +8,10 @@ from .output import Table
 __all__ = ["cohort_scope"]
 
 
+def _pct(share: float) -> str:
+    return "" if share != share else f"{100 * share:.1f}"
+
+
 def cohort_scope(export) -> Table:
     """Per suite: tasks, episodes, scenes, groups per run, tiers and provenance mix."""
     rows = []
@@ -33,9 +37,17 @@ def cohort_scope(export) -> Table:
             "observed_operation_share": (ops.count("observed") / len(ops)) if ops else float("nan"),
         })
     data = pd.DataFrame(rows)
+    disp = pd.DataFrame({
+        "suite": data.suite, "tasks": data.tasks, "terminal tasks": data.terminal_tasks,
+        "event tasks": data.event_tasks, "conditions": data.conditions,
+        "episodes": data.episodes, "scenes": data.scenes,
+        "groups per run": data.groups_per_run, "runs": data.runs,
+        "observed facts (%)": [_pct(v) for v in data.observed_fact_share],
+        "observed operations (%)": [_pct(v) for v in data.observed_operation_share]})
     return Table(
         name="table02_cohort_scope", title="Cohort and artifact scope",
-        paper_ref="paper sections 3 and F, Table 20", data=data,
+        paper_ref="paper sections 3 and F, Table 20", data=data, display=disp,
         notes="Suites are separately defined cohorts, not random samples of HD-EPIC. Shares "
               "count world facts and reference operations whose provenance is an HD-EPIC "
-              "annotation (observed) rather than a documented default (curated).")
+              "annotation (observed) rather than a documented default (curated), in percent; the "
+              "CSV keeps them as fractions.")

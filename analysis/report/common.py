@@ -3,20 +3,38 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402
-
 __all__ = ["Skip", "ci", "pct_ci", "new_figure", "HATCHES", "MARKERS", "GREYS",
-           "LINESTYLES", "estimand_note", "clip", "CLIP_NOTE"]
+           "LINESTYLES", "STYLE", "SINGLE_COLUMN", "DOUBLE_COLUMN", "PNG_DPI", "estimand_note", "clip",
+           "CLIP_NOTE", "runs_note", "memory_runs_note"]
 
-#: Greyscale-safe encodings: every series differs by hatch/marker/line style, not colour
-#: alone.
-HATCHES = ("", "///", "...", "xxx", "\\\\\\", "ooo", "---", "+++")
+#: Greyscale-safe encodings: every series differs by hatch/marker/line style, not by
+#: colour or shade alone (hatches are dense enough to survive a 3.5 in print).
+HATCHES = ("", "////", "....", "xxxx", "\\\\\\\\", "oo", "----", "++++")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", ":", "-.")
 GREYS = ("0.15", "0.45", "0.7", "0.9", "0.3", "0.6", "0.8", "0.05")
+
+#: Print widths in inches (a journal's single and double column).
+SINGLE_COLUMN, DOUBLE_COLUMN = 3.5, 7.0
+#: Raster resolution of the PNG (a preview; the PDF is the print artefact). Figures are
+#: created at this dpi so the text extents measured for the layout are reused (cached)
+#: by the PNG draw instead of recomputed.
+PNG_DPI = 150
+
+#: Font sizes in points at print size: axis labels and titles are never smaller than
+#: the tick labels. Applied while a figure is built and while it is saved.
+STYLE = {
+    "font.size": 8, "axes.titlesize": 8, "axes.labelsize": 8, "xtick.labelsize": 7,
+    "ytick.labelsize": 7, "legend.fontsize": 7, "legend.title_fontsize": 7,
+    "figure.titlesize": 9, "hatch.linewidth": 0.6, "axes.linewidth": 0.6,
+    "xtick.major.width": 0.6, "ytick.major.width": 0.6, "lines.linewidth": 1.0,
+    "lines.markersize": 4.5, "errorbar.capsize": 2,
+    # Type 3 PDF fonts (matplotlib's default). Type 42 (TrueType) is what venues that
+    # reject Type 3 fonts ask for; it costs fontTools parsing the font in every process
+    # plus a subset per PDF (about 0.5 s of a 3-figure run), so it is left to a venue's
+    # build: set "pdf.fonttype": 42 here.
+    "pdf.fonttype": 3, "svg.fonttype": "none",
+}
 
 
 class Skip(Exception):
@@ -68,8 +86,31 @@ def estimand_note() -> str:
             "the suite), not the mean of episode means.")
 
 
-def new_figure(width=6.5, height=3.5) -> Figure:
-    """A pyplot-free figure (no global state, deterministic fonts and sizes)."""
-    fig = Figure(figsize=(width, height))
-    fig.set_layout_engine("constrained")
+def new_figure(width=DOUBLE_COLUMN, height=3.5):
+    """A pyplot-free figure at print size (no global state; call inside
+    :func:`analysis.report.render.figure_style` so the :data:`STYLE` sizes apply).
+
+    matplotlib is imported here, not at module level, so that building the tables alone
+    never pays for it.
+    """
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, height), dpi=PNG_DPI)
+    fig.set_layout_engine("constrained", h_pad=0.02, w_pad=0.02)
     return fig
+
+
+def runs_note(results) -> str:
+    """Which runs a per-planner artefact covers (so a reader adding a planner knows
+    whether it appears): every planner-suite run, one row/bar per planner label."""
+    labels = ", ".join(results.labels) if results is not None else ""
+    return (f"Covers every run on the planner suite ({len(results.labels)} planners: "
+            f"{labels}); a planner added to the export appears here once it has a "
+            "planner-suite run.")
+
+
+def memory_runs_note(results) -> str:
+    """Which planners the memory-study artefacts cover, and why only those."""
+    planners = sorted(results.memory) if results is not None else []
+    return (f"Covers every planner with both a persistent and a reset run on the memory "
+            f"suite ({', '.join(planners) or 'none'}); other planners are left out because "
+            "every number here compares the two belief conditions on the same tasks.")

@@ -34,7 +34,7 @@ METRIC_LABELS = dict(PLANNER_METRICS) | {"completed_rate": "Completed-run rate"}
 
 _METHOD_TEXT = {
     "bootstrap_t": "episode-cluster bootstrap-t (CR1 SE re-estimated in every replicate)",
-    "cr1_t": "CR1 cluster-robust SE with t(G-1) quantiles (no resampling)",
+    "cr1_t": "CR1 cluster-robust SE with t(G-1) quantiles",
     "percentile": "episode-cluster percentile bootstrap",
     "basic": "episode-cluster basic bootstrap",
     "bca": "episode-cluster BCa bootstrap",
@@ -75,12 +75,30 @@ class StatsConfig:
         return f"{100 * self.confidence_level:g}%"
 
     def describe(self, method: str | None = None, n_resamples: int | None = None) -> str:
-        """One sentence: method, resampling unit, resamples, level and seed."""
+        """One sentence: method, clustering unit, resamples (or that there are none),
+        level and seed; with ``bca``, also what an ``n/a`` bound means.
+
+        >>> StatsConfig(method="cr1_t").describe()  # doctest: +ELLIPSIS
+        'Intervals: 95% CR1 cluster-robust SE ...; no resampling and no seed.'
+        """
         method = method or self.method
         n = self.n_resamples if n_resamples is None else n_resamples
         text = _METHOD_TEXT.get(method, method)
-        return (f"Intervals: {self.level_pct} {text}; resampling unit: episode; "
-                f"resamples: {n}; seed: {self.seed}.")
+        if method == "cr1_t":
+            return (f"Intervals: {self.level_pct} {text}; clustering unit: episode; "
+                    "no resampling and no seed.")
+        out = (f"Intervals: {self.level_pct} {text}; resampling unit: episode; "
+               f"resamples: {n}; seed: {self.seed}.")
+        if method == "bca":
+            out += " " + BCA_NA_NOTE
+        return out
+
+
+#: Why a BCa bound can be missing (``analysis.stats.bootstrap._bca_bounds``).
+BCA_NA_NOTE = ("A bound shown as n/a is undefined under BCa: the bias correction is "
+               "infinite when no resample falls on one side of the estimate (typically a "
+               "rate of 0% or 100% in every episode), or the acceleration is 0/0 when "
+               "leaving out any one episode does not change the estimate.")
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .common import Skip
+from .common import Skip, runs_note
 from .example import find_example_task
 from .output import Table
 
@@ -22,10 +22,12 @@ def step_level_execution(export, results) -> Table:
     runs = results.planner_tasks.drop_duplicates("run_id").set_index("run_id").label
     a = export.attempts[export.attempts.run_id.isin(runs.index)]
     g = export.group_records[export.group_records.run_id.isin(runs.index)]
+    # one pass over the attempts (not one filter per run: linear in the number of runs)
+    a_by, g_by = dict(tuple(a.groupby("run_id"))), dict(tuple(g.groupby("run_id")))
     rows = []
     for run_id, label in sorted(runs.items(), key=lambda kv: kv[1]):
-        x = a[a.run_id == run_id]
-        gg = g[g.run_id == run_id]
+        x = a_by.get(run_id, a.iloc[:0])
+        gg = g_by.get(run_id, g.iloc[:0])
         row = {"planner": label, "groups": len(gg),
                "groups completed": int((gg.status == "completed").sum()),
                "attempts": len(x)}
@@ -37,24 +39,45 @@ def step_level_execution(export, results) -> Table:
         row["repair share of attempts"] = (float((x.source == "repair").mean())
                                            if len(x) else float("nan"))
         rows.append(row)
+    data = pd.DataFrame(rows)
+    disp = data.copy()
+    for c, new in (("accepted (pooled share)", "accepted attempts (pooled, %)"),
+                   ("repair share of attempts", "repair attempts (%)")):
+        disp[c] = [("" if v != v else f"{100 * v:.1f}") for v in data[c]]
+        disp = disp.rename(columns={c: new})
     return Table(
         name="table12_step_level_execution", title="Step-level execution per planner",
-        paper_ref="paper Table 17 and E.1", data=pd.DataFrame(rows), decimals=3,
+        paper_ref="paper Table 17 and E.1", data=data, display=disp, decimals=3,
         notes=("Pooled primitive-attempt counts over every group of the planner suite, "
                "including executor repairs. They describe execution volume and composition; "
                "the pooled accepted share is not the task-macro action validity of Table 4 "
-               "(which averages per task). Counts, not estimates: no interval."))
+               "(which averages per task). Counts, not estimates: no interval. "
+               + runs_note(results)))
 
 
 class _Groups:
-    """Raw group records indexed by run and group, in episode order."""
+    """Raw group records indexed by run and group, in episode order (built once per
+    export: the three excerpts share it)."""
 
-    def __init__(self, export):
+    _last: tuple = (None, None)  # (export, index) of the latest export
+
+    def __new__(cls, export):
+        if cls._last[0] is export:
+            return cls._last[1]
+        self = super().__new__(cls)
+        self._build(export)
+        cls._last = (export, self)
+        return self
+
+    def _build(self, export):
         self.by_key = {}
         for g in export.records_of("group_record"):
             self.by_key[(g["run_id"], g["group_id"])] = g
         gr = export.group_records.sort_values(["run_id", "episode_id", "group_index"])
         self.order = list(zip(gr.run_id, gr.group_id))
+        self.by_run: dict = {}  # run -> its group IDs in episode order
+        for r, gid in self.order:
+            self.by_run.setdefault(r, []).append(gid)
         self.groups = {g["group_id"]: g for e in export.records_of("episode")
                        for g in e["groups"]}
         self.anchors = {e["episode_id"]: e["anchors"] for e in export.records_of("episode")}
@@ -97,8 +120,8 @@ def trace_excerpt(export, results=None) -> Table:
         pass
     if chosen is None:
         for run_id in runs:
-            for r, gid in idx.order:
-                if r == run_id and len(idx.by_key[(r, gid)]["attempts"]) >= 2:
+            for gid in idx.by_run.get(run_id, []):
+                if len(idx.by_key[(run_id, gid)]["attempts"]) >= 2:
                     chosen, why = (run_id, [gid]), "the first group with two or more attempts"
                     break
             if chosen:
@@ -136,10 +159,8 @@ def repair_excerpt(export, results=None) -> Table:
     idx = _Groups(export)
     fallback = None
     for run_id in _run_order(export):
-        for r, gid in idx.order:
-            if r != run_id:
-                continue
-            g = idx.by_key[(r, gid)]
+        for gid in idx.by_run.get(run_id, []):
+            g = idx.by_key[(run_id, gid)]
             atts = g["attempts"]
             # prefer a repair that follows a rejected planner action (paper E.4)
             pos = [i for i, a in enumerate(atts) if a["source"] == "repair"
@@ -190,9 +211,8 @@ def _reobservations(idx, run_id):
     responded query of that region in the same episode (so accepted actions changed the
     region in between): ``dict`` per pair, in episode and time order."""
     by_episode: dict = {}
-    for r, gid in idx.order:
-        if r == run_id:
-            by_episode.setdefault(idx.by_key[(r, gid)]["episode_id"], []).append(gid)
+    for gid in idx.by_run.get(run_id, []):
+        by_episode.setdefault(idx.by_key[(run_id, gid)]["episode_id"], []).append(gid)
     found = []
     for ep, gids in by_episode.items():
         last: dict = {}      # region -> (group, query, accepted attempts before, reports before)

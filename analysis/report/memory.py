@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import (CLIP_NOTE, LINESTYLES, MARKERS, Skip, ci, estimand_note, new_figure,
-                     pct_ci)
+from .common import (CLIP_NOTE, DOUBLE_COLUMN, LINESTYLES, MARKERS, Skip, ci, estimand_note,
+                     memory_runs_note, new_figure, pct_ci)
 from .memory_stats import COUNTERS, PROFILE_METRICS, STUDY_METRICS
 from .output import FigureOutput, Table
 
@@ -81,7 +81,7 @@ def memory_study_table(export, results) -> Table:
                "(sum persistent - sum reset) / sum reset over all tasks with a percentile "
                f"interval from the same {p0.n_resamples} episode resamples (seed {cfg.seed}). "
                "Per-condition columns: " + cfg.describe() + " " + estimand_note() + " "
-               + CLIP_NOTE))
+               + CLIP_NOTE + " " + memory_runs_note(results)))
 
 
 def paired_outcomes(export, results) -> Table:
@@ -131,7 +131,8 @@ def paired_outcomes(export, results) -> Table:
                "tasks as independent, which tasks nested in episodes are not; the exact "
                "cluster sign-flip test uses every sign pattern of the per-episode "
                "discordance differences (only persistent minus only reset), so it respects "
-               "the episode clustering. Neither resamples; no seed is involved."))
+               "the episode clustering. Neither resamples; no seed is involved. "
+               + memory_runs_note(results)))
 
 
 def _profile_rows(results):
@@ -167,58 +168,78 @@ def quarter_profiles_table(export, results) -> Table:
                "group; intervals are pointwise (not simultaneous across quarters). Profiles "
                "are descriptive: relative progress does not hold task difficulty fixed. "
                "Displayed lower bounds are truncated at 0 (counts); the CSV keeps them. "
-               + cfg.describe()))
+               + cfg.describe() + " " + memory_runs_note(results)))
 
 
-def quarter_profiles_figure(export, results) -> FigureOutput:
-    """Per-group query attempts and tokens by quarter, one line per condition, with
-    pointwise intervals (markers and line styles distinguish conditions)."""
+#: fig10 panels: (metric, panel title, y label, scale). Tokens are shown in thousands.
+FIG10_PANELS = (("query_attempts", "Query attempts", "per group (count)", 1.0),
+                ("tokens", "Tokens", "per group (thousands)", 1e-3),
+                ("n_accepted", "Accepted attempts", "per group (count)", 1.0),
+                ("n_attempts", "All attempts", "per group (count)", 1.0))
+
+
+def quarter_profiles_figure(export, results, width: float = DOUBLE_COLUMN) -> FigureOutput:
+    """Per-group query attempts, tokens, accepted and all attempts by episode quarter,
+    one line per (planner, belief condition) with pointwise intervals. Conditions differ
+    by marker, fill and line style and are dodged sideways so that their intervals never
+    overlap. ``width`` is the print width in inches (four panels in a row at
+    double-column width, two by two below it)."""
     data = _profile_rows(results)
-    show = [("query_attempts", "query attempts per group (count)"),
-            ("tokens", "tokens per group (count)"),
-            ("n_accepted", "accepted attempts per group (count)")]
-    fig = new_figure(3.0 * len(show), 3.2)
-    axes = fig.subplots(1, len(show), squeeze=False)[0]
-    plotted = []
+    planners = sorted(data.planner.unique())
     series = list(data.groupby(["planner", "memory"], sort=True).groups)
-    for ax, (m, ylabel) in zip(axes, show):
+    ncols = 4 if width >= 5 else 2
+    nrows = -(-len(FIG10_PANELS) // ncols)
+    fig = new_figure(width, 1.75 * nrows + 0.75)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    # dodge: the conditions of one quarter spread over +-0.15, never touching
+    step = 0.3 / max(len(series) - 1, 1) if len(series) > 1 else 0.0
+    plotted = []
+    for ax, (m, title, ylabel, scale) in zip(axes, FIG10_PANELS):
         tops = []
         for k, (p, mem) in enumerate(series):
             d = data[(data.planner == p) & (data.memory == mem) & (data.metric == m)]
             d = d.sort_values("quarter")
-            x = d.quarter.to_numpy() + (k - (len(series) - 1) / 2) * 0.08
-            lab = f"{p}, {mem}" if len(set(s[0] for s in series)) > 1 else mem
+            x = d.quarter.to_numpy() + (k - (len(series) - 1) / 2) * step
+            lab = f"{p}, {mem}" if len(planners) > 1 else mem
             lo, hi = d.low.clip(lower=0.0), d.high  # counts are non-negative
-            ax.errorbar(x, d.estimate, yerr=[d.estimate - lo, hi - d.estimate],
+            est = d.estimate * scale
+            ax.errorbar(x, est, yerr=[est - lo * scale, hi * scale - est],
                         marker=MARKERS[k % len(MARKERS)], ls=LINESTYLES[k % len(LINESTYLES)],
-                        color="black", mfc="white" if k % 2 else "black", capsize=3,
-                        lw=1, label=lab)
+                        color="black", mfc="white" if k % 2 else "black", capsize=2,
+                        lw=0.9, elinewidth=0.7, label=lab)
             plotted.append(d.assign(x=x, low=lo)[["planner", "memory", "metric", "quarter",
                                                   "x", "estimate", "low", "high"]])
             tops.append(d.estimate.max())
         top = max(tops) if tops else 1.0
         finite = [v for p_ in plotted if (p_.metric == m).any()
                   for v in p_.loc[p_.metric == m, "high"] if np.isfinite(v) and v <= 3 * top]
-        ax.set_ylim(0, 1.08 * max([top, *finite]) if top > 0 else 1.0)
+        ax.set_ylim(0, 1.08 * scale * max([top, *finite]) if top > 0 else 1.0)
+        ax.set_xlim(0.5, 4.5)
         ax.set_xticks([1, 2, 3, 4], ["Q1", "Q2", "Q3", "Q4"])
-        ax.set_xlabel("episode quarter (relative position)")
-        ax.set_ylabel(ylabel, fontsize=8)
-        ax.grid(axis="y", color="0.85", lw=0.5)
+        ax.set_title(title)
+        ax.set_ylabel(ylabel)
+        ax.grid(axis="y", color="0.85", lw=0.4)
+    for ax in axes[len(FIG10_PANELS):]:
+        ax.set_visible(False)
+    for ax in axes[(nrows - 1) * ncols:]:
+        ax.set_xlabel("episode quarter")
     handles, labs = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labs, title="belief", loc="outside lower center", ncol=len(labs),
-               fontsize=8, title_fontsize=8, frameon=False)
+    fig.legend(handles, labs, title="belief", loc="outside lower center",
+               ncol=min(len(labs), 4), frameon=False)
     lvl = f"{100 * results.config.confidence_level:g}%"
-    fig.suptitle(f"Resource profiles by episode quarter (pointwise {lvl} intervals)",
-                 fontsize=10)
+    sep = "\n" if ncols < 4 else " "
+    fig.suptitle(f"{', '.join(planners)}, memory suite:{sep}resources per group by episode "
+                 f"quarter{sep}(pointwise {lvl} intervals)")
     return FigureOutput(name="fig10_quarter_profiles", title="Resource profiles by episode "
                         "quarter", paper_ref="paper Figure 3 and C.6", figure=fig,
                         data=pd.concat(plotted, ignore_index=True),
-                        notes="Data: plotted x position (quarter with a small offset per "
+                        notes="Data: plotted x position (quarter with a sideways offset per "
                               "condition), estimate and pointwise interval (lower bound "
-                              "truncated at 0). An upper bound beyond three times the "
-                              "panel's largest estimate runs off the axis; its value is in "
-                              "the data CSV. "
-                              + results.config.describe())
+                              "truncated at 0; tokens plotted in thousands, the data in "
+                              "tokens). An upper bound beyond three times the panel's "
+                              "largest estimate runs off the axis; its value is in the data "
+                              "CSV. " + results.config.describe() + " "
+                              + memory_runs_note(results))
 
 
 def memory_counters(export, results) -> Table:
@@ -247,4 +268,4 @@ def memory_counters(export, results) -> Table:
         notes=("Totals are counts over every group of the memory suite (observed, not "
                "estimated); per-group means carry intervals. Neither counter measures every "
                "stale belief or failed action. Displayed lower bounds are truncated at 0 (counts). "
-               + cfg.describe()))
+               + cfg.describe() + " " + memory_runs_note(results)))

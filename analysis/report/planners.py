@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import ENDPOINTS
-from .common import CLIP_NOTE, GREYS, HATCHES, Skip, estimand_note, new_figure, pct_ci
+from .common import (CLIP_NOTE, SINGLE_COLUMN, Skip, estimand_note, new_figure, pct_ci,
+                     runs_note)
 from .context import PLANNER_METRICS
 from .output import FigureOutput, Table
 
@@ -15,7 +16,7 @@ ENDPOINT_LABELS = {"parse_failure": "parse failure", "empty_plan": "empty plan",
                    "execution_blocked": "execution blocked",
                    "completed_none": "completed, no condition met",
                    "completed_partial": "completed, some conditions met",
-                   "completed_all": "completed, all conditions met (success)"}
+                   "completed_all": "success (all conditions met)"}
 
 
 def _need_planner(results):
@@ -59,7 +60,8 @@ def planner_results(export, results) -> Table:
                f"Operational-TSR counts every task of the suite (failures stay in the "
                f"denominator); Strict-TSR and GCR (terminal) use the {n_terminal} "
                "terminal-tier tasks, GCR (event) the event-tier tasks. "
-               + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE))
+               + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE + " "
+               + runs_note(results)))
 
 
 def endpoints_table(export, results) -> Table:
@@ -85,38 +87,55 @@ def endpoints_table(export, results) -> Table:
         notes=("Each task of each run has exactly one endpoint: the first non-completed group "
                "status, else how many conditions were met. Cells: task count (share in "
                f"percent with its {cfg.level_pct} interval). Counts describe outcomes, not "
-               "causes. " + cfg.describe() + " " + CLIP_NOTE))
+               "causes. " + cfg.describe() + " " + CLIP_NOTE + " " + runs_note(results)))
 
 
-def endpoints_figure(export, results) -> FigureOutput:
-    """Stacked horizontal bars of endpoint counts per planner (hatched for greyscale)."""
+#: Endpoint encodings for greyscale print: every endpoint has its own hatch on a white
+#: face, so pattern alone tells them apart (no two share a pattern family).
+ENDPOINT_HATCH = {"parse_failure": "xxxx", "empty_plan": "----",
+                  "execution_blocked": "\\\\\\\\", "completed_none": "",
+                  "completed_partial": "////", "completed_all": "ooo"}
+ENDPOINT_FACE = {"parse_failure": "white", "empty_plan": "white",
+                 "execution_blocked": "white", "completed_none": "white",
+                 "completed_partial": "white", "completed_all": "0.75"}
+
+
+def endpoints_figure(export, results, width: float = SINGLE_COLUMN) -> FigureOutput:
+    """Stacked horizontal bars of endpoint counts per planner; each endpoint has its own
+    hatch pattern, so the figure reads in greyscale. ``width`` is the print width in
+    inches (the layout adapts: one legend column at single-column width)."""
     _need_planner(results)
     pt = results.planner_tasks
     counts = pd.crosstab(pt.label, pt.endpoint).reindex(index=results.labels,
                                                         columns=list(ENDPOINTS), fill_value=0)
-    fig = new_figure(7.0, 0.45 * len(results.labels) + 2.0)
+    ncol = 1 if width < 5 else 3
+    n_leg_rows = -(-len(ENDPOINTS) // ncol)
+    fig = new_figure(width, 0.24 * len(results.labels) + 0.55 + 0.16 * n_leg_rows)
     ax = fig.add_subplot()
     y = np.arange(len(results.labels))
     left = np.zeros(len(y))
     rows = []
-    for k, e in enumerate(ENDPOINTS):
+    for e in ENDPOINTS:
         v = counts[e].to_numpy()
-        ax.barh(y, v, left=left, color=GREYS[k], hatch=HATCHES[k], edgecolor="black",
-                linewidth=0.6, label=ENDPOINT_LABELS[e])
+        ax.barh(y, v, left=left, height=0.7, color=ENDPOINT_FACE[e], hatch=ENDPOINT_HATCH[e],
+                edgecolor="black", linewidth=0.5, label=ENDPOINT_LABELS[e])
         for p, c, l0 in zip(results.labels, v, left):
             rows.append({"planner": p, "endpoint": e, "tasks": int(c), "left": int(l0)})
         left += v
     ax.set_yticks(y, results.labels)
-    ax.invert_yaxis()
+    ax.set_ylim(len(y) - 0.5 + 0.15, -0.5 - 0.15)  # top-down, with air above and below
+    ax.set_xlim(0, 1.04 * max(float(left.max()), 1.0))  # longest bar stops short of the edge
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
     ax.set_xlabel("tasks (count)")
     ax.set_ylabel("planner")
-    ax.set_title("Task endpoints per planner (planner suite)")
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=2, fontsize=8,
-              frameon=False)
+    fig.legend(loc="outside lower center", ncol=ncol, frameon=False, handlelength=2.2,
+               handleheight=1.1, columnspacing=1.0)
     return FigureOutput(name="fig05_endpoints", title="Task endpoints per planner",
                         paper_ref="paper Figure 2", figure=fig, data=pd.DataFrame(rows),
-                        notes="Stacked counts of mutually exclusive endpoints; data: count "
-                              "and bar start per planner and endpoint.")
+                        notes="Stacked counts of mutually exclusive endpoints on the planner "
+                              "suite (one hatch pattern per endpoint); data: count and bar "
+                              "start per planner and endpoint. " + runs_note(results))
 
 
 def tier_results(export, results) -> Table:
@@ -144,4 +163,5 @@ def tier_results(export, results) -> Table:
         notes=("Terminal tasks are scored on the world state at the task's end, event tasks "
                "on accepted events within the task; the tiers are different contract "
                "interpretations, not a difficulty scale. Success on terminal tasks is "
-               "Strict-TSR. " + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE))
+               "Strict-TSR. " + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE
+               + " " + runs_note(results)))
