@@ -37,7 +37,7 @@ MEMORY_PER_KITCHEN = 4
 PLANNER_PER_EPISODE = {"terminal": 3, "event": 3}
 MEMORY_PER_EPISODE = 3
 STRESS_TASKS = 12
-SQUASH = ("P02-20240209-194141", ["in", "squash", "glass"])
+SQUASH = ("P02-20240209-194141", ["in", "squash", "glass_2"])
 
 FILES = {"cohort/rules.json": "rules", "cohort/scenes.jsonl": "scene",
          "cohort/episodes.jsonl.gz": "episode", "cohort/tasks.jsonl": "task",
@@ -134,14 +134,18 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     op_counts = Counter()
     per_ep = {}
     dropped_of: dict[str, list[dict]] = {}
+    checks_of: dict[str, list[dict]] = {}
     for n, eid in enumerate(episode_ids, 1):
         progress(f"episode {n}/{len(episode_ids)} {eid}")
         s = eid[:3]
         world = build_world(eid, s, [eid], fixtures_of[s], counter_of[s], assocs, answers, itins,
                             recipes, nouns, vocab)
-        groups, builder, adds, op_group = build_groups(world, recipes, activities, sim)
+        groups, builder, grounding, op_group = build_groups(world, recipes, activities, sim)
         grecs = group_records(world, groups)
-        dropped_of[eid] = builder.out.dropped
+        dropped_of[eid] = sorted(grounding.dropped + builder.out.dropped,
+                                 key=lambda d: (d["time"] if d["time"] is not None else -1.0,
+                                                d["kind"], d["what"], d["reason"]))
+        checks_of[eid] = grounding.checks
         facts = sorted(world.facts)
         objects = world.objects
         init = frozenset(world.facts)
@@ -161,7 +165,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
             "anchors": {k: sorted(v) for k, v in sorted(anchors.items())},
             "groups": grecs,
         })
-        cands = candidate_tasks(eid, world, groups, grecs, builder, adds, op_group, recipes)
+        cands = candidate_tasks(eid, world, groups, grecs, builder, grounding, op_group, recipes)
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
@@ -236,7 +240,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
                         "README; per episode up to 3 terminal and 3 event tasks that pass admission")},
     ]
     rejected.sort(key=lambda r: r["task_id"])
-    dropped = dropped_records(quirks, dropped_of, used_eps)
+    dropped = dropped_records(quirks, dropped_of, used_eps, checks_of)
     rules = vocab.rules
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
@@ -316,7 +320,8 @@ def executor_crosscheck(episodes) -> list[dict]:
                        f"episodes accepted by analysis.executor; failing episodes: {bad_eps}"}]
 
 
-def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str]) -> list[dict]:
+def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str],
+                    checks_of: dict | None = None) -> list[dict]:
     """``cohort/dropped.jsonl``: every source event that produced no accepted operation.
 
     Kind ``source``: rows/events the readers discard (a quirk string ``"<where>: <why>;
@@ -330,4 +335,9 @@ def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str])
     for eid in episode_ids:
         for n, d in enumerate(dropped_of[eid]):
             out.append({"event_id": f"{eid}/d{n:03d}", "episode_id": eid, **d})
+        # source checks: inconsistent labels found while grounding (not compiled)
+        for n, c in enumerate((checks_of or {}).get(eid, [])):
+            out.append({"event_id": f"{eid}/s{n:03d}", "episode_id": eid, "kind": "source",
+                        "what": c["what"], "reason": f"source check {c['check']}: {c['reason']}",
+                        "time": c["time"], "refs": c["refs"]})
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .grounding import CONTAINER_WORDS, words
 from .normalise import canonical_object, fixture_id
 from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
 from .vocabulary import Vocabulary
@@ -47,6 +48,7 @@ class EpisodeWorld:
     names: dict = field(default_factory=dict)   # entity -> raw names (for step-text matching)
     fixture_ids: frozenset = frozenset()
     notes: list[str] = field(default_factory=list)
+    assocs_unnamed: list = field(default_factory=list)   # "Track N" associations (not compiled)
 
 
 def _link_answers(video: str, assocs: list[Association], answers: list[LocationAnswer],
@@ -121,13 +123,25 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                 stem = co.stem
             else:
                 stem = co.stem
+                ws = words(a.name)
+                if len(ws) > 1 and ws[-1] in CONTAINER_WORDS:
+                    # "milk bottle", "tomato tin": the container of a named content, kept
+                    # apart from other bottles; a substance content sits inside it.
+                    stem = "_".join(ws)
+                    c_leaf, _ = vocab.item_type(ws[-1], None, None)
+                    leaf = c_leaf if vocab.is_a(c_leaf, "container") else "other_sealable"
+                    m_leaf, _ = vocab.item_type(ws[-2], None, None)
+                    if vocab.is_a(m_leaf, "substance"):
+                        content = ws[-2]
             ent = new_id(stem)
             objects[ent] = leaf
             names[ent] = [a.name.lower()]
             if content:
                 if content not in objects:
                     objects[content] = vocab.item_type(content, None, None)[0]
-                facts[("in", content, ent)] = observed(association=a.assoc_id, video=video)
+                facts[("in", content, ent)] = observed(file="assoc_info.json", association=a.assoc_id,
+                                                       video=video, name=a.name,
+                                                       how="the track's name names its content")
                 substances.setdefault(content, ent)
             # initial location: observed (first track's take answer, or itinerary) else curated
             first = a.tracks[0]
@@ -135,11 +149,13 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             loc, prov = None, None
             if "src" in link and fixture_id(link["src"][0]) in fixture_ids:
                 loc = fixture_id(link["src"][0])
-                prov = observed(vqa=link["src"][1], association=a.assoc_id, track=first.track_id,
+                prov = observed(file="3d_perception_object_location.json", id=link["src"][1],
+                                time=first.end, vqa=link["src"][1], association=a.assoc_id, track=first.track_id,
                                 video=video, start=first.start, end=first.end)
             elif a.assoc_id in initial and fixture_id(initial[a.assoc_id][0]) in fixture_ids:
                 loc = fixture_id(initial[a.assoc_id][0])
-                prov = observed(vqa=initial[a.assoc_id][1], association=a.assoc_id, video=video)
+                prov = observed(file="object_motion_object_movement_itinerary.json", id=initial[a.assoc_id][1],
+                                vqa=initial[a.assoc_id][1], association=a.assoc_id, video=video)
             if loc is None:
                 loc, rule2 = default_location(leaf, fixtures, work_counter, vocab)
                 prov = curated(rule2)
@@ -154,46 +170,12 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                 tracks.append(info)
     tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
 
-    # ingredients of the captures filmed in this episode
-    ingredient_entities: dict[str, str] = {}
-    for rid in sorted(recipes):
-        for cap in recipes[rid].captures:
-            if not set(cap.videos) & set(videos):
-                continue
-            for iid, name in sorted(cap.ingredients.items()):
-                if not any(e.ingredient_id == iid and e.kind == "add" for e in cap.events):
-                    continue
-                co = canonical_object(name, nouns, overrides)
-                base = re.sub(r"\d+$", "", co.stem)
-                leaf, rule = vocab.item_type(base, co.class_key, co.category)
-                if vocab.is_a(leaf, "substance"):
-                    if base not in objects:
-                        objects[base] = leaf
-                    if base not in substances:
-                        src = new_id(f"{base}_source")
-                        objects[src] = "other_sealable"
-                        loc, rule2 = default_location("other_sealable", fixtures, work_counter, vocab)
-                        facts[("at", src, loc)] = curated(rule2)
-                        facts[("in", base, src)] = curated("ingredient_source_container")
-                        substances[base] = src
-                    ingredient_entities[iid] = base
-                else:
-                    existing = [e for e in sorted(objects) if re.sub(r"(_\d+)?$", "", e) == base
-                                and objects[e] == leaf]
-                    if existing:
-                        ingredient_entities[iid] = existing[0]
-                    else:
-                        ent = new_id(base)
-                        objects[ent] = leaf
-                        loc, rule2 = default_location(leaf, fixtures, work_counter, vocab)
-                        facts[("at", ent, loc)] = curated(rule2)
-                        ingredient_entities[iid] = ent
-                    names.setdefault(ingredient_entities[iid], []).append(name.lower())
     facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
     facts[("hand-empty",)] = curated("agent_starts_hand_empty")
+    unnamed = [a for v in videos for a in assocs.get(v, []) if a.unnamed and a.tracks]
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
-                        tracks, work_counter, ingredient_entities, dict(sorted(substances.items())),
-                        names, frozenset(fixture_ids), notes)
+                        tracks, work_counter, {}, dict(sorted(substances.items())),
+                        names, frozenset(fixture_ids), notes, unnamed)
 
 
 def default_location(leaf: str, fixtures: list[dict], work_counter: str, vocab: Vocabulary):
