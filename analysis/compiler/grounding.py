@@ -156,6 +156,17 @@ def key_verb(text: str) -> str | None:
     return best[1] if best else None
 
 
+def all_verbs(text: str) -> list[str]:
+    """Every verb key of the step text, in the order the text names them."""
+    low = " " + re.sub(r"[^a-z ]+", " ", text.lower()) + " "
+    found = {}
+    for forms, key in _VERBS:
+        for f in forms:
+            for m in re.finditer(rf" {f}(?:s|es|ed|ing)? ", low):
+                found[key] = min(found.get(key, m.start()), m.start())
+    return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
 def target_phrases(text: str) -> list[list[str]]:
     """Content words of each prepositional target phrase of a step text, in order."""
     out = []
@@ -174,6 +185,7 @@ class Grounder:
         self.out = Grounding()
         self.windows = step_windows(world, recipes)
         self.tokens = {e: set(words(" ".join(n))) for e, n in world.names.items()}
+        self.name_words = {e: [words(x) for x in n] for e, n in world.names.items()}
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
             self.tracks_of.setdefault(tr.entity, []).append(tr)
@@ -262,10 +274,20 @@ class Grounder:
     def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
         out = []
         for tr in self.overlapping(t0, t1):
-            toks = self.tokens.get(tr.entity, set())
-            if ing_words & toks - CONTAINER_WORDS:
+            if any(self.names_ingredient(ws, ing_words) for ws in self.name_words.get(tr.entity, [])):
                 out.append(tr)
         return out
+
+    @staticmethod
+    def names_ingredient(ws: list, ing_words: set) -> bool:
+        """A track name names an ingredient when its head noun is one of the ingredient's
+        words ("garlic", "bottle of squash"), or when its head is a container word and
+        it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
+        if not ws:
+            return False
+        if ws[-1] in ing_words:
+            return True
+        return ws[-1] in CONTAINER_WORDS and bool(set(ws[:-1]) & ing_words)
 
     def ground_add(self, rid, cap, ev, matches, refs):
         t0, t1 = ev.span.start, ev.span.end
@@ -285,6 +307,10 @@ class Grounder:
                                         "time": t0, "refs": refs})
             return
         ents = sorted({tr.entity for tr in mine})
+        if len(ents) > 1:
+            strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+            if len({tr.entity for tr in strict}) == 1:
+                mine, ents = strict, [strict[0].entity]
         if len(ents) > 1:
             self.drop("add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
             return
@@ -370,24 +396,34 @@ class Grounder:
 
     # ----------------------------------------------------------------- steps
     def ground_steps(self, add_steps: set):
+        """Each timed step segment: the first verb of the step text (in text order) whose
+        objects the tracks held in the segment bind; the add event itself when the step
+        has one."""
         for win in self.windows:
             what = f"step {win.step} at {win.start:.1f}s"
             refs = {"file": "complete_recipes.json", "recipe": win.recipe, "step": win.step,
                     "video": win.video, "start": win.start, "end": win.end}
-            verb = key_verb(title_of(win.text)) or key_verb(win.text)
-            if verb is None:
+            if (win.recipe, win.step, win.video, win.start) in add_steps:
+                continue       # the add event itself is the step's key action
+            verbs = all_verbs(win.text)
+            if not verbs:
                 self.drop("cue", what, "no key verb the rules compile in the step text", win.start, **refs)
                 continue
-            if verb == "add":
-                if (win.recipe, win.step, win.video, win.start) in add_steps:
-                    continue       # the add event itself is the step's key action
-                self.step_transfer(win, what, refs)
-                continue
-            handler = getattr(self, f"step_{verb}", None)
-            if handler is None:
-                self.drop("cue", what, f"verb '{verb}' has no binding rule", win.start, **refs)
-                continue
-            handler(win, what, refs)
+            reasons = []
+            for verb in verbs:
+                handler = getattr(self, f"step_{'transfer' if verb == 'add' else verb}", None)
+                if handler is None:
+                    reasons.append(f"{verb}: no binding rule")
+                    continue
+                n_drop, n_plan = len(self.out.dropped), len(self.out.planned)
+                handler(win, what, refs)
+                if len(self.out.planned) > n_plan:
+                    del self.out.dropped[n_drop:]
+                    break
+                reasons += [f"{verb}: {d['reason']}" for d in self.out.dropped[n_drop:]]
+                del self.out.dropped[n_drop:]
+            else:
+                self.drop("cue", what, "; ".join(reasons), win.start, **refs)
 
     def tracks_in(self, win, pred):
         return [tr for tr in self.overlapping(win.win_start, win.end) if pred(tr.entity)]
@@ -566,66 +602,64 @@ class Grounder:
                        refs, t=max(win.start, trs[-1].end + 0.01) if trs[-1].end < win.end else win.end)
 
     def step_transfer(self, win, what, refs):
-        """A pour/add step without an add event: the substance named is poured from the
-        tracked container that holds it (decided at emission time from the simulated
-        contents) into the vessel the text names."""
-        cands = [tr for tr in self.overlapping(win.start, win.end, 0.0)
-                 if self.is_a(tr.entity, "container") and tr.entity]
-        ents = sorted({x.entity for x in cands})
-        if not ents:
-            self.drop("cue", what, "add/pour step without add event: no container held during the step",
+        """An add/put/pour step without an add event. A container held during the step
+        that holds a substance the text names (its name names it, or an earlier grounded
+        pour filled it) is poured into the vessel the text names; else the one item held
+        during the step whose name the text names is added / put / inserted into it."""
+        held = self.overlapping(win.start, win.end, 0.0)
+        named = set(words(win.text))
+        holds = {}
+        for q in self.out.planned:
+            if q.action == "pour" and q.time < win.start and set(words(q.roles["s"])) & named:
+                holds.setdefault(q.roles["dst"], (q.roles["s"], q))
+        for (pred, *xs) in sorted(set(self.out.facts) | set(self.w.facts)):
+            if pred == "in" and len(xs) == 2 and set(words(xs[0])) & named:
+                holds.setdefault(xs[1], (xs[0], None))
+        srcs = sorted({tr.entity for tr in held if tr.entity in holds and self.is_a(tr.entity, "container")})
+        if len(srcs) > 1:
+            self.drop("cue", what, f"{len(srcs)} held containers hold a substance the text names {srcs}",
                       win.start, **refs)
             return
-        self.out.planned.append(Planned("step", round(win.start, 3), "transfer?", {"cands": ents},
-                                        {"cands": [self.track_ref(tr) for tr in cands]}, refs, step=win,
-                                        title=title_of(win.text), what=what))
-
-    def resolve_transfers(self):
-        """Bind each add/pour step without an add event: the source is the one container
-        held during the step that holds a substance the text names (a planned pour put it
-        there, or the container's own name names it); the target the one other vessel."""
-        keep = []
-        for p in self.out.planned:
-            if p.action != "transfer?":
-                keep.append(p)
-                continue
-            win, refs, what = p.step, p.refs, p.what
-            named = set(words(win.text))
-            holds = {}        # container -> (substance, evidence)
-            for q in self.out.planned:
-                if q.action == "pour" and q.time < win.start and set(words(q.roles["s"])) & named:
-                    holds.setdefault(q.roles["dst"], (q.roles["s"], q.evidence["dst"], q))
-            for (pred, sub, cont), prov in sorted(self.out.facts.items()):
-                if pred == "in" and set(words(sub)) & named:
-                    holds.setdefault(cont, (sub, prov["refs"], None))
-            srcs = [c for c in p.roles["cands"] if c in holds]
-            if len(srcs) != 1:
-                self.drop("cue", what, f"pour step without add event: {len(srcs)} held containers hold "
-                          f"a substance the text names {srcs}", win.start, **refs)
-                continue
+        if len(srcs) == 1:
             src = srcs[0]
-            tgts = [c for c in p.roles["cands"] if c != src and self.target_ok(c)]
-            if len(tgts) != 1:
-                self.drop("cue", what, f"pour step without add event: {len(tgts)} other vessels held "
-                          f"during the step {tgts}", win.start, **refs)
-                continue
-            sub, sev, q = holds[src]
-            src_tr = sorted((tr for tr in self.overlapping(win.start, win.end, 0.0) if tr.entity == src),
-                            key=lambda x: (x.start, x.track_id))[0]
-            tgt_tr = sorted((tr for tr in self.overlapping(win.start, win.end, 0.0) if tr.entity == tgts[0]),
-                            key=lambda x: (x.start, x.track_id))[0]
-            s_ev = {"how": f"{sub} was poured into {src} by the earlier add", **(q.refs if q else sev)} \
-                if q else {"how": "the container's name names the substance", **sev}
+            sub, q = holds[src]
+            src_tr = sorted((tr for tr in held if tr.entity == src), key=lambda x: (x.start, x.track_id))[0]
+            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {src})
+            if target is None:
+                self.drop("cue", what, f"pour target not decided: {why}", win.start, **refs)
+                return
+            s_ev = ({"how": f"{sub} was poured into {src} by the earlier grounded add", **q.refs} if q else
+                    {"how": f"{src}'s track name names {sub}", **self.track_ref(src_tr)})
             t = min(max(win.start, src_tr.start + 0.01), src_tr.end - 0.01)
-            keep.append(Planned("step", round(t, 3), "pour", {"s": sub, "src": src, "dst": tgts[0]},
-                                {"s": s_ev,
-                                 "src": {"how": "container holding the substance, held during the step",
-                                         **self.track_ref(src_tr)},
-                                 "dst": {"how": "the other vessel handled during the step",
-                                         **self.track_ref(tgt_tr)}},
-                                refs, hold=src, hold_track=src_tr.track_id, step=win,
-                                title=p.title, what=what))
-        self.out.planned = keep
+            self.out.planned.append(Planned(
+                "step", round(t, 3), "pour", {"s": sub, "src": src, "dst": target},
+                {"s": s_ev, "src": {"how": "container holding the substance, held during the step",
+                                    **self.track_ref(src_tr)}, "dst": tev},
+                refs, hold=src, hold_track=src_tr.track_id, step=win, title=title_of(win.text), what=what))
+            return
+        heads = {ph[-1] for ph in target_phrases(win.text)}
+        items = sorted({tr.entity for tr in held if (self.is_a(tr.entity, "food") or self.is_a(tr.entity, "supply"))
+                        and (self.tokens.get(tr.entity, set()) & named) - heads})
+        if len(items) != 1:
+            self.drop("cue", what, f"{len(items)} held foods/supplies named by the text {items}",
+                      win.start, **refs)
+            return
+        ent = items[0]
+        tr = sorted((x for x in held if x.entity == ent), key=lambda x: (x.start, x.track_id))[0]
+        fx = self.fixture_named(win.text) if self.is_a(ent, "supply") else None
+        if fx is not None:
+            action, target, tev = "insert", fx, {"how": "step text names the appliance", **refs}
+        else:
+            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ent})
+            if target is None:
+                self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
+                return
+            action = "add_ingredient" if self.is_a(ent, "food") else "put_in_container"
+        t = min(max(win.start, tr.start + 0.01), tr.end - 0.01)
+        self.out.planned.append(Planned(
+            "step", round(t, 3), action, {"o": ent, "c": target},
+            {"o": {"how": "item the step text names, held during the step", **self.track_ref(tr)}, "c": tev},
+            refs, hold=ent, hold_track=tr.track_id, step=win, title=title_of(win.text), what=what))
 
     def step_sprinkle(self, win, what, refs):
         self.drop("cue", what, "sprinkle: no binding rule for the seasoning source", win.start, **refs)
@@ -701,7 +735,6 @@ def ground(world, recipes, vocab) -> Grounding:
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}
     g.ground_steps(add_steps)
-    g.resolve_transfers()
     for a in world.assocs_unnamed:
         for t in a.tracks:
             g.drop("track", f"track {t.track_id} ({a.raw_name})", "unnamed track (annotators gave no object name)",

@@ -72,27 +72,31 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim):
     b = build_operations(world, g, sim)
     segs = episode_segments(world, recipes)
     video = world.videos[0]
+    # every operation of one source event (with its navigation and open/close steps)
+    # gets the segment of the event's own operation: the planned one, else the track's
+    events: dict[int, list] = {}
     for op in b.out.ops:
-        p = op.planned
+        events.setdefault(op.event, []).append(op)
+    for n in sorted(events):
+        ops = events[n]
+        main = next((o for o in ops if o.planned is not None), None) or next(
+            (o for o in ops if any(a["refs"].get("file") == "assoc_info.json"
+                                   for a in o.provenance["refs"].get("args", []))), ops[-1])
+        p = main.planned
         if p is not None and p.step is not None:
             w = p.step
-            op.segment = Segment("step", f"step:{w.step}:{w.start}", w.recipe, [w.step], w.video,
-                                 w.start, w.end, w.text)
-            continue
-        seg = segment_at(segs, video, op.time)
+            seg = Segment("step", f"step:{w.step}:{w.start}", w.recipe, [w.step], w.video,
+                          w.start, w.end, w.text)
+        else:
+            seg = segment_at(segs, video, main.time)
         if seg is None:
-            track = next((a["refs"]["id"] for a in op.provenance["refs"].get("args", [])
-                          if a["source"] == "observed" and a["refs"].get("file") == "assoc_info.json"), None)
-            label = activity_at(activities, video, op.time) or "Unannotated activity"
-            seg = Segment("track", f"track:{track or op.time}", None, [], video, op.time, op.time,
+            track = next((a["refs"]["id"] for a in main.provenance["refs"].get("args", [])
+                          if a["refs"].get("file") == "assoc_info.json"), None)
+            label = activity_at(activities, video, main.time) or "Unannotated activity"
+            seg = Segment("track", f"track:{track or main.time}", None, [], video, main.time, main.time,
                           f"{label}: handle and put away items")
-        op.segment = seg
-    # navigation/open steps belong to the event they prepare: give them the next op's segment
-    for i in range(len(b.out.ops) - 2, -1, -1):
-        op = b.out.ops[i]
-        if op.provenance["source"] == "curated" and op.action["type"] in (
-                "navigate", "open_storage", "open_appliance"):
-            op.segment = b.out.ops[i + 1].segment
+        for o in ops:
+            o.segment = seg
     groups, cur = [], None
     op_group = []
     for op in b.out.ops:

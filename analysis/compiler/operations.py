@@ -64,6 +64,7 @@ class Op:
     provenance: dict
     segment: object = None
     planned: Planned | None = None
+    event: int = -1            # index of the source event the operation belongs to
 
 
 @dataclass
@@ -72,19 +73,43 @@ class OpStream:
     dropped: list[dict] = field(default_factory=list)
 
 
-def select_tracks(tracks, needed: set) -> tuple[list, list[tuple]]:
-    """``(selected, [(track, blocking track), ...])`` under the one-hand model."""
-    order = sorted(tracks, key=lambda t: (t.track_id not in needed, t.start, t.end, t.entity, t.track_id))
-    chosen = []
-    blocked = []
-    for tr in order:
-        clash = next((c for c in chosen if tr.start < c.end - OVERLAP_EPS and c.start < tr.end - OVERLAP_EPS), None)
+def select_tracks(tracks, needed: set) -> tuple[list, list[tuple], dict]:
+    """``(selected, [(track, blocking track), ...], pick_time)`` under the one-hand model.
+
+    Tracks a grounded event needs keep their whole interval. Every other track is held
+    from the latest moment the hand is free inside its interval up to its own end, where
+    its put-down is observed: its pick-up moves later within the track (``pick_time``),
+    never outside it. A track whose end falls while another selected track is held (it
+    is nested in that track, i.e. held in the other hand) is dropped."""
+    busy = sorted(((t.start, t.end, t) for t in tracks if t.track_id in needed),
+                  key=lambda x: (x[0], x[1], x[2].track_id))
+    chosen, blocked, pick = [], [], {}
+    for s0, e0, t in busy:
+        clash = next((c for c in chosen if s0 < c.end - OVERLAP_EPS and c.start < e0 - OVERLAP_EPS), None)
         if clash is None:
-            chosen.append(tr)
+            chosen.append(t)
+            pick[t.track_id] = t.start
         else:
-            blocked.append((tr, clash))
-    chosen.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
-    return chosen, blocked
+            blocked.append((t, clash))
+    held = [(pick[c.track_id], c.end, c) for c in chosen]
+    for t in sorted((t for t in tracks if t.track_id not in needed),
+                    key=lambda t: (t.start, t.end, t.entity, t.track_id)):
+        cover = next((h for h in held if h[0] - OVERLAP_EPS < t.end <= h[1] + OVERLAP_EPS), None)
+        if cover is not None:
+            blocked.append((t, cover[2]))
+            continue
+        # every selected interval overlapping this one ends before its end (no cover):
+        # the hand is free after the last of them
+        lasts = [h for h in held if h[0] < t.end and h[1] > t.start - OVERLAP_EPS]
+        free = max([t.start] + [h[1] + 0.001 for h in lasts])
+        if free >= t.end - OVERLAP_EPS:
+            blocked.append((t, max(lasts, key=lambda h: (h[1], h[2].track_id))[2] if lasts else None))
+            continue
+        chosen.append(t)
+        pick[t.track_id] = round(free, 3)
+        held.append((pick[t.track_id], t.end, t))
+    chosen.sort(key=lambda t: (pick[t.track_id], t.end, t.entity, t.track_id))
+    return chosen, blocked, pick
 
 
 class OpBuilder:
@@ -100,6 +125,7 @@ class OpBuilder:
             if a[0] in ("at", "in") and a[1] in self.objects:
                 self.place[a[1]] = p
         self.now = 0.0
+        self.event = -1
 
     # ----------------------------------------------------------------- helpers
     def _try(self, t: float, typ: str, args: list[str], argprov: list[dict], planned=None,
@@ -114,7 +140,8 @@ class OpBuilder:
         refs = {"time": round(t, 3), "args": argprov}
         if extra:
             refs.update(extra)
-        self.out.ops.append(Op(t, action, {"source": source, "refs": refs}, planned=planned))
+        self.out.ops.append(Op(t, action, {"source": source, "refs": refs}, planned=planned,
+                               event=self.event))
         return True
 
     def _curated_op(self, t, typ, args, rule) -> bool:
@@ -172,25 +199,29 @@ class OpBuilder:
         return cur(f"place_of_{ent}:{rule}")
 
     # ----------------------------------------------------------------- tracks
-    def pick(self, tr) -> bool:
+    def pick(self, tr, t: float) -> bool:
+        """Pick-up at ``t`` (the track's start, or later within the track when the hand
+        was busy before)."""
         ent = tr.entity
         f, cont = self.location(ent)
         if f is None:
             return False
-        if ("hand-empty",) not in self.facts or not self.goto(tr.start, f):
+        if ("hand-empty",) not in self.facts or not self.goto(t, f):
             return False
         op = track_prov(tr)
+        if t != tr.start:
+            op["refs"]["picked_at"] = t
         if cont and cont != f:
-            return self._try(tr.start, "take_out_of_container", [ent, cont, f],
+            return self._try(t, "take_out_of_container", [ent, cont, f],
                              [op, self.fixture_prov(cont, f), self.fixture_prov(cont, f)])
         typ = {"surface": "pick_up", "storage": "take_from_storage",
                "enclosed_appliance": "take_from_appliance",
                "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self.kind(f))
         if typ is None:
             return False
-        self.open_(tr.start, f)
-        ok = self._try(tr.start, typ, [ent, f], [op, self.fixture_prov(ent, f)])
-        self.close_(tr.start, f)
+        self.open_(t, f)
+        ok = self._try(t, typ, [ent, f], [op, self.fixture_prov(ent, f)])
+        self.close_(t, f)
         return ok
 
     def put(self, tr, dst: str, dprov: dict) -> bool:
@@ -323,12 +354,17 @@ class OpBuilder:
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     needed = {p.hold_track for p in grounding.planned if p.hold_track}
-    chosen, blocked = select_tracks(world.tracks, needed)
+    chosen, blocked, pick_time = select_tracks(world.tracks, needed)
     b = OpBuilder(world, sim)
     for tr, other in blocked:
+        if other is None:
+            b.drop("track", f"track {tr.track_id} ({tr.entity})", "track shorter than 0.05 s", tr.start,
+                   file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
+                   video=tr.assoc.video)
+            continue
         b.drop("track", f"track {tr.track_id} ({tr.entity})",
-               f"overlaps track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
-               "held at the same time (one-hand model)", tr.start, file="assoc_info.json",
+               f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
+               "is held (nested in it: the other hand; one-hand model)", tr.start, file="assoc_info.json",
                association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
     by_ent: dict[str, list] = {}
     for tr in world.tracks:
@@ -340,15 +376,16 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
                 next_src[x.track_id] = (y.src, y.src_ref, y.start)
     events = []
     for i, tr in enumerate(chosen):
-        events.append((round(tr.start, 3), 1, i, "pick", tr))
+        events.append((pick_time[tr.track_id], 1, i, "pick", tr))
         events.append((round(tr.end, 3), 0, i, "put", tr))
     for i, p in enumerate(grounding.planned):
         events.append((p.time, 2, i, "plan", p))
     events.sort(key=lambda e: (e[0], e[1], e[2]))
     picked = set()
-    for t, _, _, kind, x in events:
+    for n, (t, _, _, kind, x) in enumerate(events):
+        b.event = n
         if kind == "pick":
-            if b.pick(x):
+            if b.pick(x, t):
                 picked.add(x.track_id)
             else:
                 b.drop("track", f"track {x.track_id} ({x.entity})", "pick-up not executable", x.start,

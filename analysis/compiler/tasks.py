@@ -75,13 +75,16 @@ def candidate_tasks(episode_id: str, world, groups, group_recs, builder, groundi
         p = op.planned
         typ, args = op.action["type"], op.action["args"]
         gi = op_group[op_i]
-        if p is not None and p.kind == "add" and _observed(op):
+        if p is not None and p.kind == "add":
             ing, target = (args[0], args[2]) if typ in ("pour", "empty_into") else (args[0], args[1])
+            keep = [k for k, a in enumerate(args) if a in (ing, target) or (typ in ("pour", "empty_into") and k == 1)]
+            if any(_arg_refs(op)[k]["source"] != "observed" for k in keep):
+                continue
             out.append({
                 "key": ("add", op_i), "tier": "terminal", "first": _span_start(groups, gi), "last": gi,
                 "title": p.title,
                 "conditions": [{"id": "c1", "kind": "atom", "atom": ["in", ing, target]}],
-                "cprov": [_cond_prov(op)],
+                "cprov": [_cond_prov(op, [k for k in range(len(args)) if k not in keep])],
                 "provenance": {"source": "observed", "refs": dict(p.refs)},
             })
         elif p is not None and p.kind == "step":
