@@ -31,7 +31,9 @@ STOP = {"the", "a", "an", "of", "your", "some", "and", "with", "into", "in", "to
         "from", "at", "up", "out", "all", "each", "until", "about", "part", "top", "bottom"}
 CONTAINER_WORDS = {"bottle", "jar", "tin", "can", "carton", "packet", "pack", "bag", "box", "tub",
                    "container", "sachet", "grinder", "shaker", "pot", "jug", "punnet", "tube"}
-EXCLUDED_TARGETS = {"lid", "chopping_board"}          # never the target of an add or pour
+# never the target of an add, pour or stir: covers and boards are not vessels, a kettle
+# only ever holds water (filled at the tap, not by a recipe add)
+EXCLUDED_TARGETS = {"lid", "chopping_board", "kettle"}
 MARGIN = 0.5                                          # seconds of slack on time overlaps
 
 
@@ -186,6 +188,11 @@ class Grounder:
         self.windows = step_windows(world, recipes)
         self.tokens = {e: set(words(" ".join(n))) for e, n in world.names.items()}
         self.name_words = {e: [words(x) for x in n] for e, n in world.names.items()}
+        self.heads = {e: {ws[-1] for ws in wl if ws} | {re.sub(r"\d+$", "", e).rstrip("_").split("_")[-1]}
+                      for e, wl in self.name_words.items()}
+        nt = vocab.data["noun_types"]
+        self.vessel_heads = {w for w, leaf in nt.items() if ":" not in w and leaf not in EXCLUDED_TARGETS
+                             and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
             self.tracks_of.setdefault(tr.entity, []).append(tr)
@@ -195,9 +202,13 @@ class Grounder:
         return ent in self.w.objects and self.vocab.is_a(self.w.objects[ent], t)
 
     def target_ok(self, ent) -> bool:
+        """A vessel by its own name: its head noun is a vessel word of the curated
+        vocabulary (never a loose noun-class match: "heat diffuser" is not a blender)."""
         t = self.w.objects.get(ent)
-        return bool(t) and t not in EXCLUDED_TARGETS and (
-            self.vocab.is_a(t, "vessel") or self.vocab.is_a(t, "electric_container"))
+        if not t or t in EXCLUDED_TARGETS or not (
+                self.vocab.is_a(t, "vessel") or self.vocab.is_a(t, "electric_container")):
+            return False
+        return bool(self.heads.get(ent, set()) & self.vessel_heads)
 
     def overlapping(self, t0, t1, margin=MARGIN):
         return [tr for tr in self.w.tracks if overlaps(tr.start, tr.end, t0, t1, margin)]
@@ -222,7 +233,14 @@ class Grounder:
             head = phrase[-1]
             cands = [e for e in self.named_entities(head) if e not in exclude and self.target_ok(e)]
             if not cands:
+                if head in SUBSTANCE_WORDS:
+                    continue        # "into the coffee": the drink, its vessel is not named
+                if self.named_entities(head) or head in self.vessel_heads:
+                    return None, None, f"step text names '{head}', and no tracked vessel carries that name"
                 continue
+            # the instances that share most words with the phrase ("metal V60 filter")
+            best = max(len(set(phrase) & self.tokens[e]) for e in cands)
+            cands = [e for e in cands if len(set(phrase) & self.tokens[e]) == best]
             near = sorted({tr.entity for tr in self.overlapping(ws, we) if tr.entity in cands})
             if len(near) == 1:
                 tr = next(tr for tr in self.overlapping(ws, we) if tr.entity == near[0])
@@ -639,7 +657,7 @@ class Grounder:
             return
         heads = {ph[-1] for ph in target_phrases(win.text)}
         items = sorted({tr.entity for tr in held if (self.is_a(tr.entity, "food") or self.is_a(tr.entity, "supply"))
-                        and (self.tokens.get(tr.entity, set()) & named) - heads})
+                        and (self.heads.get(tr.entity, set()) & named) - heads})
         if len(items) != 1:
             self.drop("cue", what, f"{len(items)} held foods/supplies named by the text {items}",
                       win.start, **refs)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from .grounding import CONTAINER_WORDS, words
-from .normalise import canonical_object, fixture_id
+from .normalise import canonical_object, fixture_id, resolve_noun
 from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
 from .vocabulary import Vocabulary
 
@@ -108,37 +108,13 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
         for a in vassocs:
             if a.unnamed or not a.tracks:
                 continue
-            co = canonical_object(a.name, nouns, overrides)
-            base = re.sub(r"\d+$", "", co.stem)
-            leaf, rule = vocab.item_type(base, co.class_key, co.category)
-            content = None
-            if vocab.is_a(leaf, "substance"):
-                # a tracked "milk" is the milk's container; the substance sits inside it
-                content, stem, leaf = base, f"{co.stem}_container", "other_sealable"
-            elif co.rule == "container_of":
-                c_base = co.stem.rsplit("_", 1)[0]
-                c_leaf, _ = vocab.item_type(c_base, None, None)
-                if vocab.is_a(c_leaf, "substance"):
-                    content = c_base
-                stem = co.stem
-            else:
-                stem = co.stem
-                ws = words(a.name)
-                if len(ws) > 1 and ws[-1] in CONTAINER_WORDS:
-                    # "milk bottle", "tomato tin": the container of a named content, kept
-                    # apart from other bottles; a substance content sits inside it.
-                    stem = "_".join(ws)
-                    c_leaf, _ = vocab.item_type(ws[-1], None, None)
-                    leaf = c_leaf if vocab.is_a(c_leaf, "container") else "other_sealable"
-                    m_leaf, _ = vocab.item_type(ws[-2], None, None)
-                    if vocab.is_a(m_leaf, "substance"):
-                        content = ws[-2]
+            stem, leaf, content = track_entity(a.name, nouns, overrides, vocab)
             ent = new_id(stem)
             objects[ent] = leaf
             names[ent] = [a.name.lower()]
             if content:
                 if content not in objects:
-                    objects[content] = vocab.item_type(content, None, None)[0]
+                    objects[content] = vocab.data["noun_types"][content]
                 facts[("in", content, ent)] = observed(file="assoc_info.json", association=a.assoc_id,
                                                        video=video, name=a.name,
                                                        how="the track's name names its content")
@@ -176,6 +152,76 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
                         tracks, work_counter, {}, dict(sorted(substances.items())),
                         names, frozenset(fixture_ids), notes, unnamed)
+
+
+_PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
+
+
+def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[str, str, str | None]:
+    """``(stem, leaf type, content substance)`` of a tracked object from its own name.
+
+    The stem is the name's own content words ("pan lid" -> ``pan_lid``, "new glass" ->
+    ``glass``); the type comes from the name's head noun ("pan lid" is a lid, "bottle of
+    squash" a bottle holding squash, "piece of bread" bread), then from HD-EPIC's noun
+    classes for the head, then for the whole name.
+
+    >>> from analysis.compiler.readers import ClassTable
+    >>> v = Vocabulary.load()
+    >>> track_entity("pan lid", ClassTable({}, {}, {}), v.overrides, v)
+    ('pan_lid', 'lid', None)
+    >>> track_entity("bottle of squash", ClassTable({}, {}, {}), v.overrides, v)
+    ('squash_bottle', 'bottle', 'squash')
+    """
+    low = re.sub(r"\s+", " ", name.strip().lower())
+    m = re.match(r"^(.*?[a-z])\s*(\d+)$", low)
+    base, digits = (m.group(1), m.group(2)) if m else (low, "")
+    if base in overrides:
+        stem = overrides[base]
+        leaf, _ = vocab.item_type(stem, None, None)
+        return snake_id(stem + digits), leaf, None
+    of = re.match(r"^(.+?) of (.+)$", base)
+    content = None
+    if of:
+        left, right = words(of.group(1)), words(of.group(2))
+        if left and right and left[-1] in _PART_WORDS:
+            ws, head = right, right[-1]
+        elif left and right and left[-1] in CONTAINER_WORDS:
+            ws, head = right + [left[-1]], left[-1]
+            content = right[-1]
+        else:
+            ws = (left or []) + (right or [])
+            head = left[-1] if left else (right[-1] if right else "")
+    else:
+        ws = words(base)
+        head = ws[-1] if ws else ""
+        if len(ws) > 1 and head in CONTAINER_WORDS:
+            content = ws[-2]
+    if not ws:
+        ws, head = [re.sub(r"[^a-z0-9]+", "_", base).strip("_") or "object"], ""
+    nt = vocab.data["noun_types"]
+    if head in nt:
+        leaf = nt[head]
+    else:
+        key, _ = resolve_noun(head, nouns) if head else (None, "")
+        if key is not None:
+            leaf, _ = vocab.item_type(head, key, nouns.category.get(key))
+        else:
+            co = canonical_object(base, nouns, overrides)
+            leaf, _ = vocab.item_type(re.sub(r"\d+$", "", co.stem), co.class_key, co.category)
+    if head in CONTAINER_WORDS and len(ws) > 1 and not vocab.is_a(leaf, "sealable_container"):
+        leaf = "other_sealable"          # "mango pot", "coffee jug" hold a content: not a vessel
+    if vocab.is_a(leaf, "substance"):
+        # a tracked "oat milk" is the milk's container; the substance sits inside it
+        content, leaf, ws = head, "other_sealable", ws + ["container"]
+    if content is not None:
+        c_leaf = nt.get(content)
+        if not (c_leaf and vocab.is_a(c_leaf, "substance")):
+            content = None
+    return snake_id("_".join(ws) + digits), leaf, content
+
+
+def snake_id(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "object"
 
 
 def default_location(leaf: str, fixtures: list[dict], work_counter: str, vocab: Vocabulary):
