@@ -33,7 +33,7 @@ PLANNER_EPISODES = (
     "P05-20240426-085333", "P05-20240427-145526")
 MEMORY_FIXED = ("P01-20240202-110250", "P02-20240209-194141")
 MEMORY_KITCHENS = ("P04", "P06", "P07", "P08", "P09")
-MEMORY_PER_KITCHEN = 4
+MEMORY_PER_KITCHEN = 5
 PLANNER_PER_EPISODE = {"terminal": 99, "event": 99}
 MEMORY_PER_EPISODE = 99
 STRESS_TASKS = 12
@@ -76,18 +76,27 @@ def _progress(msg: str) -> None:
     print(f"[compile] {msg}", file=sys.stderr, flush=True)
 
 
-def memory_episodes(recipes, answers) -> list[str]:
-    """Per memory kitchen, the videos with the most add events (then VQA answers)."""
-    adds, vqa = Counter(), Counter(a.video for a in answers)
+def memory_candidates(recipes, answers) -> list[str]:
+    """Videos of the memory kitchens with any grounding evidence (an ingredient add event
+    or a VQA object-location answer); every one is compiled, and
+    :func:`memory_episodes` keeps those with the most admitted terminal tasks."""
+    vids = {a.video for a in answers}
     for r in recipes.values():
         for cap in r.captures:
             for e in cap.events:
                 if e.kind == "add":
-                    adds[e.span.video] += 1
+                    vids.add(e.span.video)
+    return sorted(v for v in vids if v[:3] in MEMORY_KITCHENS)
+
+
+def memory_episodes(candidates: list[str], n_terminal: dict) -> list[str]:
+    """The Nespresso and Squash episodes, then per memory kitchen the
+    ``MEMORY_PER_KITCHEN`` candidate videos with the most admitted terminal tasks (ties by
+    video ID); videos without any admitted terminal task are never chosen."""
     out = list(MEMORY_FIXED)
     for k in MEMORY_KITCHENS:
-        vids = sorted({v for v in set(adds) | set(vqa) if v.startswith(k + "-")},
-                      key=lambda v: (-adds[v], -vqa[v], v))
+        vids = sorted((v for v in candidates if v.startswith(k + "-") and n_terminal.get(v, 0) > 0),
+                      key=lambda v: (-n_terminal[v], v))
         out.extend(vids[:MEMORY_PER_KITCHEN])
     return out
 
@@ -117,8 +126,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     step_texts = {sid: txt for r in recipes.values() for sid, txt in r.steps.items()}
     rep.source_quirks = quirks
 
-    mem_eps = memory_episodes(recipes, answers)
-    episode_ids = sorted(set(PLANNER_EPISODES) | set(mem_eps))
+    mem_cands = memory_candidates(recipes, answers)
+    episode_ids = sorted(set(PLANNER_EPISODES) | set(MEMORY_FIXED) | set(mem_cands))
     for vid in episode_ids:
         if vid not in known:
             raise R.SourceError(f"{source / R.DURATIONS}: episode video {vid} not listed")
@@ -181,6 +190,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         per_ep[eid] = (admitted, objects, init, grecs)
 
     # suites
+    mem_eps = memory_episodes(mem_cands, {e: sum(c["tier"] == "terminal" for c in per_ep[e][0])
+                                          for e in mem_cands})
     def pick(eid, limits):
         admitted = per_ep[eid][0]
         chosen = []

@@ -28,7 +28,8 @@ STOP = {"the", "a", "an", "of", "your", "some", "and", "with", "into", "in", "to
         "over", "for", "it", "its", "them", "new", "first", "second", "third", "fourth", "one",
         "two", "other", "another", "left", "right", "half", "small", "big", "large", "little",
         "fresh", "piece", "bit", "amount", "desired", "minimum", "little", "then", "this", "that",
-        "from", "at", "up", "out", "all", "each", "until", "about", "part", "top", "bottom"}
+        "from", "at", "up", "out", "all", "each", "until", "about", "part", "top", "bottom",
+        "empty", "clean", "dirty", "used", "full", "remaining"}
 CONTAINER_WORDS = {"bottle", "jar", "tin", "can", "carton", "packet", "pack", "bag", "box", "tub",
                    "container", "sachet", "grinder", "shaker", "pot", "jug", "punnet", "tube"}
 # never the target of an add, pour or stir: covers and boards are not vessels, a kettle
@@ -311,6 +312,17 @@ class Grounder:
         t0, t1 = ev.span.start, ev.span.end
         what = f"add {ev.ingredient_id} ({ev.name})"
         mine = self.ingredient_tracks(matches[ev.ingredient_id], t0, t1)
+        generic = False
+        if not mine:
+            # a container whose name names no content ("bottle") held during the whole add
+            # of a substance, and no other container held then: it is the add's source
+            held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")]
+            plain = [tr for tr in held if all(set(ws) <= CONTAINER_WORDS for ws in self.name_words.get(tr.entity, []))
+                     and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
+            leaf, _ = ingredient_type(ev.name, self.vocab)
+            if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
+                    and self.vocab.is_a(leaf, "substance")):
+                mine, generic = plain, True
         if not mine:
             others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
                              and self.ingredient_tracks(ws, t0, t1)})
@@ -357,7 +369,8 @@ class Grounder:
         container = bool(self.tokens.get(ent, set()) & CONTAINER_WORDS) or self.vocab.is_a(typ, "sealable_container") \
             or self.vocab.is_a(typ, "electric_container") or (self.vocab.is_a(typ, "vessel") and subst)
         ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
-        src_ev = {"how": "track named for the ingredient overlaps the add", **self.track_ref(tr)}
+        src_ev = {"how": ("the only container held during the whole add (its name names no content)"
+                          if generic else "track named for the ingredient overlaps the add"), **self.track_ref(tr)}
         if container:
             if not subst and not self.vocab.is_a(leaf, "food"):
                 self.drop("add", what, f"ingredient typed {leaf}", t0, **refs)
@@ -446,9 +459,17 @@ class Grounder:
     def tracks_in(self, win, pred):
         return [tr for tr in self.overlapping(win.win_start, win.end) if pred(tr.entity)]
 
-    def held_in(self, win, pred, what, refs, role):
-        """The one tracked object satisfying ``pred`` held during the step segment itself."""
-        trs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if pred(tr.entity)]
+    def held_in(self, win, pred, what, refs, role, vessel=False):
+        """The one tracked object satisfying ``pred`` held during the step segment itself
+        (for at least half of it, or a second). A vessel must carry the vessel noun the
+        step text names, when it names one ("Fill your glass": a glass, not a bowl)."""
+        need = min(1.0, 0.5 * (win.end - win.start))
+        trs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if pred(tr.entity)
+               and min(tr.end, win.end) - max(tr.start, win.start) >= need]
+        if vessel:
+            named = set(words(win.text)) & self.vessel_heads
+            if named:
+                trs = [tr for tr in trs if self.heads.get(tr.entity, set()) & named]
         ents = sorted({tr.entity for tr in trs})
         if len(ents) != 1:
             self.drop("cue", what, f"{role}: {len(ents)} candidate tracks in the step segment {ents}",
@@ -570,7 +591,7 @@ class Grounder:
         if "water" not in words(win.text):
             self.drop("cue", what, "fill: only filling with water from the tap is compiled", win.start, **refs)
             return
-        obj, tr = self.held_in(win, self.target_ok, what, refs, "vessel")
+        obj, tr = self.held_in(win, self.target_ok, what, refs, "vessel", vessel=True)
         if obj is None:
             return
         self.out.objects.setdefault("water", "water")

@@ -326,7 +326,9 @@ class OpBuilder:
             if a == "wash":
                 args, ap = [r["o"], k], [prov["o"], kp]
             else:
-                args, ap = [r["c"], "water", k], [prov["c"], cur("water_from_the_tap"), kp]
+                args, ap = [r["c"], "water", k], [prov["c"], obs(
+                    "complete_recipes.json", f"{p.refs.get('recipe')}/{p.refs.get('step')}", p.refs.get("start"),
+                    how="the step text names water (filled at the tap)"), kp]
         elif a in ("press_button", "turn_on"):
             if not self.goto(t, r["a"]):
                 return "navigation failed"
