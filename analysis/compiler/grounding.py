@@ -194,6 +194,7 @@ class Grounder:
         nt = vocab.data["noun_types"]
         self.vessel_heads = {w for w, leaf in nt.items() if ":" not in w and leaf not in EXCLUDED_TARGETS
                              and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+        self.step_targets: dict = {}       # (recipe, step) -> first evidenced add target
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
             self.tracks_of.setdefault(tr.entity, []).append(tr)
@@ -381,6 +382,7 @@ class Grounder:
                 **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
                 "how": "the track's name names the ingredient it holds"}})
             target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+            target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
             if target is None:
                 self.drop("add", what, f"target not decided: {why}", t0, **refs)
                 return
@@ -406,16 +408,32 @@ class Grounder:
                                             "recipe": rid, "step": win.step if win else None}, ""
             else:
                 target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+                target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
             if target is None:
                 self.drop("add", what, f"target not decided: {why}", t0, **refs)
                 return
             roles = {"o": ent, "c": target}
             evid = {"o": src_ev, "c": tev}
         t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
+        if win is not None and action != "insert":
+            self.step_targets.setdefault((rid, win.step), (roles.get("dst") or roles.get("c"),
+                                                          evid.get("dst") or evid.get("c"), t))
         self.out.planned.append(Planned(
             "add", round(t, 3), action, roles, evid,
             {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
             title=title_of(text) if text else f"Add {ev.name}", what=what))
+
+    def same_step_target(self, rid, win, target, tev, why, exclude):
+        """When the step text names no vessel and none is handled in the window, the
+        vessel an earlier add *of the same recipe step* was bound to by evidence: one step
+        text describes one target ("Add the tomatoes, mango chutney and salt")."""
+        if target is not None or win is None or not why.startswith("no vessel named"):
+            return target, tev
+        prev = self.step_targets.get((rid, win.step))
+        if prev is None or prev[0] in exclude:
+            return None, None
+        return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
+                                            f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
 
     def fixture_named(self, text: str) -> str | None:
         low = text.lower()
@@ -775,8 +793,10 @@ def ground(world, recipes, vocab) -> Grounding:
                  for p in g.out.planned if p.step is not None}
     g.ground_steps(add_steps)
     for a in world.assocs_unnamed:
+        why = ("unnamed track (annotators gave no object name)" if a.unnamed else
+               "vague name: the annotation does not say what the object is")
         for t in a.tracks:
-            g.drop("track", f"track {t.track_id} ({a.raw_name})", "unnamed track (annotators gave no object name)",
+            g.drop("track", f"track {t.track_id} ({a.raw_name})", why,
                    t.start, file="assoc_info.json", association=a.assoc_id, track=t.track_id, video=a.video)
     g.out.planned.sort(key=lambda p: (p.time, p.kind, p.action, p.what))
     return g.out

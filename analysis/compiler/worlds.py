@@ -106,7 +106,7 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
         vassocs = assocs.get(video, [])
         per_track, initial = _link_answers(video, vassocs, answers, itineraries)
         for a in vassocs:
-            if a.unnamed or not a.tracks:
+            if a.unnamed or not a.tracks or vague_name(a.name):
                 continue
             stem, leaf, content = track_entity(a.name, nouns, overrides, vocab)
             ent = new_id(stem)
@@ -148,10 +148,25 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
 
     facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
     facts[("hand-empty",)] = curated("agent_starts_hand_empty")
-    unnamed = [a for v in videos for a in assocs.get(v, []) if a.unnamed and a.tracks]
+    unnamed = [a for v in videos for a in assocs.get(v, [])
+               if a.tracks and (a.unnamed or vague_name(a.name))]
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
                         tracks, work_counter, {}, dict(sorted(substances.items())),
                         names, frozenset(fixture_ids), notes, unnamed)
+
+
+VAGUE_WORDS = {"something", "thing", "stuff", "clue", "object", "item"}
+
+
+def vague_name(name: str | None) -> bool:
+    """A name that does not say what the object is ("something", "no clue2", "red
+    thing"): such a track is not compiled, like an unnamed one.
+
+    >>> vague_name("no clue2"), vague_name("Small thing to throw"), vague_name("pan lid")
+    (True, True, False)
+    """
+    ws = set(re.findall(r"[a-z]+", (name or "").lower()))
+    return bool(name) and (bool(ws & VAGUE_WORDS) or ws == {"unknown"})
 
 
 _PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
