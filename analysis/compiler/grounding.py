@@ -127,7 +127,7 @@ def title_of(text: str) -> str:
 
 # ------------------------------------------------------------------ the text's own words
 _TARGET_RE = re.compile(r"\b(?:into|in|to|onto|on|over|inside)\s+(?:the\s+|your\s+|a\s+|an\s+|each\s+)?"
-                        r"([a-z][a-z ]*)")
+                        r"([a-z][a-z0-9 ]*)")
 _VERBS = [  # (surface forms, verb key); the first verb in the step's title decides
     (("stir", "mix", "combine", "fold"), "stir"),
     (("whisk", "beat"), "whisk"),
@@ -172,12 +172,32 @@ def all_verbs(text: str) -> list[str]:
 
 def target_phrases(text: str) -> list[list[str]]:
     """Content words of each prepositional target phrase of a step text, in order."""
+    return [p for group in target_groups(text) for p in group]
+
+
+def target_groups(text: str) -> list[list[list[str]]]:
+    """Like :func:`target_phrases`, with alternatives kept together: "in a shallow
+    saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``."""
     out = []
     for m in _TARGET_RE.finditer(text.lower()):
-        ws = words(m.group(1))[:3]
-        if ws:
-            out.append(ws)
+        group, kept = [], []
+        for w in m.group(1).split() + ["."]:
+            if w == "or" or w in _PHRASE_END or w == ".":
+                ws = words(" ".join(kept))[-3:]
+                if ws:
+                    group.append(ws)
+                kept = []
+                if w != "or":
+                    break   # the noun phrase ends at the next conjunction or preposition
+                continue
+            kept.append(w)
+        if group:
+            out.append(group)
     return out
+
+
+_PHRASE_END = {"and", "then", "with", "until", "for", "to", "in", "on", "over", "into", "onto",
+               "while", "before", "after", "so", "or", "it", "them", "from", "at", "by", "of"}
 
 
 class Grounder:
@@ -231,30 +251,36 @@ class Grounder:
         """The vessel the step text names (or the only vessel handled in the window)."""
         ws, we = (win.win_start, win.end) if win else (t0, t1)
         ws, we = min(ws, t0), max(we, t1)
-        for phrase in target_phrases(text):
-            head = phrase[-1]
-            cands = [e for e in self.named_entities(head) if e not in exclude and self.target_ok(e)]
+        for group in target_groups(text):
+            heads, cands = [], []
+            for phrase in group:
+                head = phrase[-1]
+                mine = [e for e in self.named_entities(head) if e not in exclude and self.target_ok(e)]
+                if mine:
+                    # the instances that share most words with the phrase ("metal V60 filter")
+                    best = max(len(set(phrase) & self.tokens[e]) for e in mine)
+                    cands += [e for e in mine if len(set(phrase) & self.tokens[e]) == best]
+                    heads.append(head)
+                elif head not in SUBSTANCE_WORDS and (self.named_entities(head) or head in self.vessel_heads):
+                    heads.append(head)     # a named vessel that is not tracked: no fallback
+            if not heads:
+                continue            # "into the coffee": the drink, its vessel is not named
+            named = "' or '".join(heads)
+            cands = sorted(set(cands))
             if not cands:
-                if head in SUBSTANCE_WORDS:
-                    continue        # "into the coffee": the drink, its vessel is not named
-                if self.named_entities(head) or head in self.vessel_heads:
-                    return None, None, f"step text names '{head}', and no tracked vessel carries that name"
-                continue
-            # the instances that share most words with the phrase ("metal V60 filter")
-            best = max(len(set(phrase) & self.tokens[e]) for e in cands)
-            cands = [e for e in cands if len(set(phrase) & self.tokens[e]) == best]
+                return None, None, f"step text names '{named}', and no tracked vessel carries that name"
             near = sorted({tr.entity for tr in self.overlapping(ws, we) if tr.entity in cands})
             if len(near) == 1:
                 tr = next(tr for tr in self.overlapping(ws, we) if tr.entity == near[0])
-                return near[0], {"how": f"step text names '{head}'; the only such track in the step window",
+                return near[0], {"how": f"step text names '{named}'; the only such track in the step window",
                                  **self.track_ref(tr)}, ""
             if len(near) > 1:
-                return None, None, f"step text '{head}' matches {len(near)} tracked instances in the window: {near}"
+                return None, None, f"step text '{named}' matches {len(near)} tracked instances in the window: {near}"
             if len(cands) == 1:
                 tr = self.tracks_of[cands[0]][0]
-                return cands[0], {"how": f"step text names '{head}'; the only tracked '{head}' of the episode",
+                return cands[0], {"how": f"step text names '{named}'; the only tracked such vessel of the episode",
                                   **self.track_ref(tr)}, ""
-            return None, None, f"step text '{head}' matches {len(cands)} instances, none tracked in the window"
+            return None, None, f"step text '{named}' matches {len(cands)} instances, none tracked in the window"
         near = sorted({tr.entity for tr in self.overlapping(ws, we)
                        if tr.entity not in exclude and self.target_ok(tr.entity)})
         if len(near) == 1:
@@ -666,8 +692,13 @@ class Grounder:
         held = self.overlapping(win.start, win.end, 0.0)
         named = set(words(win.text))
         holds = {}
+        # a vessel an earlier add filled is a source only for a later step that pours
+        # "into" something ("Add the frothed milk into the coffee"), never for the step
+        # of that add itself ("Preheat the pan ... add olive oil": the pan is the target)
+        into = re.search(r"\binto\b", win.text.lower()) is not None
         for q in self.out.planned:
-            if q.action == "pour" and q.time < win.start and set(words(q.roles["s"])) & named:
+            if (q.action == "pour" and q.time < win.start and set(words(q.roles["s"])) & named
+                    and into and (q.step is None or q.step.step != win.step)):
                 holds.setdefault(q.roles["dst"], (q.roles["s"], q))
         for (pred, *xs) in sorted(set(self.out.facts) | set(self.w.facts)):
             if pred == "in" and len(xs) == 2 and set(words(xs[0])) & named:
