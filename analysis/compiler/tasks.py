@@ -1,28 +1,29 @@
-"""Goal-aligned tasks and their frozen contracts.
+"""Goal-aligned tasks and their frozen contracts; every ``c1`` rests on observed evidence.
 
 Terminal tier (a represented end state the evidence supports):
-* each accepted ingredient add -> ``in(ingredient, target)`` (e.g. ``in(squash, glass)``);
-* each track whose destination a VQA answer observes -> ``at(object, fixture)``.
-Event tier (otherwise): the first occurrence of a recipe step whose group holds a
-step-specific operation -> that accepted event (type and arguments).
-A task spans the consecutive groups from the first group of its source segment up to the
-group holding its witnessing operation.
+* each grounded ingredient add (:mod:`analysis.compiler.grounding`) -> ``in(ingredient,
+  target)`` (e.g. ``in(squash, glass_2)``), admitted only when the ingredient, its source
+  and the target are observed bindings (the fixture where it happens may be curated);
+* each put-down whose destination a VQA answer observes -> ``at(object, fixture)``.
+Event tier: each grounded step key action (the verb the step text names, bound to the
+objects held or handled during the step) -> that event; an argument the evidence does not
+observe is a fixture and becomes a wildcard (``null``); any other unobserved argument
+means no task.
+A task spans the consecutive groups of its step (prep and step segments) up to the group
+holding its witnessing operation.
 
 Multi-condition contracts (``add_goal_conditions``, run after the reference replay): the
-witnessing condition above stays ``c1`` (the task's primary goal), followed by up to
-``MAX_CONDITIONS - 1`` more conditions chosen by a deterministic rule:
-* terminal: goal-relevant facts the task's reference operations establish, i.e. atoms TRUE
-  after the task's last group and FALSE before its first group (so a fact set and undone
-  again inside the task never qualifies). Skipped: facts about the agent (``agent-at``,
-  ``holding``, ``hand-empty``), ``filled`` (it only restates an ``in`` fact about the same
-  container) and ``open`` (a door left open by inserted access steps, closed again by the
-  next group: a side effect, not a goal). Relevant: the fact's first argument is an object
-  the task's groups name in their ``objects`` (or an argument of ``c1``); for ``in`` the
-  container may be the named one instead. Order: contents ``in`` first, then placements
-  ``at``, then attributes (``cut``, ``cooked``, ``mixed``, ``powered``...), each in the
-  order the operations established them (last establishing operation), then the atom.
-* event: the distinct accepted key events of the task's reference operations (types outside
+witnessing condition stays ``c1``, followed by up to ``MAX_CONDITIONS - 1`` more:
+* terminal: goal-relevant facts the task's *observed* operations establish, i.e. atoms TRUE
+  after the task's last group and FALSE before its first, whose last establishing
+  operation has every argument observed. Skipped: facts about the agent (``agent-at``,
+  ``holding``, ``hand-empty``), ``filled`` and ``open``. Relevant: the fact's first argument
+  is an object the task's groups name (or an argument of ``c1``); for ``in`` the container
+  may be. Order: ``in`` first, then ``at``, then attributes, each in establishment order.
+* event: the distinct accepted key events of the task's observed operations (types outside
   navigation, access and plain pick/put handling), in replay order.
+Each condition's provenance (the witnessing operation, its time and the provenance of every
+argument it keeps) is exported in the task's ``provenance.conditions``.
 """
 from __future__ import annotations
 
