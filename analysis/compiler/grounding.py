@@ -148,12 +148,21 @@ _VERBS = [  # (surface forms, verb key); the first verb in the step's title deci
 ]
 
 
+def _forms(verb: str) -> str:
+    """Regex of a verb's inflections: "stir" -> stir, stirs, stirred, stirring; "chop" ->
+    chopped; "slice" -> sliced, slicing."""
+    stem = re.escape(verb[:-1]) if verb.endswith("e") and " " not in verb else re.escape(verb)
+    if stem != re.escape(verb):
+        return rf"(?:{re.escape(verb)}s?|{stem}(?:ed|ing))"
+    return rf"{stem}(?:{re.escape(verb[-1])}?(?:ed|ing)|s|es)?"
+
+
 def key_verb(text: str) -> str | None:
     low = " " + re.sub(r"[^a-z ]+", " ", text.lower()) + " "
     best = None
     for forms, key in _VERBS:
         for f in forms:
-            m = re.search(rf" {f}(?:s|es|ed|ing)? ", low)
+            m = re.search(rf" {_forms(f)} ", low)
             if m and (best is None or m.start() < best[0]):
                 best = (m.start(), key)
     return best[1] if best else None
@@ -165,7 +174,7 @@ def all_verbs(text: str) -> list[str]:
     found = {}
     for forms, key in _VERBS:
         for f in forms:
-            for m in re.finditer(rf" {f}(?:s|es|ed|ing)? ", low):
+            for m in re.finditer(rf" {_forms(f)} ", low):
                 found[key] = min(found.get(key, m.start()), m.start())
     return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
 

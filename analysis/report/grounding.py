@@ -65,6 +65,8 @@ def _fmt_ref(p: dict) -> str:
     if p.get("source") != "observed":
         return f"curated: rule `{r.get('rule', '?')}`"
     where = f"{r.get('file', '?')} {r.get('id', '')}".strip()
+    if r.get("name"):
+        where += f" \"{r['name']}\""
     if r.get("time") is not None:
         where += f" @ {r['time']} s"
     return f"observed: {where}"
