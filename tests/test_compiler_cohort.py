@@ -233,7 +233,9 @@ def test_observed_operations_are_in_time_order_within_their_evidence(compiled):
                     r = x["refs"]
                     # the moved object's own track (pick-ups and put-downs): inside it
                     if r.get("file") == "assoc_info.json" and "how" not in r and "end" in r:
-                        assert r["time"] - 0.01 <= refs["time"] <= r["end"] + 0.01, (g["group_id"], op)
+                        off = r.get("offset", 0.0)     # the video's start in episode time
+                        assert r["time"] + off - 0.01 <= refs["time"] <= r["end"] + off + 0.01, \
+                            (g["group_id"], op)
     assert n_obs > 100
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from . import readers as R
 from .admission import admit, replay
 from .audit import audit_episode
+from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, group_records
 from .sim import Sim
@@ -32,7 +33,7 @@ PLANNER_EPISODES = (
     "P03-20240216-084005", "P03-20240218-140054", "P05-20240423-172243", "P05-20240425-173353",
     "P05-20240426-085333", "P05-20240427-145526")
 MEMORY_FIXED = ("P01-20240202-110250", "P02-20240209-194141")
-MEMORY_KITCHENS = ("P04", "P06", "P07", "P08", "P09")
+MEMORY_KITCHENS = ("P03", "P04", "P05", "P06", "P07", "P08", "P09")
 MEMORY_PER_KITCHEN = 5
 # every admitted task: grounding, not a quota, decides what enters a suite
 PLANNER_PER_EPISODE = {"terminal": 10**6, "event": 10**6}
@@ -127,9 +128,25 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     step_texts = {sid: txt for r in recipes.values() for sid, txt in r.steps.items()}
     rep.source_quirks = quirks
 
-    mem_cands = memory_candidates(recipes, answers)
-    episode_ids = sorted(set(PLANNER_EPISODES) | set(MEMORY_FIXED) | set(mem_cands))
-    for vid in episode_ids:
+    # complete episodes: an anchor video with every video its multi-video captures span;
+    # planner/fixed episodes keep the anchor's ID, a memory candidate whose videos another
+    # episode already covers is the same episode and is compiled once
+    cap_groups = capture_groups(recipes)
+    videos_of: dict[str, list[str]] = {}
+    covered: set = set()
+    for eid in sorted(set(PLANNER_EPISODES) | set(MEMORY_FIXED)):
+        videos_of[eid] = episode_videos(eid, cap_groups)
+        covered |= set(videos_of[eid])
+    mem_cands = []
+    for v in memory_candidates(recipes, answers):
+        vids = episode_videos(v, cap_groups)
+        if set(vids) & covered:
+            continue
+        videos_of[vids[0]] = vids          # the episode starts with its first video
+        covered |= set(vids)
+        mem_cands.append(vids[0])
+    episode_ids = sorted(videos_of)
+    for vid in sorted({v for vids in videos_of.values() for v in vids}):
         if vid not in known:
             raise R.SourceError(f"{source / R.DURATIONS}: episode video {vid} not listed")
     scenes = sorted({e[:3] for e in episode_ids})
@@ -148,9 +165,13 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     for n, eid in enumerate(episode_ids, 1):
         progress(f"episode {n}/{len(episode_ids)} {eid}")
         s = eid[:3]
-        world = build_world(eid, s, [eid], fixtures_of[s], counter_of[s], assocs, answers, itins,
-                            recipes, nouns, vocab)
-        groups, builder, grounding, op_group = build_groups(world, recipes, activities, sim)
+        vids = videos_of[eid]
+        offsets = offsets_of(vids, durations)
+        ep_recipes = shift_recipes(recipes, offsets)
+        world = build_world(eid, s, vids, fixtures_of[s], counter_of[s], assocs, answers, itins,
+                            ep_recipes, nouns, vocab, offsets)
+        groups, builder, grounding, op_group = build_groups(world, ep_recipes,
+                                                            shift_activities(activities, offsets), sim)
         grecs = group_records(world, groups)
         dropped_of[eid] = sorted(grounding.dropped + builder.out.dropped,
                                  key=lambda d: (d["time"] if d["time"] is not None else -1.0,
@@ -169,13 +190,13 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
             if a[0] == "at" and world.facts[a]["source"] == "observed":
                 anchors.setdefault(a[2], []).append(a[1])
         episodes.append({
-            "episode_id": eid, "scene_id": s, "videos": [eid],
+            "episode_id": eid, "scene_id": s, "videos": list(vids),
             "initial_world": {"objects": objects, "facts": [list(a) for a in facts]},
             "fact_provenance": [world.facts[a] for a in facts],
             "anchors": {k: sorted(v) for k, v in sorted(anchors.items())},
             "groups": grecs,
         })
-        cands = candidate_tasks(eid, world, groups, grecs, builder, grounding, op_group, recipes)
+        cands = candidate_tasks(eid, world, groups, grecs, builder, grounding, op_group, ep_recipes)
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")

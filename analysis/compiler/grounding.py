@@ -245,8 +245,13 @@ class Grounder:
         return [tr for tr in self.w.tracks if overlaps(tr.start, tr.end, t0, t1, margin)]
 
     def track_ref(self, tr) -> dict:
+        """The track's source row, with its own video's times."""
         return {"file": "assoc_info.json", "video": tr.assoc.video, "association": tr.assoc.assoc_id,
-                "track": tr.track_id, "name": tr.assoc.name, "start": tr.start, "end": tr.end}
+                "track": tr.track_id, "name": tr.assoc.name, "start": round(tr.start - tr.offset, 5),
+                "end": round(tr.end - tr.offset, 5)}
+
+    def local(self, video: str, t: float) -> float:
+        return round(t - self.w.offsets.get(video, 0.0), 5)
 
     def drop(self, kind, what, reason, t, **refs):
         self.out.dropped.append({"kind": kind, "what": what, "reason": reason, "time": t,
@@ -317,8 +322,9 @@ class Grounder:
                     if ev.span.video not in self.w.videos:
                         continue
                     refs = {"file": "complete_recipes.json", "recipe": rid, "ingredient": ev.ingredient_id,
-                            "name": ev.name, "video": ev.span.video, "start": ev.span.start,
-                            "end": ev.span.end}
+                            "name": ev.name, "video": ev.span.video,
+                            "start": self.local(ev.span.video, ev.span.start),
+                            "end": self.local(ev.span.video, ev.span.end)}
                     if ev.kind == "weigh":
                         self.drop("add", f"weigh {ev.ingredient_id} ({ev.name})",
                                   "weigh events are not compiled (no scale binding rule)", ev.span.start,
@@ -486,7 +492,8 @@ class Grounder:
         for win in self.windows:
             what = f"step {win.step} at {win.start:.1f}s"
             refs = {"file": "complete_recipes.json", "recipe": win.recipe, "step": win.step,
-                    "video": win.video, "start": win.start, "end": win.end}
+                    "video": win.video, "start": self.local(win.video, win.start),
+                    "end": self.local(win.video, win.end)}
             if (win.recipe, win.step, win.video, win.start) in add_steps:
                 continue       # the add event itself is the step's key action
             verbs = all_verbs(win.text)
@@ -833,10 +840,11 @@ def ground(world, recipes, vocab) -> Grounding:
                  for p in g.out.planned if p.step is not None}
     g.ground_steps(add_steps)
     for a in world.assocs_unnamed:
+        off = world.offsets.get(a.video, 0.0)
         why = ("unnamed track (annotators gave no object name)" if a.unnamed else
                "vague name: the annotation does not say what the object is")
         for t in a.tracks:
             g.drop("track", f"track {t.track_id} ({a.raw_name})", why,
-                   t.start, file="assoc_info.json", association=a.assoc_id, track=t.track_id, video=a.video)
+                   t.start + off, file="assoc_info.json", association=a.assoc_id, track=t.track_id, video=a.video)
     g.out.planned.sort(key=lambda p: (p.time, p.kind, p.action, p.what))
     return g.out

@@ -48,16 +48,17 @@ def episode_segments(world: EpisodeWorld, recipes: dict[str, Recipe]):
 _RANK = {"step": 0, "prep": 1}
 
 
-def segment_at(segs: list[Segment], video: str, t: float):
-    hits = [s for s in segs if s.video == video and s.start - 1e-9 <= t <= s.end + 1e-9]
+def segment_at(segs: list[Segment], t: float):
+    """The most specific source segment at episode time ``t`` (one clock for all videos)."""
+    hits = [s for s in segs if s.start - 1e-9 <= t <= s.end + 1e-9]
     if hits:
         # most specific first: steps over preps, then the latest start
         return sorted(hits, key=lambda s: (_RANK[s.kind], -s.start, s.key))[0]
     return None
 
 
-def activity_at(activities: list[Activity], video: str, t: float) -> str | None:
-    hits = [a for a in activities if a.video == video and a.start <= t <= a.end]
+def activity_at(activities: list[Activity], t: float) -> str | None:
+    hits = [a for a in activities if a.start <= t <= a.end]
     return sorted(hits, key=lambda a: (-a.start, a.label))[0].label if hits else None
 
 
@@ -71,7 +72,6 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim):
         world.facts.setdefault(atom, prov)
     b = build_operations(world, g, sim)
     segs = episode_segments(world, recipes)
-    video = world.videos[0]
     # every operation of one source event (with its navigation and open/close steps)
     # gets the segment of the event's own operation: the planned one, else the track's
     events: dict[int, list] = {}
@@ -88,11 +88,12 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim):
             seg = Segment("step", f"step:{w.step}:{w.start}", w.recipe, [w.step], w.video,
                           w.start, w.end, w.text)
         else:
-            seg = segment_at(segs, video, main.time)
+            seg = segment_at(segs, main.time)
         if seg is None:
             track = next((a["refs"]["id"] for a in main.provenance["refs"].get("args", [])
                           if a["refs"].get("file") == "assoc_info.json"), None)
-            label = activity_at(activities, video, main.time) or "Unannotated activity"
+            label = activity_at(activities, main.time) or "Unannotated activity"
+            video = track.split("/", 1)[0] if track else video_at(world, main.time)
             seg = Segment("track", f"track:{track or main.time}", None, [], video, main.time, main.time,
                           f"{label}: handle and put away items")
         for o in ops:
@@ -108,12 +109,18 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim):
     for gr in groups:
         times = [o.time for o in gr["ops"]]
         if gr["seg"].kind == "track":
-            gr["seg"] = Segment("track", gr["seg"].key, None, [], video, min(times), max(times),
+            gr["seg"] = Segment("track", gr["seg"].key, None, [], gr["seg"].video, min(times), max(times),
                                 gr["seg"].instruction)
     return groups, b, g, op_group
 
 
+def video_at(world: EpisodeWorld, t: float) -> str:
+    """The episode's video playing at episode time ``t``."""
+    return [v for v in world.videos if world.offsets.get(v, 0.0) <= t + 1e-9][-1]
+
+
 def group_records(world: EpisodeWorld, groups) -> list[dict]:
+    """Group records; ``source`` times are in the group's own video."""
     out = []
     for i, g in enumerate(groups):
         seg, ops = g["seg"], g["ops"]
@@ -121,6 +128,8 @@ def group_records(world: EpisodeWorld, groups) -> list[dict]:
                        if a in world.objects and a not in world.fixture_ids})
         hints = sorted({op.action["type"] for op in ops})
         times = [o.time for o in ops if o.provenance["source"] == "observed"]
+        off = world.offsets.get(seg.video, 0.0)
+        local = lambda t: round(t - off, 5)  # noqa: E731
         out.append({
             "group_id": f"{world.episode_id}/g{i:04d}",
             "index": i,
@@ -128,8 +137,9 @@ def group_records(world: EpisodeWorld, groups) -> list[dict]:
             "objects": objs,
             "action_hints": hints,
             "source": {"recipe": seg.recipe, "steps": seg.steps, "video": seg.video,
-                       "start": seg.start, "end": seg.end,
-                       "refs": {"segment": seg.kind, "first_event": min(times) if times else seg.start}},
+                       "start": local(seg.start), "end": local(seg.end),
+                       "refs": {"segment": seg.kind,
+                                "first_event": local(min(times) if times else seg.start)}},
             "operations": [{"type": op.action["type"], "args": op.action["args"],
                             "provenance": op.provenance} for op in ops],
         })

@@ -42,8 +42,11 @@ def cur(rule: str) -> dict:
 
 
 def track_prov(tr) -> dict:
-    return obs("assoc_info.json", f"{tr.assoc.video}/{tr.assoc.assoc_id}/{tr.track_id}", tr.start,
-               end=tr.end, name=tr.assoc.name)
+    """The track's row: ``time``/``end`` in its own video; ``offset`` (when not 0) is the
+    video's start in episode time."""
+    return obs("assoc_info.json", f"{tr.assoc.video}/{tr.assoc.assoc_id}/{tr.track_id}",
+               round(tr.start - tr.offset, 5), end=round(tr.end - tr.offset, 5), name=tr.assoc.name,
+               offset=tr.offset or None)
 
 
 def evidence_prov(ev: dict) -> dict:
@@ -210,7 +213,7 @@ class OpBuilder:
             return False
         op = track_prov(tr)
         if t != tr.start:
-            op["refs"]["picked_at"] = t
+            op["refs"]["picked_at"] = round(t - tr.offset, 5)
         if cont and cont != f:
             return self._try(t, "take_out_of_container", [ent, cont, f],
                              [op, self.fixture_prov(cont, f), self.fixture_prov(cont, f)])
@@ -234,8 +237,9 @@ class OpBuilder:
         if typ is None:
             return False
         self.open_(tr.end, dst)
-        ok = self._try(tr.end, typ, [ent, dst], [track_prov(tr) | {"refs": {**track_prov(tr)["refs"],
-                                                                            "time": tr.end}}, dprov])
+        own = track_prov(tr)
+        own["refs"]["time"] = own["refs"]["end"]
+        ok = self._try(tr.end, typ, [ent, dst], [own, dprov])
         self.close_(tr.end, dst)
         if ok:
             self.place[ent] = dprov
@@ -245,11 +249,12 @@ class OpBuilder:
         if ("holding", tr.entity) not in self.facts:
             return          # consumed by the event it was held for (added, inserted, cracked)
         if tr.dst:
-            dst, prov = tr.dst, obs("3d_perception_object_location.json", tr.dst_ref, tr.start,
-                                    track=tr.track_id, how="VQA: where the object was put")
+            dst, prov = tr.dst, obs("3d_perception_object_location.json", tr.dst_ref,
+                                    round(tr.start - tr.offset, 5), track=tr.track_id,
+                                    how="VQA: where the object was put")
         elif next_src.get(tr.track_id):
             nsrc, ref, t = next_src[tr.track_id]
-            dst, prov = nsrc, obs("3d_perception_object_location.json", ref, t,
+            dst, prov = nsrc, obs("3d_perception_object_location.json", ref, round(t - tr.offset, 5),
                                   how="VQA: where the object's next track took it from")
         else:
             dst, prov = self.w.work_counter, cur("unobserved_destination_work_counter")
@@ -375,7 +380,7 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
     for ent, trs in by_ent.items():
         for x, y in zip(trs, trs[1:]):
             if y.src:
-                next_src[x.track_id] = (y.src, y.src_ref, y.start)
+                next_src[x.track_id] = (y.src, y.src_ref, y.end)
     events = []
     for i, tr in enumerate(chosen):
         events.append((pick_time[tr.track_id], 1, i, "pick", tr))

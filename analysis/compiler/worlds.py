@@ -32,6 +32,7 @@ class TrackInfo:
     src_ref: str | None = None
     dst: str | None = None
     dst_ref: str | None = None
+    offset: float = 0.0      # start of the track's video in episode time (start/end are episode time)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class EpisodeWorld:
     fixture_ids: frozenset = frozenset()
     notes: list[str] = field(default_factory=list)
     assocs_unnamed: list = field(default_factory=list)   # "Track N" associations (not compiled)
+    offsets: dict = field(default_factory=dict)          # video -> its start in episode time
 
 
 def _link_answers(video: str, assocs: list[Association], answers: list[LocationAnswer],
@@ -80,7 +82,12 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
 def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[dict],
                 work_counter: str, assocs: dict[str, list[Association]],
                 answers: list[LocationAnswer], itineraries: list[Itinerary],
-                recipes: dict[str, Recipe], nouns, vocab: Vocabulary) -> EpisodeWorld:
+                recipes: dict[str, Recipe], nouns, vocab: Vocabulary,
+                offsets: dict[str, float] | None = None) -> EpisodeWorld:
+    """The episode's initial world. ``videos`` are the episode's videos in time order;
+    ``offsets`` gives each video's start in episode time (tracks are shifted by it, so one
+    clock orders a multi-video episode)."""
+    offsets = offsets or {v: 0.0 for v in videos}
     objects: dict[str, str] = {}
     facts: dict[tuple, dict] = {}
     names: dict[str, list[str]] = {}
@@ -137,7 +144,8 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                 prov = curated(rule2)
             facts[("at", ent, loc)] = prov
             for t in a.tracks:
-                info = TrackInfo(ent, a, t.track_id, t.start, t.end)
+                off = offsets[video]
+                info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off)
                 lk = per_track.get((a.assoc_id, t.track_id), {})
                 if "src" in lk and fixture_id(lk["src"][0]) in fixture_ids:
                     info.src, info.src_ref = fixture_id(lk["src"][0]), lk["src"][1]
@@ -152,7 +160,7 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                if a.tracks and (a.unnamed or vague_name(a.name))]
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
                         tracks, work_counter, {}, dict(sorted(substances.items())),
-                        names, frozenset(fixture_ids), notes, unnamed)
+                        names, frozenset(fixture_ids), notes, unnamed, dict(offsets))
 
 
 VAGUE_WORDS = {"something", "thing", "stuff", "clue", "object", "item"}
