@@ -35,6 +35,7 @@ CONTAINER_WORDS = {"bottle", "jar", "tin", "can", "carton", "packet", "pack", "b
 # never the target of an add, pour or stir: covers and boards are not vessels, a kettle
 # only ever holds water (filled at the tap, not by a recipe add)
 EXCLUDED_TARGETS = {"lid", "chopping_board", "kettle"}
+STIR_TOOLS = {"spoon", "fork", "spatula", "whisk_tool", "ladle"}   # a towel is not a stirrer
 MARGIN = 0.5                                          # seconds of slack on time overlaps
 
 
@@ -157,8 +158,13 @@ def _forms(verb: str) -> str:
     return rf"{stem}(?:{re.escape(verb[-1])}?(?:ed|ing)|s|es)?"
 
 
+def _verb_text(text: str) -> str:
+    """Lower-case words; a hyphenated compound is one word ("stir-fry" is not "stir")."""
+    return " " + re.sub(r"[^a-z ]+", " ", re.sub(r"([a-z])-([a-z])", r"\1\2", text.lower())) + " "
+
+
 def key_verb(text: str) -> str | None:
-    low = " " + re.sub(r"[^a-z ]+", " ", text.lower()) + " "
+    low = _verb_text(text)
     best = None
     for forms, key in _VERBS:
         for f in forms:
@@ -170,7 +176,7 @@ def key_verb(text: str) -> str | None:
 
 def all_verbs(text: str) -> list[str]:
     """Every verb key of the step text, in the order the text names them."""
-    low = " " + re.sub(r"[^a-z ]+", " ", text.lower()) + " "
+    low = _verb_text(text)
     found = {}
     for forms, key in _VERBS:
         for f in forms:
@@ -548,12 +554,13 @@ class Grounder:
                                         title=title_of(win.text), what=f"{action} {win.step}"))
 
     def step_stir(self, win, what, refs, action="stir"):
-        tool_t = "whisk_tool" if action == "whisk" else "utensil"
-        tool, tr = self.held_in(win, lambda e: self.is_a(e, tool_t) and not self.is_a(e, "blade"),
-                                what, refs, "tool")
+        tools = {"whisk_tool"} if action == "whisk" else STIR_TOOLS
+        tool, tr = self.held_in(win, lambda e: self.w.objects.get(e) in tools, what, refs, "tool")
         if tool is None:
             return
-        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {tool})
+        # nothing is stirred on a plate or a tray: they are not candidate targets here
+        flat = {e for e, t in self.w.objects.items() if t in ("plate", "tray")}
+        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {tool} | flat)
         if target is None:
             self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
             return
@@ -639,8 +646,13 @@ class Grounder:
                        refs, hold=ents[0], tr=eggs[0])
 
     def step_wash(self, win, what, refs):
-        obj, tr = self.held_in(win, lambda e: self.is_a(e, "item") and not self.is_a(e, "supply"),
-                               what, refs, "object")
+        # the object washed is the one the verb's own clause names ("Wash the starch out of
+        # the rice. Add to a pan with a lid": rice, not the lid)
+        m = re.search(r"\b(?:wash|rinse)\w*\s+([^.;,]*)", win.text.lower())
+        named = set(words(m.group(1))) if m else set()
+        obj, tr = self.held_in(win, lambda e: self.is_a(e, "item") and not self.is_a(e, "supply")
+                               and bool(self.heads.get(e, set()) & named), what, refs,
+                               "object named by the text")
         if obj is None:
             return
         self.plan_step(win, "wash", {"o": obj},
