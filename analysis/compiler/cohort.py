@@ -265,12 +265,14 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         {"suite": "memory", "task_ids": sorted(c["task_id"] for c in memory),
          "episode_ids": sorted({c["episode_id"] for c in memory}),
          "definition": ("every admitted terminal-tier task of the Nespresso and Squash episodes "
-                        "plus, for each of P04, P06, P07, P08, P09, the 5 videos (among those with "
-                        "an ingredient add or a VQA object-location answer) with the most admitted "
-                        "terminal tasks; includes Add Squash")},
+                        "plus, for each of P03, P04, P05, P06, P07, P08, P09, the 5 complete "
+                        "episodes outside the planner suite (from videos with an ingredient add or "
+                        "a VQA object-location answer) with the most admitted terminal tasks; "
+                        "includes Add Squash")},
         {"suite": "planner", "task_ids": sorted(c["task_id"] for c in planner),
          "episode_ids": sorted({c["episode_id"] for c in planner}),
-         "definition": ("the 18 videos of kitchens P01, P02, P03, P05 listed in the HD-EPIC data "
+         "definition": ("the complete episodes (all videos of their multi-video recipe captures) "
+                        "of the 18 videos of kitchens P01, P02, P03, P05 listed in the HD-EPIC data "
                         "README; every task grounded instance by instance that passes admission")},
     ]
     rejected.sort(key=lambda r: r["task_id"])
