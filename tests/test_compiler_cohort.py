@@ -1,5 +1,4 @@
 """End-to-end compile: determinism, refusal on bad sources, the worked examples, admission."""
-import json
 import os
 import shutil
 from pathlib import Path

@@ -333,7 +333,7 @@ def executor_crosscheck(episodes) -> list[dict]:
     from analysis.executor import Executor, Rules, World
 
     ex = Executor(Rules.load())
-    out, total, total_bad, bad_eps = [], 0, 0, []
+    total, total_bad, bad_eps = 0, 0, []
     for e in episodes:
         w = World(e["initial_world"]["objects"], e["initial_world"]["facts"])
         bad = 0
