@@ -61,7 +61,7 @@ def negative_suites(t, states, events, objects) -> list[dict]:
             neg_state = end
             neg_evs = [e for e in evs if not truth(c, end, [e], objects)]
             ev = c["event"]
-            what = (f"{c['id']} event {ev['type']}({', '.join(ev['args'])}): task log without the "
+            what = (f"{c['id']} event {ev['type']}({', '.join(a or '*' for a in ev['args'])}): task log without the "
                     f"{len(evs) - len(neg_evs)} matching event(s)")
         rejected = not all(truth(x, neg_state, neg_evs, objects) for x in t["conditions"])
         others = all(truth(x, neg_state, neg_evs, objects) for x in t["conditions"] if x is not c)
@@ -214,7 +214,7 @@ def ground_applicable(sim: Sim, objects: dict, facts: frozenset) -> list[dict]:
 
 
 def _fmt(a: dict) -> str:
-    return f"{a['type']}({', '.join(a['args'])})"
+    return f"{a['type']}({', '.join(x or '*' for x in a['args'])})"
 
 
 def both_orders(objects: dict, facts: frozenset, a: dict, b: dict) -> tuple[bool, str]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from . import readers as R
 from .admission import admit, replay
 from .audit import audit_episode
+from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, group_records
 from .sim import Sim
@@ -32,12 +33,13 @@ PLANNER_EPISODES = (
     "P03-20240216-084005", "P03-20240218-140054", "P05-20240423-172243", "P05-20240425-173353",
     "P05-20240426-085333", "P05-20240427-145526")
 MEMORY_FIXED = ("P01-20240202-110250", "P02-20240209-194141")
-MEMORY_KITCHENS = ("P04", "P06", "P07", "P08", "P09")
-MEMORY_PER_KITCHEN = 4
-PLANNER_PER_EPISODE = {"terminal": 3, "event": 3}
-MEMORY_PER_EPISODE = 3
+MEMORY_KITCHENS = ("P03", "P04", "P05", "P06", "P07", "P08", "P09")
+MEMORY_PER_KITCHEN = 5
+# every admitted task: grounding, not a quota, decides what enters a suite
+PLANNER_PER_EPISODE = {"terminal": 10**6, "event": 10**6}
+MEMORY_PER_EPISODE = 10**6
 STRESS_TASKS = 12
-SQUASH = ("P02-20240209-194141", ["in", "squash", "glass"])
+SQUASH = ("P02-20240209-194141", ["in", "squash", "glass_2"])
 
 FILES = {"cohort/rules.json": "rules", "cohort/scenes.jsonl": "scene",
          "cohort/episodes.jsonl.gz": "episode", "cohort/tasks.jsonl": "task",
@@ -76,18 +78,27 @@ def _progress(msg: str) -> None:
     print(f"[compile] {msg}", file=sys.stderr, flush=True)
 
 
-def memory_episodes(recipes, answers) -> list[str]:
-    """Per memory kitchen, the videos with the most add events (then VQA answers)."""
-    adds, vqa = Counter(), Counter(a.video for a in answers)
+def memory_candidates(recipes, answers) -> list[str]:
+    """Videos of the memory kitchens with any grounding evidence (an ingredient add event
+    or a VQA object-location answer); every one is compiled, and
+    :func:`memory_episodes` keeps those with the most admitted terminal tasks."""
+    vids = {a.video for a in answers}
     for r in recipes.values():
         for cap in r.captures:
             for e in cap.events:
                 if e.kind == "add":
-                    adds[e.span.video] += 1
+                    vids.add(e.span.video)
+    return sorted(v for v in vids if v[:3] in MEMORY_KITCHENS)
+
+
+def memory_episodes(candidates: list[str], n_terminal: dict) -> list[str]:
+    """The Nespresso and Squash episodes, then per memory kitchen the
+    ``MEMORY_PER_KITCHEN`` candidate videos with the most admitted terminal tasks (ties by
+    video ID); videos without any admitted terminal task are never chosen."""
     out = list(MEMORY_FIXED)
     for k in MEMORY_KITCHENS:
-        vids = sorted({v for v in set(adds) | set(vqa) if v.startswith(k + "-")},
-                      key=lambda v: (-adds[v], -vqa[v], v))
+        vids = sorted((v for v in candidates if v.startswith(k + "-") and n_terminal.get(v, 0) > 0),
+                      key=lambda v: (-n_terminal[v], v))
         out.extend(vids[:MEMORY_PER_KITCHEN])
     return out
 
@@ -117,9 +128,25 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     step_texts = {sid: txt for r in recipes.values() for sid, txt in r.steps.items()}
     rep.source_quirks = quirks
 
-    mem_eps = memory_episodes(recipes, answers)
-    episode_ids = sorted(set(PLANNER_EPISODES) | set(mem_eps))
-    for vid in episode_ids:
+    # complete episodes: an anchor video with every video its multi-video captures span;
+    # planner/fixed episodes keep the anchor's ID, a memory candidate whose videos another
+    # episode already covers is the same episode and is compiled once
+    cap_groups = capture_groups(recipes)
+    videos_of: dict[str, list[str]] = {}
+    covered: set = set()
+    for eid in sorted(set(PLANNER_EPISODES) | set(MEMORY_FIXED)):
+        videos_of[eid] = episode_videos(eid, cap_groups)
+        covered |= set(videos_of[eid])
+    mem_cands = []
+    for v in memory_candidates(recipes, answers):
+        vids = episode_videos(v, cap_groups)
+        if set(vids) & covered:
+            continue
+        videos_of[vids[0]] = vids          # the episode starts with its first video
+        covered |= set(vids)
+        mem_cands.append(vids[0])
+    episode_ids = sorted(videos_of)
+    for vid in sorted({v for vids in videos_of.values() for v in vids}):
         if vid not in known:
             raise R.SourceError(f"{source / R.DURATIONS}: episode video {vid} not listed")
     scenes = sorted({e[:3] for e in episode_ids})
@@ -134,14 +161,22 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     op_counts = Counter()
     per_ep = {}
     dropped_of: dict[str, list[dict]] = {}
+    checks_of: dict[str, list[dict]] = {}
     for n, eid in enumerate(episode_ids, 1):
         progress(f"episode {n}/{len(episode_ids)} {eid}")
         s = eid[:3]
-        world = build_world(eid, s, [eid], fixtures_of[s], counter_of[s], assocs, answers, itins,
-                            recipes, nouns, vocab)
-        groups, builder, adds, op_group = build_groups(world, recipes, activities, sim)
+        vids = videos_of[eid]
+        offsets = offsets_of(vids, durations)
+        ep_recipes = shift_recipes(recipes, offsets)
+        world = build_world(eid, s, vids, fixtures_of[s], counter_of[s], assocs, answers, itins,
+                            ep_recipes, nouns, vocab, offsets)
+        groups, builder, grounding, op_group = build_groups(world, ep_recipes,
+                                                            shift_activities(activities, offsets), sim)
         grecs = group_records(world, groups)
-        dropped_of[eid] = builder.out.dropped
+        dropped_of[eid] = sorted(grounding.dropped + builder.out.dropped,
+                                 key=lambda d: (d["time"] if d["time"] is not None else -1.0,
+                                                d["kind"], d["what"], d["reason"]))
+        checks_of[eid] = grounding.checks
         facts = sorted(world.facts)
         objects = world.objects
         init = frozenset(world.facts)
@@ -155,13 +190,13 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
             if a[0] == "at" and world.facts[a]["source"] == "observed":
                 anchors.setdefault(a[2], []).append(a[1])
         episodes.append({
-            "episode_id": eid, "scene_id": s, "videos": [eid],
+            "episode_id": eid, "scene_id": s, "videos": list(vids),
             "initial_world": {"objects": objects, "facts": [list(a) for a in facts]},
             "fact_provenance": [world.facts[a] for a in facts],
             "anchors": {k: sorted(v) for k, v in sorted(anchors.items())},
             "groups": grecs,
         })
-        cands = candidate_tasks(eid, world, groups, grecs, builder, adds, op_group, recipes)
+        cands = candidate_tasks(eid, world, groups, grecs, builder, grounding, op_group, ep_recipes)
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
@@ -177,6 +212,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         per_ep[eid] = (admitted, objects, init, grecs)
 
     # suites
+    mem_eps = memory_episodes(mem_cands, {e: sum(c["tier"] == "terminal" for c in per_ep[e][0])
+                                          for e in mem_cands})
     def pick(eid, limits):
         admitted = per_ep[eid][0]
         chosen = []
@@ -227,16 +264,19 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     suites = [
         {"suite": "memory", "task_ids": sorted(c["task_id"] for c in memory),
          "episode_ids": sorted({c["episode_id"] for c in memory}),
-         "definition": ("terminal-tier tasks (up to 3 per episode, ingredient adds first) of the "
-                        "Nespresso and Squash episodes plus, for each of P04, P06, P07, P08, P09, "
-                        "the 4 videos with the most ingredient add events; includes Add Squash")},
+         "definition": ("every admitted terminal-tier task of the Nespresso and Squash episodes "
+                        "plus, for each of P03, P04, P05, P06, P07, P08, P09, the 5 complete "
+                        "episodes outside the planner suite (from videos with an ingredient add or "
+                        "a VQA object-location answer) with the most admitted terminal tasks; "
+                        "includes Add Squash")},
         {"suite": "planner", "task_ids": sorted(c["task_id"] for c in planner),
          "episode_ids": sorted({c["episode_id"] for c in planner}),
-         "definition": ("the 18 videos of kitchens P01, P02, P03, P05 listed in the HD-EPIC data "
-                        "README; per episode up to 3 terminal and 3 event tasks that pass admission")},
+         "definition": ("the complete episodes (all videos of their multi-video recipe captures) "
+                        "of the 18 videos of kitchens P01, P02, P03, P05 listed in the HD-EPIC data "
+                        "README; every task grounded instance by instance that passes admission")},
     ]
     rejected.sort(key=lambda r: r["task_id"])
-    dropped = dropped_records(quirks, dropped_of, used_eps)
+    dropped = dropped_records(quirks, dropped_of, used_eps, checks_of)
     rules = vocab.rules
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
@@ -293,7 +333,7 @@ def executor_crosscheck(episodes) -> list[dict]:
     from analysis.executor import Executor, Rules, World
 
     ex = Executor(Rules.load())
-    out, total, total_bad, bad_eps = [], 0, 0, []
+    total, total_bad, bad_eps = 0, 0, []
     for e in episodes:
         w = World(e["initial_world"]["objects"], e["initial_world"]["facts"])
         bad = 0
@@ -316,7 +356,8 @@ def executor_crosscheck(episodes) -> list[dict]:
                        f"episodes accepted by analysis.executor; failing episodes: {bad_eps}"}]
 
 
-def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str]) -> list[dict]:
+def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str],
+                    checks_of: dict | None = None) -> list[dict]:
     """``cohort/dropped.jsonl``: every source event that produced no accepted operation.
 
     Kind ``source``: rows/events the readers discard (a quirk string ``"<where>: <why>;
@@ -330,4 +371,9 @@ def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str])
     for eid in episode_ids:
         for n, d in enumerate(dropped_of[eid]):
             out.append({"event_id": f"{eid}/d{n:03d}", "episode_id": eid, **d})
+        # source checks: inconsistent labels found while grounding (not compiled)
+        for n, c in enumerate((checks_of or {}).get(eid, [])):
+            out.append({"event_id": f"{eid}/s{n:03d}", "episode_id": eid, "kind": "source",
+                        "what": c["what"], "reason": f"source check {c['check']}: {c['reason']}",
+                        "time": c["time"], "refs": c["refs"]})
     return out

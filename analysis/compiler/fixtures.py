@@ -1,7 +1,7 @@
 """Per-scene fixture sets with stable IDs from the differently phrased VQA answers."""
 from __future__ import annotations
 
-from .normalise import fixture_head, fixture_id, fixture_phrase
+from .normalise import fixture_head, fixture_id
 from .readers import Itinerary, LocationAnswer
 from .vocabulary import Vocabulary
 

@@ -54,7 +54,14 @@ def fixture_head(phrase: str) -> str:
     canon = fixture_phrase(phrase)
     if canon.startswith("top of "):
         return "top"
-    return canon.split(" ", 1)[0] if canon else ""
+    ws = [w for w in re.split(r"[^a-z]+", canon) if w]
+    if len(ws) > 1 and ws[0] in _MODIFIERS and ws[1] != "of":
+        # "top cupboard" (spelt "top)cupboard" once) is a cupboard, not a surface
+        return ws[1]
+    return ws[0] if ws else ""
+
+
+_MODIFIERS = {"top", "bottom", "upper", "lower", "small", "big", "tall", "wall", "corner", "main"}
 
 
 def class_label(key: str) -> str:

@@ -1,20 +1,63 @@
-"""Reference operations: source events turned into executor actions, simulated as we go.
+"""Reference operations: the grounded source events turned into executor actions, in time
+order, each simulated by :class:`Sim` (the executor's rules) as it is emitted.
 
-Events, in time order: object tracks (a pick-up at the track start and a put-down at its
-observed or curated destination), ingredient add events (pour / add_ingredient / insert
-into the container the step text names, else the most recently handled vessel) and
-step-text cues (stir, turn on). Each event expands into actions with the navigation and
-open/close steps it needs; every action is checked by :class:`Sim` (the executor's rules)
-and kept only if accepted, so the reference replay is executable by construction.
-Events that cannot be grounded are dropped and listed in ``dropped``.
+Events:
+
+* a selected object track gives a pick-up at the track's start and a put-down at its end
+  (at the destination a VQA answer observes, else a curated one);
+* a grounded add (:mod:`analysis.compiler.grounding`) gives pour / add_ingredient /
+  empty_into / insert at the add's time, while its ingredient track is in the hand;
+* a grounded step gives the step's key action (stir, chop, press_button, ...) at the time
+  the evidence gives.
+
+One hand: tracks that overlap in time cannot all be held. Tracks a grounded event needs in
+the hand are selected first, then the others in time order; a track that overlaps an
+already selected one is dropped (``dropped.jsonl``: the reason names the other track).
+
+Provenance is per argument: every argument of an operation records ``observed`` with its
+source reference (file, ID, time) or ``curated`` with the rule. An operation is
+``observed`` when all its arguments are; inserted navigation and open/close steps are
+curated. Every operation's ``refs.time`` is its time in the episode, and observed
+operations are emitted in non-decreasing time.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
+from .grounding import Grounding, Planned
 from .sim import Sim
-from .worlds import EpisodeWorld, curated, observed
+from .worlds import EpisodeWorld
+
+OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
+
+
+def obs(file: str, ident: str, time: float | None, **extra) -> dict:
+    refs = {"file": file, "id": ident, "time": time}
+    refs.update({k: v for k, v in sorted(extra.items()) if v is not None})
+    return {"source": "observed", "refs": refs}
+
+
+def cur(rule: str) -> dict:
+    return {"source": "curated", "refs": {"rule": rule}}
+
+
+def track_prov(tr) -> dict:
+    """The track's row: ``time``/``end`` in its own video; ``offset`` (when not 0) is the
+    video's start in episode time."""
+    return obs("assoc_info.json", f"{tr.assoc.video}/{tr.assoc.assoc_id}/{tr.track_id}",
+               round(tr.start - tr.offset, 5), end=round(tr.end - tr.offset, 5), name=tr.assoc.name,
+               offset=tr.offset or None)
+
+
+def evidence_prov(ev: dict) -> dict:
+    """An argument's provenance from a grounding evidence dict."""
+    if ev.get("file") == "assoc_info.json":
+        ident = "/".join(str(ev[k]) for k in ("video", "association", "track") if ev.get(k))
+        return obs("assoc_info.json", ident, ev.get("start"), end=ev.get("end"), name=ev.get("name"),
+                   how=ev.get("how"))
+    ident = "/".join(str(ev[k]) for k in ("recipe", "ingredient", "step") if ev.get(k))
+    return obs(ev.get("file", "complete_recipes.json"), ident, ev.get("start"), end=ev.get("end"),
+               how=ev.get("how"))
 
 
 @dataclass
@@ -22,18 +65,54 @@ class Op:
     time: float
     action: dict
     provenance: dict
+    segment: object = None
+    planned: Planned | None = None
+    event: int = -1            # index of the source event the operation belongs to
 
 
 @dataclass
 class OpStream:
     ops: list[Op] = field(default_factory=list)
-    # one dict per source event that produced no accepted operation:
-    # {kind: track|add|cue, what, reason, time, refs} (exported as cohort/dropped.jsonl)
     dropped: list[dict] = field(default_factory=list)
-    facts: frozenset = frozenset()
 
 
-_PREP_RE = re.compile(r"\b(?:into|in|to|onto|on)\s+(?:the\s+|your\s+|a\s+|an\s+)?([a-z ]+)")
+def select_tracks(tracks, needed: set) -> tuple[list, list[tuple], dict]:
+    """``(selected, [(track, blocking track), ...], pick_time)`` under the one-hand model.
+
+    Tracks a grounded event needs keep their whole interval. Every other track is held
+    from the latest moment the hand is free inside its interval up to its own end, where
+    its put-down is observed: its pick-up moves later within the track (``pick_time``),
+    never outside it. A track whose end falls while another selected track is held (it
+    is nested in that track, i.e. held in the other hand) is dropped."""
+    busy = sorted(((t.start, t.end, t) for t in tracks if t.track_id in needed),
+                  key=lambda x: (x[0], x[1], x[2].track_id))
+    chosen, blocked, pick = [], [], {}
+    for s0, e0, t in busy:
+        clash = next((c for c in chosen if s0 < c.end - OVERLAP_EPS and c.start < e0 - OVERLAP_EPS), None)
+        if clash is None:
+            chosen.append(t)
+            pick[t.track_id] = t.start
+        else:
+            blocked.append((t, clash))
+    held = [(pick[c.track_id], c.end, c) for c in chosen]
+    for t in sorted((t for t in tracks if t.track_id not in needed),
+                    key=lambda t: (t.start, t.end, t.entity, t.track_id)):
+        cover = next((h for h in held if h[0] - OVERLAP_EPS < t.end <= h[1] + OVERLAP_EPS), None)
+        if cover is not None:
+            blocked.append((t, cover[2]))
+            continue
+        # every selected interval overlapping this one ends before its end (no cover):
+        # the hand is free after the last of them
+        lasts = [h for h in held if h[0] < t.end and h[1] > t.start - OVERLAP_EPS]
+        free = max([t.start] + [h[1] + 0.001 for h in lasts])
+        if free >= t.end - OVERLAP_EPS:
+            blocked.append((t, max(lasts, key=lambda h: (h[1], h[2].track_id))[2] if lasts else None))
+            continue
+        chosen.append(t)
+        pick[t.track_id] = round(free, 3)
+        held.append((pick[t.track_id], t.end, t))
+    chosen.sort(key=lambda t: (pick[t.track_id], t.end, t.entity, t.track_id))
+    return chosen, blocked, pick
 
 
 class OpBuilder:
@@ -43,44 +122,56 @@ class OpBuilder:
         self.objects = world.objects
         self.facts = frozenset(world.facts)
         self.out = OpStream()
-        self.recent_vessel: str | None = None
+        # provenance of each entity's current place (its `at` or `in` fact)
+        self.place: dict[str, dict] = {}
+        for a, p in world.facts.items():
+            if a[0] in ("at", "in") and a[1] in self.objects:
+                self.place[a[1]] = p
+        self.now = 0.0
+        self.event = -1
 
     # ----------------------------------------------------------------- helpers
-    def _try(self, t: float, typ: str, args: list[str], prov: dict) -> bool:
+    def _try(self, t: float, typ: str, args: list[str], argprov: list[dict], planned=None,
+             extra: dict | None = None) -> bool:
         action = {"type": typ, "args": list(args)}
         ok, failed, facts = self.sim.apply(self.objects, self.facts, action)
-        if ok:
-            self.facts = facts
-            self.out.ops.append(Op(t, action, prov))
-        return ok
+        if not ok:
+            self._last_failed = failed
+            return False
+        self.facts = facts
+        source = "observed" if all(p["source"] == "observed" for p in argprov) else "curated"
+        refs = {"time": round(t, 3), "args": argprov}
+        if extra:
+            refs.update(extra)
+        self.out.ops.append(Op(t, action, {"source": source, "refs": refs}, planned=planned,
+                               event=self.event))
+        return True
 
-    def _drop(self, kind: str, what: str, reason: str, t: float, **refs) -> None:
+    def _curated_op(self, t, typ, args, rule) -> bool:
+        return self._try(t, typ, args, [cur(rule)] * len(args), extra={"rule": rule})
+
+    def drop(self, kind: str, what: str, reason: str, t: float, **refs) -> None:
         self.out.dropped.append({"kind": kind, "what": what, "reason": reason, "time": t,
                                  "refs": {k: v for k, v in sorted(refs.items()) if v is not None}})
 
-    def _drop_add(self, ev, recipe_id, step_id, reason: str) -> None:
-        self._drop("add", f"add {ev.ingredient_id} ({ev.name})", reason, ev.span.start,
-                   recipe=recipe_id, step=step_id, ingredient=ev.ingredient_id,
-                   video=ev.span.video, start=ev.span.start, end=ev.span.end)
-
-    def _agent(self) -> str:
-        return next(a[1] for a in sorted(self.facts) if a[0] == "agent-at")
+    def agent(self) -> str:
+        return next(a[1] for a in self.facts if a[0] == "agent-at")
 
     def location(self, ent: str) -> tuple[str | None, str | None]:
         """``(fixture, container)``: the fixture an entity is at, following one ``in`` step."""
-        for a in sorted(self.facts):
+        for a in self.facts:
             if a[0] == "at" and a[1] == ent:
                 return a[2], None
         for a in sorted(self.facts):
             if a[0] == "in" and a[1] == ent and a[2] in self.objects:
                 if self.sim.vocab.is_a(self.objects[a[2]], "fixture"):
                     return a[2], a[2]
-                for b in sorted(self.facts):
+                for b in self.facts:
                     if b[0] == "at" and b[1] == a[2]:
                         return b[2], a[2]
         return None, None
 
-    def _kind(self, fixture: str) -> str:
+    def kind(self, fixture: str) -> str:
         t = self.objects[fixture]
         for k in ("storage", "enclosed_appliance", "surface_appliance", "sink", "bin", "surface"):
             if self.sim.vocab.is_a(t, k):
@@ -88,189 +179,230 @@ class OpBuilder:
         return "other"
 
     def goto(self, t, f) -> bool:
-        cur = self._agent()
-        return cur == f or self._try(t, "navigate", [cur, f], curated("inserted_navigation"))
+        cur_ = self.agent()
+        return cur_ == f or self._curated_op(t, "navigate", [cur_, f], "inserted_navigation")
 
-    def _open(self, t, f):
-        k = self._kind(f)
+    def open_(self, t, f):
+        k = self.kind(f)
         if k in ("storage", "enclosed_appliance") and ("open", f) not in self.facts:
-            self._try(t, "open_storage" if k == "storage" else "open_appliance", [f],
-                      curated("inserted_open_for_access"))
+            self._curated_op(t, "open_storage" if k == "storage" else "open_appliance", [f],
+                             "inserted_open_for_access")
 
-    def _close(self, t, f):
-        k = self._kind(f)
+    def close_(self, t, f):
+        k = self.kind(f)
         if k in ("storage", "enclosed_appliance") and ("open", f) in self.facts:
-            self._try(t, "close_storage" if k == "storage" else "close_appliance", [f],
-                      curated("inserted_close_after_access"))
+            self._curated_op(t, "close_storage" if k == "storage" else "close_appliance", [f],
+                             "inserted_close_after_access")
 
-    def take(self, t, ent, prov) -> bool:
+    def fixture_prov(self, ent: str, f: str) -> dict:
+        p = self.place.get(ent)
+        if p and p["source"] == "observed":
+            return {"source": "observed", "refs": {**p["refs"], "how": f"{ent} last observed at {f}"}}
+        rule = (p or {}).get("refs", {}).get("rule", "unknown_place")
+        return cur(f"place_of_{ent}:{rule}")
+
+    # ----------------------------------------------------------------- tracks
+    def pick(self, tr, t: float) -> bool:
+        """Pick-up at ``t`` (the track's start, or later within the track when the hand
+        was busy before)."""
+        ent = tr.entity
         f, cont = self.location(ent)
-        if f is None or ("hand-empty",) not in self.facts:
+        if f is None:
             return False
-        if not self.goto(t, f):
+        if ("hand-empty",) not in self.facts or not self.goto(t, f):
             return False
+        op = track_prov(tr)
+        if t != tr.start:
+            op["refs"]["picked_at"] = round(t - tr.offset, 5)
         if cont and cont != f:
-            return self._try(t, "take_out_of_container", [ent, cont, f], prov)
+            return self._try(t, "take_out_of_container", [ent, cont, f],
+                             [op, self.fixture_prov(cont, f), self.fixture_prov(cont, f)])
         typ = {"surface": "pick_up", "storage": "take_from_storage",
                "enclosed_appliance": "take_from_appliance",
-               "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self._kind(f))
-        return self._through(t, typ, ent, f, prov)
-
-    def _through(self, t, typ, ent, f, prov) -> bool:
-        """``typ(ent, f)`` with ``f`` opened before and closed after when it opens."""
+               "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self.kind(f))
         if typ is None:
             return False
-        self._open(t, f)
-        ok = self._try(t, typ, [ent, f], prov)
-        self._close(t, f)
+        self.open_(t, f)
+        ok = self._try(t, typ, [ent, f], [op, self.fixture_prov(ent, f)])
+        self.close_(t, f)
         return ok
 
-    def put(self, t, ent, f, prov) -> bool:
-        if not self.goto(t, f):
+    def put(self, tr, dst: str, dprov: dict) -> bool:
+        ent = tr.entity
+        if not self.goto(tr.end, dst):
             return False
-        typ = {"surface": "put_on", "storage": "put_in_storage",
-               "enclosed_appliance": "put_in_appliance",
+        typ = {"surface": "put_on", "storage": "put_in_storage", "enclosed_appliance": "put_in_appliance",
                "surface_appliance": "place_on_appliance", "sink": "put_in_sink",
-               "bin": "throw_away"}.get(self._kind(f))
-        return self._through(t, typ, ent, f, prov)
+               "bin": "throw_away"}.get(self.kind(dst))
+        if typ is None:
+            return False
+        self.open_(tr.end, dst)
+        own = track_prov(tr)
+        own["refs"]["time"] = own["refs"]["end"]
+        ok = self._try(tr.end, typ, [ent, dst], [own, dprov])
+        self.close_(tr.end, dst)
+        if ok:
+            self.place[ent] = dprov
+        return ok
 
-    def put_back_somewhere(self, t, ent):
-        """Never leave the hand full between events: put on the agent's surface or the work counter."""
-        if ("holding", ent) not in self.facts:
-            return
-        here = self._agent()
-        target = here if self._kind(here) == "surface" else self.w.work_counter
-        self.put(t, ent, target, curated("put_down_after_use"))
-
-    # ----------------------------------------------------------------- events
-    def track(self, tr, next_src: dict):
-        prov_take = observed(association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video,
-                             start=tr.start, end=tr.end, vqa=tr.src_ref)
-        if not self.take(tr.start, tr.entity, prov_take):
-            self._drop("track", f"track {tr.track_id} ({tr.entity})", "pick-up not executable", tr.start,
-                       association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
-            return
+    def put_down(self, tr, next_src: dict):
+        if ("holding", tr.entity) not in self.facts:
+            return          # consumed by the event it was held for (added, inserted, cracked)
         if tr.dst:
-            dst, prov = tr.dst, observed(association=tr.assoc.assoc_id, track=tr.track_id,
-                                         video=tr.assoc.video, start=tr.start, end=tr.end, vqa=tr.dst_ref)
+            dst, prov = tr.dst, obs("3d_perception_object_location.json", tr.dst_ref,
+                                    round(tr.start - tr.offset, 5), track=tr.track_id,
+                                    how="VQA: where the object was put")
         elif next_src.get(tr.track_id):
-            nsrc, ref = next_src[tr.track_id]
-            dst, prov = nsrc, observed(association=tr.assoc.assoc_id, track=tr.track_id,
-                                       video=tr.assoc.video, start=tr.start, end=tr.end, vqa=ref)
+            nsrc, ref, t = next_src[tr.track_id]
+            dst, prov = nsrc, obs("3d_perception_object_location.json", ref, round(t - tr.offset, 5),
+                                  how="VQA: where the object's next track took it from")
         else:
-            dst, prov = self.w.work_counter, curated("unobserved_destination_work_counter")
-        if not self.put(tr.end, tr.entity, dst, prov):
-            self.put_back_somewhere(tr.end, tr.entity)
-            self._drop("track", f"track {tr.track_id} ({tr.entity})", f"put-down at {dst} not executable",
-                       tr.end, association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
-        if self.sim.vocab.is_a(self.objects[tr.entity], "vessel"):
-            self.recent_vessel = tr.entity
+            dst, prov = self.w.work_counter, cur("unobserved_destination_work_counter")
+        if not self.put(tr, dst, prov):
+            here = self.agent()
+            fallback = here if self.kind(here) == "surface" else self.w.work_counter
+            if not self.put(tr, fallback, cur("put_down_where_the_agent_stands")):
+                self.drop("track", f"track {tr.track_id} ({tr.entity})", f"put-down at {dst} not executable",
+                          tr.end, file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
+                          video=tr.assoc.video)
 
-    def resolve_container(self, text: str, exclude: str) -> tuple[str | None, str]:
-        low = text.lower()
-        for phrase, (fid, _) in sorted(self.sim.vocab.step_fixtures.items()):
-            if phrase in low and fid in self.objects:
-                return fid, "step_text"
-        for m in _PREP_RE.finditer(low):
-            words = m.group(1).split()
-            for n in range(min(3, len(words)), 0, -1):
-                cand = "_".join(words[:n])
-                for ent in sorted(self.objects):
-                    if ent == exclude:
-                        continue
-                    if (re.sub(r"(_\d+)?$", "", ent) == cand or cand in self.w.names.get(ent, [])) \
-                            and self.sim.vocab.is_a(self.objects[ent], "container"):
-                        return ent, "step_text"
-        if self.recent_vessel and self.recent_vessel != exclude:
-            return self.recent_vessel, "recent_vessel"
-        return None, "none"
+    # ----------------------------------------------------------------- planned
+    def emit(self, p: Planned) -> str | None:
+        """Emit the grounded event's operation; returns why not (``None`` when accepted)."""
+        t = p.time
+        r = p.roles
+        prov = {k: evidence_prov(v) for k, v in p.evidence.items() if isinstance(v, dict)}
+        extra = {"event": p.what, **{k: v for k, v in p.refs.items() if k in ("recipe", "step", "ingredient")}}
+        if p.hold and ("holding", p.hold) not in self.facts:
+            return f"{p.hold} is not in the hand at {t:.2f}s (its track was not selected or not executable)"
+        a = p.action
 
-    def add(self, ev, recipe_id: str, step_id: str | None, step_text: str):
-        ing = self.w.ingredient_entities.get(ev.ingredient_id)
-        if ing is None:
-            self._drop_add(ev, recipe_id, step_id, "ingredient has no entity")
-            return None
-        target, how = self.resolve_container(step_text, ing)
-        if target is None:
-            self._drop_add(ev, recipe_id, step_id, "no target container")
-            return None
-        prov = observed(recipe=recipe_id, ingredient=ev.ingredient_id, step=step_id,
-                        video=ev.span.video, start=ev.span.start, end=ev.span.end,
-                        target=how)
-        t = ev.span.start
-        ltype = self.objects[ing]
-        if self.sim.vocab.is_a(self.objects[target], "fixture"):
-            # a fixture target (the coffee machine, named only by the step text) is never
-            # `at` anything: it is its own place. Asking location() for it returned None
-            # and dropped the Nespresso capsule add ("not placed on a fixture").
-            tf, tcont = target, None
+        def at_target(ent):
+            f, c = self.location(ent)
+            if f is None or c not in (None,):
+                return None, f"{ent} is not standing at a fixture"
+            return f, None
+
+        if a in ("pour", "empty_into", "add_ingredient", "put_in_container", "stir", "whisk", "grate",
+                 "break_into"):
+            tgt = r.get("dst") or r.get("c")
+            f, why = at_target(tgt)
+            if f is None:
+                return why
+            if not self.goto(t, f):
+                return "navigation failed"
+            fp = self.fixture_prov(tgt, f)
+            if a in ("pour", "empty_into"):
+                args, ap = [r["s"], r["src"], tgt, f], [prov["s"], prov["src"], prov["dst"], fp]
+            elif a in ("stir", "whisk"):
+                args, ap = [r["t"], tgt, f], [prov["t"], prov["c"], fp]
+            else:
+                args, ap = [r["o"], tgt, f], [prov["o"], prov["c"], fp]
+        elif a == "insert":
+            if not self.goto(t, r["c"]):
+                return "navigation failed"
+            args, ap = [r["o"], r["c"]], [prov["o"], prov["c"]]
+        elif a in ("chop", "peel"):
+            f, c = self.location(r["o"])
+            if f is None:
+                return f"{r['o']} has no place"
+            if not self.goto(t, f):
+                return "navigation failed"
+            fp = self.fixture_prov(c or r["o"], f)
+            if c and c != f:
+                if a == "peel":
+                    return f"{r['o']} is inside {c}"
+                args, ap = [r["o"], r["t"], c, f], [prov["o"], prov["t"], self.fixture_prov(c, f), fp]
+                a = "chop_in_container"
+            else:
+                args, ap = [r["o"], r["t"], f], [prov["o"], prov["t"], fp]
+        elif a == "peel_by_hand":
+            args, ap = [r["o"]], [prov["o"]]
+        elif a in ("wash", "fill_from_tap"):
+            sinks = sorted(e for e, ty in self.objects.items() if self.sim.vocab.is_a(ty, "sink"))
+            if len(sinks) != 1:
+                return f"{len(sinks)} sinks in the scene"
+            k = sinks[0]
+            if not self.goto(t, k):
+                return "navigation failed"
+            if ("running", k) not in self.facts:
+                self._curated_op(t, "turn_on_tap", [k], "inserted_tap_on_for_water")
+            kp = cur("the scene's only sink")
+            if a == "wash":
+                args, ap = [r["o"], k], [prov["o"], kp]
+            else:
+                args, ap = [r["c"], "water", k], [prov["c"], obs(
+                    "complete_recipes.json", f"{p.refs.get('recipe')}/{p.refs.get('step')}", p.refs.get("start"),
+                    how="the step text names water (filled at the tap)"), kp]
+        elif a in ("press_button", "turn_on"):
+            if not self.goto(t, r["a"]):
+                return "navigation failed"
+            args, ap = [r["a"]], [prov["a"]]
+        elif a in ("turn_on_container", "knead"):
+            ent = r.get("c") or r.get("o")
+            f, c = self.location(ent)
+            if f is None or c is not None:
+                return f"{ent} is not standing at a fixture"
+            if a == "knead" and ("hand-empty",) not in self.facts:
+                return "hand not empty"
+            if not self.goto(t, f):
+                return "navigation failed"
+            args, ap = [ent, f], [prov["c" if a == "turn_on_container" else "o"], self.fixture_prov(ent, f)]
         else:
-            tf, tcont = self.location(target)
-        if tf is None or tcont not in (None, tf):
-            self._drop_add(ev, recipe_id, step_id, f"target {target} not placed on a fixture")
-            return None
-        ok = False
-        if self.sim.vocab.is_a(ltype, "substance"):
-            src = self.w.substance_sources.get(ing)
-            if src and self.take(t, src, curated("take_ingredient_source")):
-                if self.goto(t, tf):
-                    ok = self._try(t, "pour", [ing, src, target, tf], prov)
-                self.put_back_somewhere(t, src)
-        else:
-            if self.take(t, ing, curated("take_ingredient")):
-                if self.goto(t, tf):
-                    if self.sim.vocab.is_a(self.objects[target], "fixture"):
-                        ok = self._try(t, "insert", [ing, target], prov)
-                    elif self.sim.vocab.is_a(ltype, "food"):
-                        ok = self._try(t, "add_ingredient", [ing, target, tf], prov)
-                    else:
-                        ok = self._try(t, "put_in_container", [ing, target, tf], prov)
-                self.put_back_somewhere(t, ing)
+            return f"no emission rule for {a}"
+        ok = self._try(t, a, args, ap, planned=p, extra=extra)
+        if a in ("wash", "fill_from_tap"):
+            self._curated_op(t, "turn_off_tap", [args[-1]], "inserted_tap_off_after_use")
         if not ok:
-            self._drop_add(ev, recipe_id, step_id, f"add into {target} not executable")
-            return None
-        return (ing, target)
-
-    def cue(self, t, verb: str, text: str, prov_refs: dict):
-        """Step-text cues: stir (with a spoon into the recent vessel), turn on (appliance named).
-        A cue that yields no accepted step operation is listed in ``dropped`` with the reason."""
-        n0 = len(self.out.ops)
-        reason = self._cue(t, verb, text, prov_refs)
-        if not any(op.provenance["source"] == "observed" for op in self.out.ops[n0:]):
-            self._drop("cue", f"cue {verb} {prov_refs.get('step')}", reason or "cue not executable",
-                       t, **prov_refs)
-
-    def _cue(self, t, verb: str, text: str, prov_refs: dict) -> str | None:
-        """Apply a cue; returns why nothing was grounded (None when it was tried)."""
-        prov = observed(**prov_refs)
-        if verb in ("stir", "mix"):
-            spoon = next((e for e in sorted(self.objects) if self.objects[e] in ("spoon", "whisk_tool")), None)
-            target = self.recent_vessel
-            if spoon is None or target is None:
-                return "no spoon or vessel"
-            tf, tc = self.location(target)
-            if tf is None or tc not in (None, tf):
-                return f"vessel {target} not placed on a fixture"
-            if self.take(t, spoon, curated("take_tool_for_step")):
-                if self.goto(t, tf):
-                    self._try(t, "stir" if self.objects[spoon] != "whisk_tool" else "whisk",
-                              [spoon, target, tf], prov)
-                self.put_back_somewhere(t, spoon)
-        elif verb in ("turn-on", "press", "switch-on"):
-            low = text.lower()
-            for ent in sorted(self.objects):
-                typ = self.objects[ent]
-                if not (self.sim.vocab.is_a(typ, "appliance") or self.sim.vocab.is_a(typ, "electric_container")):
-                    continue
-                name = re.sub(r"(_\d+)?$", "", ent).replace("_", " ")
-                if name and re.search(rf"\b{re.escape(name)}\b", low):
-                    if self.sim.vocab.is_a(typ, "appliance"):
-                        if self.goto(t, ent):
-                            self._try(t, "turn_on", [ent], prov)
-                    else:
-                        f, c = self.location(ent)
-                        if f and c is None and self.goto(t, f):
-                            self._try(t, "turn_on_container", [ent, f], prov)
-                    return f"{verb} {ent} not executable"
-            return "no appliance named"
+            return f"{a}({', '.join(args)}) rejected by the rules: {', '.join(self._last_failed)}"
         return None
+
+
+def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
+    """Emit every selected track and grounded event in time order."""
+    needed = {p.hold_track for p in grounding.planned if p.hold_track}
+    chosen, blocked, pick_time = select_tracks(world.tracks, needed)
+    b = OpBuilder(world, sim)
+    for tr, other in blocked:
+        if other is None:
+            b.drop("track", f"track {tr.track_id} ({tr.entity})", "track shorter than 0.05 s", tr.start,
+                   file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
+                   video=tr.assoc.video)
+            continue
+        b.drop("track", f"track {tr.track_id} ({tr.entity})",
+               f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
+               "is held (nested in it: the other hand; one-hand model)", tr.start, file="assoc_info.json",
+               association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
+    by_ent: dict[str, list] = {}
+    for tr in world.tracks:
+        by_ent.setdefault(tr.entity, []).append(tr)
+    next_src = {}
+    for ent, trs in by_ent.items():
+        for x, y in zip(trs, trs[1:]):
+            if y.src:
+                next_src[x.track_id] = (y.src, y.src_ref, y.end)
+    events = []
+    for i, tr in enumerate(chosen):
+        events.append((pick_time[tr.track_id], 1, i, "pick", tr))
+        events.append((round(tr.end, 3), 0, i, "put", tr))
+    for i, p in enumerate(grounding.planned):
+        events.append((p.time, 2, i, "plan", p))
+    events.sort(key=lambda e: (e[0], e[1], e[2]))
+    picked = set()
+    for n, (t, _, _, kind, x) in enumerate(events):
+        b.event = n
+        if kind == "pick":
+            if b.pick(x, t):
+                picked.add(x.track_id)
+            else:
+                b.drop("track", f"track {x.track_id} ({x.entity})", "pick-up not executable", x.start,
+                       file="assoc_info.json", association=x.assoc.assoc_id, track=x.track_id,
+                       video=x.assoc.video)
+        elif kind == "put":
+            if x.track_id in picked:
+                b.put_down(x, next_src)
+        else:
+            why = b.emit(x)
+            if why:
+                b.drop("add" if x.kind == "add" else "cue", x.what, why, x.time, **x.refs)
+    return b

@@ -11,6 +11,7 @@ from .cohort import cohort_scope
 from .common import Skip
 from .context import Results, StatsConfig, compute
 from .example import example_task
+from .grounding import grounding_table
 from .execution import (reobservation_excerpt, repair_excerpt, step_level_execution,
                         trace_excerpt)
 from .memory import (memory_counters, memory_study_table, paired_outcomes,
@@ -52,6 +53,8 @@ BUILDERS = [
      repair_excerpt),
     ("table13_reobservation_excerpt", "Re-observing an anchor after a state change",
      "paper E.5", reobservation_excerpt),
+    ("table14_grounding", "Grounding: observed shares per suite", "issue 10 (cohort fidelity)",
+     lambda export, results: grounding_table(export)),
 ]
 
 

@@ -1,0 +1,862 @@
+"""Instance-level grounding: every ingredient add and every step's key action is bound to
+specific tracked objects from the evidence, or it is not compiled.
+
+Evidence, and nothing else:
+
+* the times: an object track *overlaps* an add event or a step window (the step's timed
+  segment together with the prep segments of the same step in the same video);
+* the names: a track's annotated name shares a content word with the ingredient name or
+  with the noun the step text names ("Pour milk into the **frother**" -> the track
+  "milk frother base");
+* uniqueness: a noun the step text names that only one tracked instance of the episode
+  carries.
+
+No binding is ever decided by recency or by sorted ID: where the evidence leaves more
+than one candidate (or none), the event is dropped with the reason, and inconsistent
+source labels (an add whose time matches another ingredient's track; steps of one capture
+overlapping the same add) are reported as source checks.
+
+>>> words("Add the frothed milk into the coffee")
+['add', 'frothed', 'milk', 'coffee']
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+STOP = {"the", "a", "an", "of", "your", "some", "and", "with", "into", "in", "to", "on", "onto",
+        "over", "for", "it", "its", "them", "new", "first", "second", "third", "fourth", "one",
+        "two", "other", "another", "left", "right", "half", "small", "big", "large", "little",
+        "fresh", "piece", "bit", "amount", "desired", "minimum", "little", "then", "this", "that",
+        "from", "at", "up", "out", "all", "each", "until", "about", "part", "top", "bottom",
+        "empty", "clean", "dirty", "used", "full", "remaining"}
+CONTAINER_WORDS = {"bottle", "jar", "tin", "can", "carton", "packet", "pack", "bag", "box", "tub",
+                   "container", "sachet", "grinder", "shaker", "pot", "jug", "punnet", "tube"}
+# never the target of an add, pour or stir: covers and boards are not vessels, a kettle
+# only ever holds water (filled at the tap, not by a recipe add)
+EXCLUDED_TARGETS = {"lid", "chopping_board", "kettle"}
+STIR_TOOLS = {"spoon", "fork", "spatula", "whisk_tool", "ladle"}   # a towel is not a stirrer
+MARGIN = 0.5                                          # seconds of slack on time overlaps
+
+
+def _sing(w: str) -> str:
+    if len(w) > 4 and w.endswith("oes"):
+        return w[:-2]
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+        return w[:-1]
+    return w
+
+
+def words(text: str) -> list[str]:
+    """Content words of a phrase, lower case and singular, stop words removed."""
+    return [_sing(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in STOP and len(w) > 1]
+
+
+def overlaps(a0: float, a1: float, b0: float, b1: float, margin: float = MARGIN) -> bool:
+    return a0 < b1 + margin and b0 < a1 + margin
+
+
+@dataclass
+class StepWindow:
+    recipe: str
+    step: str
+    text: str
+    video: str
+    start: float            # step segment
+    end: float
+    win_start: float        # with the step's prep segments
+    index: int              # occurrence of this step in the episode (0 = first)
+
+
+@dataclass
+class Planned:
+    """One grounded source event, to be emitted as an operation at ``time``.
+
+    ``roles`` maps role names to entity IDs; ``evidence`` maps the same role names to the
+    observed reference that decided the binding. ``hold`` is the entity that must be in
+    the hand at ``time`` (its track is reserved for this event)."""
+    kind: str                       # add | step
+    time: float
+    action: str                     # pour | add_ingredient | empty_into | insert | stir | ...
+    roles: dict
+    evidence: dict
+    refs: dict                      # the source row: recipe/ingredient/step/video/start/end
+    hold: str | None = None
+    hold_track: str | None = None
+    step: StepWindow | None = None
+    title: str = ""
+    what: str = ""
+
+
+@dataclass
+class Grounding:
+    planned: list[Planned] = field(default_factory=list)
+    dropped: list[dict] = field(default_factory=list)
+    checks: list[dict] = field(default_factory=list)        # source checks (not compiled)
+    facts: dict = field(default_factory=dict)               # extra initial facts -> provenance
+    objects: dict = field(default_factory=dict)             # extra entities (substances)
+
+
+def step_windows(world, recipes) -> list[StepWindow]:
+    out = []
+    seen: dict = {}
+    for rid in sorted(recipes):
+        r = recipes[rid]
+        for cap in r.captures:
+            if not set(cap.videos) & set(world.videos):
+                continue
+            for s in cap.segments:
+                if s.kind != "step" or s.span.video not in world.videos:
+                    continue
+                preps = [p.span for p in cap.segments if p.kind == "prep" and p.step_id == s.step_id
+                         and p.span.video == s.span.video and p.span.end <= s.span.start + MARGIN
+                         and p.span.end >= s.span.start - 30.0]
+                ws = min([s.span.start] + [p.start for p in preps])
+                k = (rid, s.step_id)
+                out.append(StepWindow(rid, s.step_id, r.steps.get(s.step_id, ""), s.span.video,
+                                      s.span.start, s.span.end, ws, seen.get(k, 0)))
+                seen[k] = seen.get(k, 0) + 1
+    out.sort(key=lambda w: (w.video, w.start, w.end, w.step))
+    return out
+
+
+def title_of(text: str) -> str:
+    return re.split(r"\s+-\s+|-\s", text, maxsplit=1)[0].strip()[:60] or text[:60]
+
+
+# ------------------------------------------------------------------ the text's own words
+_TARGET_RE = re.compile(r"\b(?:into|in|to|onto|on|over|inside)\s+(?:the\s+|your\s+|a\s+|an\s+|each\s+)?"
+                        r"([a-z][a-z0-9 ]*)")
+_VERBS = [  # (surface forms, verb key); the first verb in the step's title decides
+    (("stir", "mix", "combine", "fold"), "stir"),
+    (("whisk", "beat"), "whisk"),
+    (("chop", "cut", "slice", "dice", "halve", "mince", "quarter"), "chop"),
+    (("peel",), "peel"),
+    (("grate", "zest"), "grate"),
+    (("wash", "rinse"), "wash"),
+    (("fill",), "fill"),
+    (("boil",), "boil"),
+    (("press", "push"), "press"),
+    (("turn on", "switch on", "start"), "turn_on"),
+    (("crack", "break"), "crack"),
+    (("pour", "add", "put", "place", "tip", "transfer", "drizzle", "insert", "top"), "add"),
+    (("sprinkle", "season"), "sprinkle"),
+    (("knead",), "knead"),
+    (("squeeze",), "squeeze"),
+    (("weigh", "measure"), "weigh"),
+]
+
+
+def _forms(verb: str) -> str:
+    """Regex of a verb's inflections: "stir" -> stir, stirs, stirred, stirring; "chop" ->
+    chopped; "slice" -> sliced, slicing."""
+    stem = re.escape(verb[:-1]) if verb.endswith("e") and " " not in verb else re.escape(verb)
+    if stem != re.escape(verb):
+        return rf"(?:{re.escape(verb)}s?|{stem}(?:ed|ing))"
+    return rf"{stem}(?:{re.escape(verb[-1])}?(?:ed|ing)|s|es)?"
+
+
+def _verb_text(text: str) -> str:
+    """Lower-case words; a hyphenated compound is one word ("stir-fry" is not "stir")."""
+    return " " + re.sub(r"[^a-z ]+", " ", re.sub(r"([a-z])-([a-z])", r"\1\2", text.lower())) + " "
+
+
+def key_verb(text: str) -> str | None:
+    low = _verb_text(text)
+    best = None
+    for forms, key in _VERBS:
+        for f in forms:
+            m = re.search(rf" {_forms(f)} ", low)
+            if m and (best is None or m.start() < best[0]):
+                best = (m.start(), key)
+    return best[1] if best else None
+
+
+def all_verbs(text: str) -> list[str]:
+    """Every verb key of the step text, in the order the text names them."""
+    low = _verb_text(text)
+    found = {}
+    for forms, key in _VERBS:
+        for f in forms:
+            for m in re.finditer(rf" {_forms(f)} ", low):
+                found[key] = min(found.get(key, m.start()), m.start())
+    return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def target_phrases(text: str) -> list[list[str]]:
+    """Content words of each prepositional target phrase of a step text, in order."""
+    return [p for group in target_groups(text) for p in group]
+
+
+def target_groups(text: str) -> list[list[list[str]]]:
+    """Like :func:`target_phrases`, with alternatives kept together: "in a shallow
+    saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``."""
+    out = []
+    for m in _TARGET_RE.finditer(text.lower()):
+        group, kept = [], []
+        for w in m.group(1).split() + ["."]:
+            if w == "or" or w in _PHRASE_END or w == ".":
+                ws = words(" ".join(kept))[-3:]
+                if ws:
+                    group.append(ws)
+                kept = []
+                if w != "or":
+                    break   # the noun phrase ends at the next conjunction or preposition
+                continue
+            kept.append(w)
+        if group:
+            out.append(group)
+    return out
+
+
+_PHRASE_END = {"and", "then", "with", "until", "for", "to", "in", "on", "over", "into", "onto",
+               "while", "before", "after", "so", "or", "it", "them", "from", "at", "by", "of"}
+
+
+class Grounder:
+    def __init__(self, world, recipes, vocab):
+        self.w = world
+        self.vocab = vocab
+        self.recipes = recipes
+        self.out = Grounding()
+        self.windows = step_windows(world, recipes)
+        self.tokens = {e: set(words(" ".join(n))) for e, n in world.names.items()}
+        self.name_words = {e: [words(x) for x in n] for e, n in world.names.items()}
+        self.heads = {e: {ws[-1] for ws in wl if ws} | {re.sub(r"\d+$", "", e).rstrip("_").split("_")[-1]}
+                      for e, wl in self.name_words.items()}
+        nt = vocab.data["noun_types"]
+        self.vessel_heads = {w for w, leaf in nt.items() if ":" not in w and leaf not in EXCLUDED_TARGETS
+                             and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+        self.step_targets: dict = {}       # (recipe, step) -> first evidenced add target
+        self.tracks_of: dict[str, list] = {}
+        for tr in world.tracks:
+            self.tracks_of.setdefault(tr.entity, []).append(tr)
+
+    # ----------------------------------------------------------------- helpers
+    def is_a(self, ent, t) -> bool:
+        return ent in self.w.objects and self.vocab.is_a(self.w.objects[ent], t)
+
+    def target_ok(self, ent) -> bool:
+        """A vessel by its own name: its head noun is a vessel word of the curated
+        vocabulary (never a loose noun-class match: "heat diffuser" is not a blender)."""
+        t = self.w.objects.get(ent)
+        if not t or t in EXCLUDED_TARGETS or not (
+                self.vocab.is_a(t, "vessel") or self.vocab.is_a(t, "electric_container")):
+            return False
+        return bool(self.heads.get(ent, set()) & self.vessel_heads)
+
+    def overlapping(self, t0, t1, margin=MARGIN):
+        return [tr for tr in self.w.tracks if overlaps(tr.start, tr.end, t0, t1, margin)]
+
+    def track_ref(self, tr) -> dict:
+        """The track's source row, with its own video's times."""
+        return {"file": "assoc_info.json", "video": tr.assoc.video, "association": tr.assoc.assoc_id,
+                "track": tr.track_id, "name": tr.assoc.name, "start": round(tr.start - tr.offset, 5),
+                "end": round(tr.end - tr.offset, 5)}
+
+    def local(self, video: str, t: float) -> float:
+        return round(t - self.w.offsets.get(video, 0.0), 5)
+
+    def drop(self, kind, what, reason, t, **refs):
+        self.out.dropped.append({"kind": kind, "what": what, "reason": reason, "time": t,
+                                 "refs": {k: v for k, v in sorted(refs.items()) if v is not None}})
+
+    def named_entities(self, head: str) -> list[str]:
+        return sorted(e for e, toks in self.tokens.items() if head in toks and e in self.tracks_of)
+
+    def bind_target(self, text: str, t0: float, t1: float, win: StepWindow | None,
+                    exclude: set) -> tuple[str | None, dict | None, str]:
+        """The vessel the step text names (or the only vessel handled in the window)."""
+        ws, we = (win.win_start, win.end) if win else (t0, t1)
+        ws, we = min(ws, t0), max(we, t1)
+        for group in target_groups(text):
+            heads, cands = [], []
+            for phrase in group:
+                head = phrase[-1]
+                mine = [e for e in self.named_entities(head) if e not in exclude and self.target_ok(e)]
+                if mine:
+                    # the instances that share most words with the phrase ("metal V60 filter")
+                    best = max(len(set(phrase) & self.tokens[e]) for e in mine)
+                    cands += [e for e in mine if len(set(phrase) & self.tokens[e]) == best]
+                    heads.append(head)
+                elif head not in SUBSTANCE_WORDS and (self.named_entities(head) or head in self.vessel_heads):
+                    heads.append(head)     # a named vessel that is not tracked: no fallback
+            if not heads:
+                continue            # "into the coffee": the drink, its vessel is not named
+            named = "' or '".join(heads)
+            cands = sorted(set(cands))
+            if not cands:
+                return None, None, f"step text names '{named}', and no tracked vessel carries that name"
+            near = sorted({tr.entity for tr in self.overlapping(ws, we) if tr.entity in cands})
+            if len(near) == 1:
+                tr = next(tr for tr in self.overlapping(ws, we) if tr.entity == near[0])
+                return near[0], {"how": f"step text names '{named}'; the only such track in the step window",
+                                 **self.track_ref(tr)}, ""
+            if len(near) > 1:
+                return None, None, f"step text '{named}' matches {len(near)} tracked instances in the window: {near}"
+            if len(cands) == 1:
+                tr = self.tracks_of[cands[0]][0]
+                return cands[0], {"how": f"step text names '{named}'; the only tracked such vessel of the episode",
+                                  **self.track_ref(tr)}, ""
+            return None, None, f"step text '{named}' matches {len(cands)} instances, none tracked in the window"
+        near = sorted({tr.entity for tr in self.overlapping(ws, we)
+                       if tr.entity not in exclude and self.target_ok(tr.entity)})
+        if len(near) == 1:
+            tr = next(tr for tr in self.overlapping(ws, we) if tr.entity == near[0])
+            return near[0], {"how": "the only vessel tracked in the step window", **self.track_ref(tr)}, ""
+        return None, None, (f"{len(near)} vessels tracked in the step window {near}" if near
+                            else "no vessel named in the step text or tracked in the step window")
+
+    def windows_at(self, video, t0, t1, recipe):
+        return [w for w in self.windows if w.video == video and w.recipe == recipe
+                and overlaps(w.start, w.end, t0, t1, 0.0)]
+
+    # ----------------------------------------------------------------- adds
+    def ground_adds(self):
+        for rid in sorted(self.recipes):
+            r = self.recipes[rid]
+            for cap in r.captures:
+                if not set(cap.videos) & set(self.w.videos):
+                    continue
+                matches = {}
+                for iid, name in sorted(cap.ingredients.items()):
+                    ws = set(words(name))
+                    matches[iid] = ws
+                for ev in cap.events:
+                    if ev.span.video not in self.w.videos:
+                        continue
+                    refs = {"file": "complete_recipes.json", "recipe": rid, "ingredient": ev.ingredient_id,
+                            "name": ev.name, "video": ev.span.video,
+                            "start": self.local(ev.span.video, ev.span.start),
+                            "end": self.local(ev.span.video, ev.span.end)}
+                    if ev.kind == "weigh":
+                        self.drop("add", f"weigh {ev.ingredient_id} ({ev.name})",
+                                  "weigh events are not compiled (no scale binding rule)", ev.span.start,
+                                  **refs)
+                        continue
+                    self.ground_add(rid, cap, ev, matches, refs)
+
+    def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
+        out = []
+        for tr in self.overlapping(t0, t1):
+            if any(self.names_ingredient(ws, ing_words) for ws in self.name_words.get(tr.entity, [])):
+                out.append(tr)
+        return out
+
+    @staticmethod
+    def names_ingredient(ws: list, ing_words: set) -> bool:
+        """A track name names an ingredient when its head noun is one of the ingredient's
+        words ("garlic", "bottle of squash"), or when its head is a container word and
+        it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
+        if not ws:
+            return False
+        if ws[-1] in ing_words:
+            return True
+        return ws[-1] in CONTAINER_WORDS and bool(set(ws[:-1]) & ing_words)
+
+    def ground_add(self, rid, cap, ev, matches, refs):
+        t0, t1 = ev.span.start, ev.span.end
+        what = f"add {ev.ingredient_id} ({ev.name})"
+        mine = self.ingredient_tracks(matches[ev.ingredient_id], t0, t1)
+        generic = False
+        if not mine:
+            # a container whose name names no content ("bottle") held during the whole add
+            # of a substance, and no other container held then: it is the add's source
+            held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")]
+            plain = [tr for tr in held if all(set(ws) <= CONTAINER_WORDS for ws in self.name_words.get(tr.entity, []))
+                     and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
+            leaf, _ = ingredient_type(ev.name, self.vocab)
+            if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
+                    and self.vocab.is_a(leaf, "substance")):
+                mine, generic = plain, True
+        if not mine:
+            others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
+                             and self.ingredient_tracks(ws, t0, t1)})
+            if others:
+                self.out.checks.append({"check": "add_time_matches_other_ingredient", "what": what,
+                                        "reason": f"the tracks overlapping this add are named for "
+                                                  f"{others}, not for {ev.name!r}: add times swapped or "
+                                                  f"mislabelled", "time": t0, "refs": refs})
+            else:
+                self.out.checks.append({"check": "add_without_track", "what": what,
+                                        "reason": "no track named for the ingredient overlaps the add",
+                                        "time": t0, "refs": refs})
+            return
+        ents = sorted({tr.entity for tr in mine})
+        if len(ents) > 1:
+            strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+            if len({tr.entity for tr in strict}) == 1:
+                mine, ents = strict, [strict[0].entity]
+        if len(ents) > 1:
+            self.drop("add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
+            return
+        ent = ents[0]
+        tr = sorted(mine, key=lambda x: (abs(x.start - t0), x.track_id))[0]
+        if len([x for x in mine if x.entity == ent]) > 1:
+            tr = [x for x in mine if x.entity == ent and overlaps(x.start, x.end, t0, t1, 0.0)]
+            if len(tr) != 1:
+                self.drop("add", what, "several tracks of the ingredient overlap the add", t0, **refs)
+                return
+            tr = tr[0]
+        steps = self.windows_at(ev.span.video, t0, t1, rid)
+        if len({w.step for w in steps}) > 1:
+            named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
+            if len({w.step for w in named}) != 1:
+                self.out.checks.append({"check": "overlapping_steps", "what": what,
+                                        "reason": f"steps {sorted({w.step for w in steps})} overlap the add "
+                                                  "and the text does not decide", "time": t0, "refs": refs})
+                return
+            steps = named
+        win = steps[0] if steps else None
+        text = win.text if win else ""
+        typ = self.w.objects[ent]
+        leaf, _ = ingredient_type(ev.name, self.vocab)
+        subst = self.vocab.is_a(leaf, "substance")
+        container = bool(self.tokens.get(ent, set()) & CONTAINER_WORDS) or self.vocab.is_a(typ, "sealable_container") \
+            or self.vocab.is_a(typ, "electric_container") or (self.vocab.is_a(typ, "vessel") and subst)
+        ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
+        src_ev = {"how": ("the only container held during the whole add (its name names no content)"
+                          if generic else "track named for the ingredient overlaps the add"), **self.track_ref(tr)}
+        if container:
+            if not subst and not self.vocab.is_a(leaf, "food"):
+                self.drop("add", what, f"ingredient typed {leaf}", t0, **refs)
+                return
+            sub = ingredient_entity(ev.name, self.vocab)
+            self.out.objects.setdefault(sub, leaf)
+            self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
+                **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
+                "how": "the track's name names the ingredient it holds"}})
+            target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+            target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
+            if target is None:
+                self.drop("add", what, f"target not decided: {why}", t0, **refs)
+                return
+            action = "pour" if subst else "empty_into"
+            roles = {"s": sub, "src": ent, "dst": target}
+            evid = {"s": ev_ing, "src": src_ev, "dst": tev}
+        else:
+            if self.vocab.is_a(typ, "food"):
+                action = "add_ingredient"
+            elif self.vocab.is_a(typ, "supply"):
+                action = "insert"
+            else:
+                self.drop("add", what, f"matching track {ent} is typed {typ} (not food, supply or a container)",
+                          t0, **refs)
+                return
+            if action == "insert":
+                fx = self.fixture_named(text)
+                if fx is None:
+                    target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+                    action = "put_in_container"
+                else:
+                    target, tev, why = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
+                                            "recipe": rid, "step": win.step if win else None}, ""
+            else:
+                target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+                target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
+            if target is None:
+                self.drop("add", what, f"target not decided: {why}", t0, **refs)
+                return
+            roles = {"o": ent, "c": target}
+            evid = {"o": src_ev, "c": tev}
+        t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
+        if win is not None and action != "insert":
+            self.step_targets.setdefault((rid, win.step), (roles.get("dst") or roles.get("c"),
+                                                          evid.get("dst") or evid.get("c"), t))
+        self.out.planned.append(Planned(
+            "add", round(t, 3), action, roles, evid,
+            {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
+            title=title_of(text) if text else f"Add {ev.name}", what=what))
+
+    def same_step_target(self, rid, win, target, tev, why, exclude):
+        """When the step text names no vessel and none is handled in the window, the
+        vessel an earlier add *of the same recipe step* was bound to by evidence: one step
+        text describes one target ("Add the tomatoes, mango chutney and salt")."""
+        if target is not None or win is None or not why.startswith("no vessel named"):
+            return target, tev
+        prev = self.step_targets.get((rid, win.step))
+        if prev is None or prev[0] in exclude:
+            return None, None
+        return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
+                                            f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
+
+    def fixture_named(self, text: str) -> str | None:
+        low = text.lower()
+        for phrase, (fid, _) in sorted(self.vocab.step_fixtures.items()):
+            if re.search(rf"\b(?:into|in|inside)\s+(?:the\s+)?{re.escape(phrase)}\b", low) \
+                    and fid in self.w.objects:
+                return fid
+        return None
+
+    # ----------------------------------------------------------------- steps
+    def ground_steps(self, add_steps: set):
+        """Each timed step segment: the first verb of the step text (in text order) whose
+        objects the tracks held in the segment bind; the add event itself when the step
+        has one."""
+        for win in self.windows:
+            what = f"step {win.step} at {win.start:.1f}s"
+            refs = {"file": "complete_recipes.json", "recipe": win.recipe, "step": win.step,
+                    "video": win.video, "start": self.local(win.video, win.start),
+                    "end": self.local(win.video, win.end)}
+            if (win.recipe, win.step, win.video, win.start) in add_steps:
+                continue       # the add event itself is the step's key action
+            verbs = all_verbs(win.text)
+            if not verbs:
+                self.drop("cue", what, "no key verb the rules compile in the step text", win.start, **refs)
+                continue
+            reasons = []
+            for verb in verbs:
+                handler = getattr(self, f"step_{'transfer' if verb == 'add' else verb}", None)
+                if handler is None:
+                    reasons.append(f"{verb}: no binding rule")
+                    continue
+                n_drop, n_plan = len(self.out.dropped), len(self.out.planned)
+                handler(win, what, refs)
+                if len(self.out.planned) > n_plan:
+                    del self.out.dropped[n_drop:]
+                    break
+                reasons += [f"{verb}: {d['reason']}" for d in self.out.dropped[n_drop:]]
+                del self.out.dropped[n_drop:]
+            else:
+                self.drop("cue", what, "; ".join(reasons), win.start, **refs)
+
+    def tracks_in(self, win, pred):
+        return [tr for tr in self.overlapping(win.win_start, win.end) if pred(tr.entity)]
+
+    def held_in(self, win, pred, what, refs, role, vessel=False):
+        """The one tracked object satisfying ``pred`` held during the step segment itself
+        (for at least half of it, or a second). A vessel must carry the vessel noun the
+        step text names, when it names one ("Fill your glass": a glass, not a bowl)."""
+        need = min(1.0, 0.5 * (win.end - win.start))
+        trs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if pred(tr.entity)
+               and min(tr.end, win.end) - max(tr.start, win.start) >= need]
+        if vessel:
+            named = set(words(win.text)) & self.vessel_heads
+            if named:
+                trs = [tr for tr in trs if self.heads.get(tr.entity, set()) & named]
+        ents = sorted({tr.entity for tr in trs})
+        if len(ents) != 1:
+            self.drop("cue", what, f"{role}: {len(ents)} candidate tracks in the step segment {ents}",
+                      win.start, **refs)
+            return None, None
+        tr = sorted(trs, key=lambda x: (x.start, x.track_id))[0]
+        return ents[0], tr
+
+    def plan_step(self, win, action, roles, evid, refs, hold=None, tr=None, t=None):
+        if t is None:
+            t = win.start if tr is None else max(win.start, tr.start + 0.01)
+            if tr is not None:
+                t = min(t, tr.end - 0.01)
+        self.out.planned.append(Planned("step", round(t, 3), action, roles, evid, refs, hold=hold,
+                                        hold_track=tr.track_id if tr else None, step=win,
+                                        title=title_of(win.text), what=f"{action} {win.step}"))
+
+    def step_stir(self, win, what, refs, action="stir"):
+        tools = {"whisk_tool"} if action == "whisk" else STIR_TOOLS
+        tool, tr = self.held_in(win, lambda e: self.w.objects.get(e) in tools, what, refs, "tool")
+        if tool is None:
+            return
+        # nothing is stirred on a plate or a tray: they are not candidate targets here
+        flat = {e for e, t in self.w.objects.items() if t in ("plate", "tray")}
+        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {tool} | flat)
+        if target is None:
+            self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
+            return
+        self.plan_step(win, action, {"t": tool, "c": target},
+                       {"t": {"how": "utensil tracked during the step", **self.track_ref(tr)}, "c": tev},
+                       refs, hold=tool, tr=tr)
+
+    def step_whisk(self, win, what, refs):
+        self.step_stir(win, what, refs, "whisk")
+
+    def food_named(self, win, exclude=()):
+        ws = set(words(win.text))
+        trs = [tr for tr in self.overlapping(win.win_start, win.end)
+               if self.is_a(tr.entity, "food") and tr.entity not in exclude
+               and self.tokens.get(tr.entity, set()) & ws]
+        return trs
+
+    def step_chop(self, win, what, refs):
+        blade, tr = self.held_in(win, lambda e: self.is_a(e, "knife") or self.is_a(e, "scissors"),
+                                 what, refs, "blade")
+        if blade is None:
+            return
+        foods = self.food_named(win)
+        ents = sorted({x.entity for x in foods})
+        if len(ents) != 1:
+            self.drop("cue", what, f"food: {len(ents)} tracked foods named by the step text {ents}",
+                      win.start, **refs)
+            return
+        ftr = foods[0]
+        self.plan_step(win, "chop", {"o": ents[0], "t": blade},
+                       {"o": {"how": "food named by the step text, tracked in the window", **self.track_ref(ftr)},
+                        "t": {"how": "blade tracked during the step", **self.track_ref(tr)}},
+                       refs, hold=blade, tr=tr)
+
+    def step_peel(self, win, what, refs):
+        foods = self.food_named(win)
+        ents = sorted({x.entity for x in foods})
+        if len(ents) != 1:
+            self.drop("cue", what, f"food: {len(ents)} tracked foods named by the step text {ents}",
+                      win.start, **refs)
+            return
+        ftr = foods[0]
+        blades = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "blade")]
+        if len({b.entity for b in blades}) == 1:
+            b = blades[0]
+            self.plan_step(win, "peel", {"o": ents[0], "t": b.entity},
+                           {"o": {"how": "food named by the step text", **self.track_ref(ftr)},
+                            "t": {"how": "blade tracked during the step", **self.track_ref(b)}},
+                           refs, hold=b.entity, tr=b)
+        elif overlaps(ftr.start, ftr.end, win.start, win.end, 0.0):
+            self.plan_step(win, "peel_by_hand", {"o": ents[0]},
+                           {"o": {"how": "food named by the step text, held during the step",
+                                  **self.track_ref(ftr)}}, refs, hold=ents[0], tr=ftr)
+        else:
+            self.drop("cue", what, "food not held during the step and no blade tracked", win.start, **refs)
+
+    def step_grate(self, win, what, refs):
+        foods = [f for f in self.food_named(win) if overlaps(f.start, f.end, win.start, win.end, 0.0)]
+        ents = sorted({x.entity for x in foods})
+        if len(ents) != 1:
+            self.drop("cue", what, f"food: {len(ents)} tracked foods named and held {ents}", win.start, **refs)
+            return
+        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ents[0]})
+        if target is None:
+            self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
+            return
+        self.plan_step(win, "grate", {"o": ents[0], "c": target},
+                       {"o": {"how": "food named by the step text, held", **self.track_ref(foods[0])},
+                        "c": tev}, refs, hold=ents[0], tr=foods[0])
+
+    def step_crack(self, win, what, refs):
+        eggs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "egg")]
+        ents = sorted({x.entity for x in eggs})
+        if len(ents) != 1:
+            self.drop("cue", what, f"egg: {len(ents)} eggs tracked during the step {ents}", win.start, **refs)
+            return
+        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ents[0]})
+        if target is None:
+            self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
+            return
+        self.plan_step(win, "break_into", {"o": ents[0], "c": target},
+                       {"o": {"how": "egg tracked during the step", **self.track_ref(eggs[0])}, "c": tev},
+                       refs, hold=ents[0], tr=eggs[0])
+
+    def step_wash(self, win, what, refs):
+        # the object washed is the one the verb's own clause names ("Wash the starch out of
+        # the rice. Add to a pan with a lid": rice, not the lid)
+        m = re.search(r"\b(?:wash|rinse)\w*\s+([^.;,]*)", win.text.lower())
+        named = set(words(m.group(1))) if m else set()
+        obj, tr = self.held_in(win, lambda e: self.is_a(e, "item") and not self.is_a(e, "supply")
+                               and bool(self.heads.get(e, set()) & named), what, refs,
+                               "object named by the text")
+        if obj is None:
+            return
+        self.plan_step(win, "wash", {"o": obj},
+                       {"o": {"how": "object held during the step", **self.track_ref(tr)}},
+                       refs, hold=obj, tr=tr)
+
+    def step_fill(self, win, what, refs):
+        if "water" not in words(win.text):
+            self.drop("cue", what, "fill: only filling with water from the tap is compiled", win.start, **refs)
+            return
+        obj, tr = self.held_in(win, self.target_ok, what, refs, "vessel", vessel=True)
+        if obj is None:
+            return
+        self.out.objects.setdefault("water", "water")
+        self.plan_step(win, "fill_from_tap", {"c": obj},
+                       {"c": {"how": "vessel held during the step", **self.track_ref(tr)}},
+                       refs, hold=obj, tr=tr)
+
+    def appliance_named(self, win):
+        low = win.text.lower()
+        for phrase, (fid, _) in sorted(self.vocab.step_fixtures.items()):
+            if re.search(rf"\b{re.escape(phrase)}\b", low) and fid in self.w.objects:
+                return fid
+        return None
+
+    def step_press(self, win, what, refs):
+        fx = self.appliance_named(win)
+        if fx is None:
+            recipe_text = " ".join(self.recipes[win.recipe].steps.values())
+            named = [f for p, (f, _) in sorted(self.vocab.step_fixtures.items())
+                     if re.search(rf"\b{re.escape(p)}\b", recipe_text.lower()) and f in self.w.objects]
+            if "button" in win.text.lower() and len(set(named)) == 1:
+                fx = named[0]
+        if fx is None:
+            self.drop("cue", what, "press: no appliance named by the step or its recipe", win.start, **refs)
+            return
+        self.plan_step(win, "press_button", {"a": fx},
+                       {"a": {"how": "appliance named by the recipe's step text", **refs}}, refs)
+
+    def step_turn_on(self, win, what, refs):
+        fx = self.appliance_named(win)
+        if fx is not None:
+            self.plan_step(win, "turn_on", {"a": fx}, {"a": {"how": "appliance named by the step text", **refs}},
+                           refs)
+            return
+        self.step_boil(win, what, refs)
+
+    def step_boil(self, win, what, refs):
+        trs = [tr for tr in self.overlapping(win.win_start, win.end) if self.is_a(tr.entity, "electric_container")
+               and set(words(win.text)) & self.tokens.get(tr.entity, set())]
+        ents = sorted({x.entity for x in trs})
+        if len(ents) != 1:
+            self.drop("cue", what, f"appliance: {len(ents)} switchable containers named and tracked {ents}",
+                      win.start, **refs)
+            return
+        self.plan_step(win, "turn_on_container", {"c": ents[0]},
+                       {"c": {"how": "switchable container named and tracked", **self.track_ref(trs[0])}},
+                       refs, t=max(win.start, trs[-1].end + 0.01) if trs[-1].end < win.end else win.end)
+
+    def step_transfer(self, win, what, refs):
+        """An add/put/pour step without an add event. A container held during the step
+        that holds a substance the text names (its name names it, or an earlier grounded
+        pour filled it) is poured into the vessel the text names; else the one item held
+        during the step whose name the text names is added / put / inserted into it."""
+        held = self.overlapping(win.start, win.end, 0.0)
+        named = set(words(win.text))
+        holds = {}
+        # a vessel an earlier add filled is a source only for a later step that pours
+        # "into" something ("Add the frothed milk into the coffee"), never for the step
+        # of that add itself ("Preheat the pan ... add olive oil": the pan is the target)
+        into = re.search(r"\binto\b", win.text.lower()) is not None
+        for q in self.out.planned:
+            if (q.action == "pour" and q.time < win.start and set(words(q.roles["s"])) & named
+                    and into and (q.step is None or q.step.step != win.step)):
+                holds.setdefault(q.roles["dst"], (q.roles["s"], q))
+        for (pred, *xs) in sorted(set(self.out.facts) | set(self.w.facts)):
+            if pred == "in" and len(xs) == 2 and set(words(xs[0])) & named:
+                holds.setdefault(xs[1], (xs[0], None))
+        srcs = sorted({tr.entity for tr in held if tr.entity in holds and self.is_a(tr.entity, "container")})
+        if len(srcs) > 1:
+            self.drop("cue", what, f"{len(srcs)} held containers hold a substance the text names {srcs}",
+                      win.start, **refs)
+            return
+        if len(srcs) == 1:
+            src = srcs[0]
+            sub, q = holds[src]
+            src_tr = sorted((tr for tr in held if tr.entity == src), key=lambda x: (x.start, x.track_id))[0]
+            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {src})
+            if target is None:
+                self.drop("cue", what, f"pour target not decided: {why}", win.start, **refs)
+                return
+            s_ev = ({"how": f"{sub} was poured into {src} by the earlier grounded add", **q.refs} if q else
+                    {"how": f"{src}'s track name names {sub}", **self.track_ref(src_tr)})
+            t = min(max(win.start, src_tr.start + 0.01), src_tr.end - 0.01)
+            self.out.planned.append(Planned(
+                "step", round(t, 3), "pour", {"s": sub, "src": src, "dst": target},
+                {"s": s_ev, "src": {"how": "container holding the substance, held during the step",
+                                    **self.track_ref(src_tr)}, "dst": tev},
+                refs, hold=src, hold_track=src_tr.track_id, step=win, title=title_of(win.text), what=what))
+            return
+        heads = {ph[-1] for ph in target_phrases(win.text)}
+        items = sorted({tr.entity for tr in held if (self.is_a(tr.entity, "food") or self.is_a(tr.entity, "supply"))
+                        and (self.heads.get(tr.entity, set()) & named) - heads})
+        if len(items) != 1:
+            self.drop("cue", what, f"{len(items)} held foods/supplies named by the text {items}",
+                      win.start, **refs)
+            return
+        ent = items[0]
+        tr = sorted((x for x in held if x.entity == ent), key=lambda x: (x.start, x.track_id))[0]
+        fx = self.fixture_named(win.text) if self.is_a(ent, "supply") else None
+        if fx is not None:
+            action, target, tev = "insert", fx, {"how": "step text names the appliance", **refs}
+        else:
+            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ent})
+            if target is None:
+                self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
+                return
+            action = "add_ingredient" if self.is_a(ent, "food") else "put_in_container"
+        t = min(max(win.start, tr.start + 0.01), tr.end - 0.01)
+        self.out.planned.append(Planned(
+            "step", round(t, 3), action, {"o": ent, "c": target},
+            {"o": {"how": "item the step text names, held during the step", **self.track_ref(tr)}, "c": tev},
+            refs, hold=ent, hold_track=tr.track_id, step=win, title=title_of(win.text), what=what))
+
+    def step_sprinkle(self, win, what, refs):
+        self.drop("cue", what, "sprinkle: no binding rule for the seasoning source", win.start, **refs)
+
+    def step_knead(self, win, what, refs):
+        foods = self.food_named(win)
+        ents = sorted({x.entity for x in foods})
+        if len(ents) != 1:
+            self.drop("cue", what, f"food: {len(ents)} tracked foods named {ents}", win.start, **refs)
+            return
+        self.plan_step(win, "knead", {"o": ents[0]},
+                       {"o": {"how": "food named and tracked", **self.track_ref(foods[0])}}, refs,
+                       t=max(win.start, max(f.end for f in foods) + 0.01) if max(f.end for f in foods) < win.end
+                       else win.end)
+
+    def step_squeeze(self, win, what, refs):
+        self.drop("cue", what, "squeeze: no binding rule", win.start, **refs)
+
+    def step_weigh(self, win, what, refs):
+        self.drop("cue", what, "weigh: no binding rule for the scale", win.start, **refs)
+
+
+def ingredient_entity(name: str, vocab) -> str:
+    """The substance/food entity an ingredient name stands for: an override of the curated
+    vocabulary, else the substance word of the name, else the name itself in snake case."""
+    low = re.sub(r"\s+", " ", name.strip().lower())
+    if low in vocab.overrides:
+        return vocab.overrides[low]
+    nt = vocab.data["noun_types"]
+    for w in reversed(words(low)):
+        if w in nt and vocab.is_a(nt[w], "substance"):
+            return w
+    return re.sub(r"[^a-z0-9]+", "_", low).strip("_") or "ingredient"
+
+
+SUBSTANCE_WORDS = {"oil", "water", "milk", "sauce", "salt", "pepper", "sugar", "flour", "stock",
+                   "vinegar", "honey", "cream", "juice", "syrup", "powder", "spice", "paste", "coffee",
+                   "tea", "cumin", "paprika", "turmeric", "cinnamon", "masala", "sumac", "seasoning",
+                   "squash", "ketchup", "mayonnaise", "mustard", "yogurt", "yoghurt", "soy", "extract",
+                   "essence", "oregano", "thyme", "chilli", "flake", "seed", "nutmeg", "coriander",
+                   "dressing", "broth", "wine", "cocoa", "baking", "yeast", "rice", "oat", "lentil",
+                   "tahini", "ghee", "curry"}
+
+
+def ingredient_type(name: str, vocab) -> tuple[str, str]:
+    """``(leaf type, rule)`` of an ingredient from its own words (never from an unrelated
+    noun class): a substance word of the curated vocabulary, a substance keyword, else
+    ``other_food``.
+
+    >>> from analysis.compiler.vocabulary import Vocabulary
+    >>> ingredient_type("medjool dates", Vocabulary.load())
+    ('other_food', 'ingredient:food_default')
+    """
+    ent = ingredient_entity(name, vocab)
+    nt = vocab.data["noun_types"]
+    if ent in nt and (vocab.is_a(nt[ent], "substance") or vocab.is_a(nt[ent], "food")):
+        return nt[ent], f"noun_types:{ent}"
+    ws = words(name)
+    for w in reversed(ws):
+        if w in nt and vocab.is_a(nt[w], "substance"):
+            return nt[w], f"noun_types:{w}"
+    if set(ws) & SUBSTANCE_WORDS:
+        return "other_substance", "ingredient:substance_word"
+    for w in reversed(ws):
+        if w in nt and vocab.is_a(nt[w], "food"):
+            return nt[w], f"noun_types:{w}"
+    return "other_food", "ingredient:food_default"
+
+
+def ground(world, recipes, vocab) -> Grounding:
+    g = Grounder(world, recipes, vocab)
+    g.ground_adds()
+    add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
+                 for p in g.out.planned if p.step is not None}
+    g.ground_steps(add_steps)
+    for a in world.assocs_unnamed:
+        off = world.offsets.get(a.video, 0.0)
+        why = ("unnamed track (annotators gave no object name)" if a.unnamed else
+               "vague name: the annotation does not say what the object is")
+        for t in a.tracks:
+            g.drop("track", f"track {t.track_id} ({a.raw_name})", why,
+                   t.start + off, file="assoc_info.json", association=a.assoc_id, track=t.track_id, video=a.video)
+    g.out.planned.sort(key=lambda p: (p.time, p.kind, p.action, p.what))
+    return g.out

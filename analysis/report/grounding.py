@@ -1,0 +1,155 @@
+"""Grounding table (issue 10) and per-task cards: how much of each suite rests on HD-EPIC
+annotations, and, for every task, the source rows a reviewer needs to check it.
+
+* :func:`grounding_table`: per suite, the observed share of world facts, of operation
+  arguments and of contract conditions (observed = an HD-EPIC row supports it; curated =
+  a documented compiler rule produced it).
+* :func:`task_cards` / :func:`write_cards`: one Markdown card per task (title, the source
+  steps with times, each condition with its supporting rows, the reference operations
+  with their rows), plus an index. ``python -m analysis.report.cards [export_root]
+  [out_dir]`` writes them under ``<out_dir>/tables/cards/``; the grounding table's note
+  links the index from ``tables/README.md``.
+
+>>> _fmt_ref({"source": "observed", "refs": {"file": "assoc_info.json", "id": "v/a/t", "time": 1.0}})
+'observed: assoc_info.json v/a/t @ 1.0 s'
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .output import Table
+
+__all__ = ["grounding_table", "task_cards", "write_cards", "CARDS_DIR"]
+
+CARDS_DIR = "cards"
+
+
+def _share(xs: list[str]) -> float:
+    return xs.count("observed") / len(xs) if xs else float("nan")
+
+
+def grounding_table(export) -> Table:
+    """Observed share of facts, operation arguments and conditions, per suite."""
+    episodes = {e["episode_id"]: e for e in export.records_of("episode")}
+    tasks = {t["task_id"]: t for t in export.records_of("task")}
+    rows = []
+    for suite in export.records_of("suite"):
+        eps = [episodes[e] for e in sorted(suite["episode_ids"])]
+        facts = [p["source"] for e in eps for p in e["fact_provenance"]]
+        args = [a["source"] for e in eps for g in e["groups"] for op in g["operations"]
+                for a in op["provenance"]["refs"].get("args", [])]
+        conds = [p["source"] for tid in suite["task_ids"]
+                 for p in tasks[tid]["provenance"].get("conditions", {}).values()]
+        first = [tasks[tid]["provenance"].get("conditions", {}).get("c1", {}).get("source")
+                 for tid in suite["task_ids"]]
+        rows.append({"suite": suite["suite"], "tasks": len(suite["task_ids"]),
+                     "facts": len(facts), "observed_fact_share": _share(facts),
+                     "operation_args": len(args), "observed_arg_share": _share(args),
+                     "conditions": len(conds), "observed_condition_share": _share(conds),
+                     "observed_first_condition_share": _share(first)})
+    data = pd.DataFrame(rows).sort_values("suite").reset_index(drop=True)
+    return Table(
+        name="table14_grounding", title="Grounding: observed shares per suite",
+        paper_ref="issue 10 (cohort fidelity)", data=data,
+        notes="Observed = supported by an HD-EPIC row (file, row or annotation ID, time); "
+              "curated = produced by a documented compiler rule (docs/compiler.md). Operation "
+              "arguments count each argument of each reference operation. Task cards: "
+              f"[{CARDS_DIR}/README.md]({CARDS_DIR}/README.md).")
+
+
+def _fmt_ref(p: dict) -> str:
+    r = p.get("refs", {})
+    if p.get("source") != "observed":
+        return f"curated: rule `{r.get('rule', '?')}`"
+    where = f"{r.get('file', '?')} {r.get('id', '')}".strip()
+    if r.get("name"):
+        where += f" \"{r['name']}\""
+    if r.get("time") is not None:
+        where += f" @ {r['time']} s"
+    return f"observed: {where}"
+
+
+def _cond_text(c: dict) -> str:
+    if c["kind"] == "atom":
+        return f"`{c['atom'][0]}({', '.join(c['atom'][1:])})`"
+    ev = c["event"]
+    return f"event `{ev['type']}({', '.join(x if x is not None else '*' for x in ev['args'])})`"
+
+
+def _card(task: dict, episode: dict) -> str:
+    groups = {g["group_id"]: g for g in episode["groups"]}
+    mine = [groups[g] for g in task["group_ids"]]
+    refs = task["provenance"].get("refs", {})
+    lines = [f"# {task['task_id']}: {task['title']}", "",
+             f"Episode `{task['episode_id']}`, tier **{task['tier']}**, "
+             f"groups {task['group_ids'][0]} .. {task['group_ids'][-1]} ({len(mine)}).", "",
+             "## Source", ""]
+    src = ", ".join(f"{k} `{v}`" for k, v in sorted(refs.items()) if v is not None)
+    lines.append(f"- task source row: {src}")
+    for g in mine:
+        s = g["source"]
+        if s.get("steps"):
+            lines.append(f"- step {', '.join(s['steps'])} of {s.get('recipe')}: \"{g['instruction']}\" "
+                         f"({s['video']} {s['start']:.2f}-{s['end']:.2f} s)")
+    lines += ["", "## Conditions", ""]
+    cprov = task["provenance"].get("conditions", {})
+    for c in task["contract"]["conditions"]:
+        p = cprov.get(c["id"], {})
+        lines.append(f"- **{c['id']}** {_cond_text(c)}: {p.get('source', '?')}, witnessed by "
+                     f"`{p.get('refs', {}).get('operation', '?')}` at episode time {p.get('refs', {}).get('time')} s "
+                     "(source rows below in their own video's time)")
+        for a in p.get("refs", {}).get("args", []):
+            how = a.get("refs", {}).get("how")
+            lines.append(f"  - {_fmt_ref(a)}" + (f" ({how})" if how else ""))
+    lines += ["", "## Reference operations", "", "| group | time | operation | provenance |",
+              "|---|---|---|---|"]
+    for g in mine:
+        for op in g["operations"]:
+            r = op["provenance"]["refs"]
+            ev = "; ".join(_fmt_ref(a) for a in r.get("args", []))
+            lines.append(f"| {g['group_id'].rsplit('/', 1)[1]} | {r.get('time')} | "
+                         f"`{op['type']}({', '.join(op['args'])})` | **{op['provenance']['source']}** "
+                         f"(args: {ev.replace('|', '/')}) |")
+    return "\n".join(lines) + "\n"
+
+
+def task_cards(export) -> dict[str, str]:
+    """``{relative path: Markdown}``: one card per task and the index ``README.md``."""
+    episodes = {e["episode_id"]: e for e in export.records_of("episode")}
+    tasks = sorted(export.records_of("task"), key=lambda t: t["task_id"])
+    suites = {s["suite"]: set(s["task_ids"]) for s in export.records_of("suite")}
+    out = {}
+    index = ["# Task cards", "",
+             "One card per compiled task: source steps with times, each condition with the "
+             "source rows that support it, the reference operations with their rows. "
+             "Generated by `python -m analysis.report.cards`; do not edit.", "",
+             "| task | suites | tier | title | c1 |", "|---|---|---|---|---|"]
+    for t in tasks:
+        rel = f"{t['task_id'].replace('/', '_')}.md"
+        out[rel] = _card(t, episodes[t["episode_id"]])
+        member = ", ".join(s for s in sorted(suites) if t["task_id"] in suites[s])
+        index.append(f"| [{t['task_id']}]({rel}) | {member} | {t['tier']} | "
+                     f"{t['title'].replace('|', '/')} | {_cond_text(t['contract']['conditions'][0])} |")
+    out["README.md"] = "\n".join(index) + "\n"
+    return out
+
+
+def write_cards(export, out_dir: str | Path = ".") -> list[Path]:
+    """Write the cards under ``<out_dir>/tables/cards/`` (stale cards are removed)."""
+    from analysis.frozen.io import atomic_write_bytes
+    root = Path(out_dir) / "tables" / CARDS_DIR
+    cards = task_cards(export)
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    for rel, text in sorted(cards.items()):
+        path = root / rel
+        data = text.encode()
+        if not path.exists() or path.read_bytes() != data:
+            atomic_write_bytes(path, data)
+        written.append(path)
+    for stale in sorted(root.glob("*.md")):
+        if stale.name not in cards:
+            stale.unlink()
+    return written
