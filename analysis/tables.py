@@ -26,6 +26,7 @@ from omegaconf import OmegaConf
 from ._hydra import command_main, resolve_path
 from .frozen import IntegrityError, load
 from .transaction import Transaction, TransactionBusy, recover, recover_export
+from .report.grounding import CARDS_DIR, task_cards
 from .report import (FigureOutput, Skipped, Table, build_all, compute, method_text,
                      render_figure, render_table)
 
@@ -195,6 +196,9 @@ def build_generation(export_root, cfg=None, progress=_progress) -> dict[str, byt
             files.update({f"tables/{k}": v for k, v in render_table(a).items()})
         elif isinstance(a, FigureOutput):
             files.update({f"figures/{k}": v for k, v in render_figure(a).items()})
+    # Task cards are part of the generation: written, switched and cleaned with the tables.
+    files.update({f"tables/{CARDS_DIR}/{k}": v.encode("utf-8")
+                  for k, v in task_cards(export).items()})
     files["tables/README.md"] = _index(artefacts, results)
     files[GENERATION] = _generation_bytes(files)
     return files

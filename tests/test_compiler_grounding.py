@@ -105,7 +105,7 @@ def test_one_hand_track_selection_by_hand():
 def test_grounding_table_and_task_cards(tmp_path):
     from analysis.compiler.cohort import compile_cohort
     from analysis.frozen import load
-    from analysis.report.grounding import grounding_table, task_cards, write_cards
+    from analysis.report.grounding import grounding_table, task_cards
     compile_cohort(SOURCE, tmp_path / "x", progress=lambda m: None)
     export = load(tmp_path / "x")
     t = grounding_table(export).data.set_index("suite")
@@ -124,5 +124,3 @@ def test_grounding_table_and_task_cards(tmp_path):
                 "3d_perception_object_location_424", "## Reference operations"):
         assert row in card, row
     assert "[P02-20240209-194141/" in cards["README.md"]
-    written = write_cards(export, tmp_path / "out")
-    assert (tmp_path / "out" / "tables" / "cards" / "README.md") in written
