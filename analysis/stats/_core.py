@@ -45,6 +45,45 @@ def recorded_seed(seed) -> int | None:
     return None if isinstance(seed, np.random.Generator) else seed
 _REL_TOL = 1e-12
 
+#: Fewer episodes than this is an error: no cluster-robust interval is meaningful.
+MIN_CLUSTERS = 3
+#: Fewer episodes than this gives a visible warning in the result and the table notes.
+WARN_CLUSTERS = 8
+
+
+class FewClustersWarning(UserWarning):
+    """Fewer than ``WARN_CLUSTERS`` episodes behind an interval (coverage is shaky)."""
+
+
+def check_cluster_ids(df: pd.DataFrame, cluster_col: str) -> None:
+    """A missing cluster ID is an error (it would silently merge records)."""
+    bad = df[cluster_col].isna().to_numpy()
+    if bad.any():
+        first = df.index[bad][0]
+        raise ValueError(f"{cluster_col} is missing (NaN/None) in {int(bad.sum())} row(s), first "
+                         f"at row index {first!r}; every record needs an episode ID")
+
+
+def check_cluster_count(G: int, what: str) -> str | None:
+    """Error under ``MIN_CLUSTERS`` episodes; the warning text under ``WARN_CLUSTERS``."""
+    if G < MIN_CLUSTERS:
+        raise ValueError(f"{what}: only {G} episode(s) with values; episode-cluster intervals "
+                         f"need at least {MIN_CLUSTERS}")
+    if G < WARN_CLUSTERS:
+        return (f"{what}: only {G} episodes (fewer than {WARN_CLUSTERS}); interval "
+                "coverage with so few clusters is not assured")
+    return None
+
+
+def emit_warnings(texts) -> tuple:
+    """Issue each warning text once as a :class:`FewClustersWarning`; return them."""
+    import warnings
+
+    texts = tuple(dict.fromkeys(t for t in texts if t))
+    for t in texts:
+        warnings.warn(t, FewClustersWarning, stacklevel=3)
+    return texts
+
 
 def check_choice(name: str, value, allowed) -> None:
     """Raise ``ValueError`` naming the parameter and the allowed values."""
@@ -185,17 +224,19 @@ def studentize(theta_b, theta, se_b, zero_b, se=None):
     return t
 
 
-def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=()):
+def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=(), squares: bool = False):
     """Reduce records to per-cluster sums and counts.
 
     Returns ``(clusters, columns, S, N)``: ``clusters`` the sorted cluster labels
     (length G), ``columns`` a DataFrame with one row per statistic (the ``by`` keys,
     sorted, then ``metric`` in the given order), and ``S``, ``N`` of shape (G, J).
     Missing values are left out of both the sum and the count of their column.
+    With ``squares=True`` a fifth item ``Q`` (G, J) holds the per-cluster sums of squares.
     """
     value_cols = list(value_cols)
     by = list(by)
     check_columns(df, [cluster_col, *by, *value_cols])
+    check_cluster_ids(df, cluster_col)
     try:
         X = df[value_cols].to_numpy(dtype=float)
     except (TypeError, ValueError) as exc:
@@ -215,15 +256,20 @@ def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=()):
     K = len(value_cols)
     S = np.empty((G, nG * K))
     N = np.empty((G, nG * K))
+    Q = np.empty((G, nG * K)) if squares else None
     for k in range(K):
         s = np.bincount(flat, weights=Xf[:, k], minlength=nG * G).reshape(nG, G)
         n = np.bincount(flat, weights=ok[:, k], minlength=nG * G).reshape(nG, G)
         S[:, k::K] = s.T
         N[:, k::K] = n.T
+        if squares:
+            Q[:, k::K] = np.bincount(flat, weights=Xf[:, k] ** 2, minlength=nG * G).reshape(nG, G).T
     cols = keys.loc[np.repeat(np.arange(nG), K)].reset_index(drop=True)
     cols["metric"] = np.tile(value_cols, nG)
     if not by:
         cols = cols[["metric"]]
+    if squares:
+        return np.asarray(clusters), cols, S, N, Q
     return np.asarray(clusters), cols, S, N
 
 
