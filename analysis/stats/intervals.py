@@ -23,7 +23,7 @@ Choices made here (simulated in ``bench/coverage.py``, docs/statistics.md):
 from __future__ import annotations
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 
 def satterthwaite_df(scores: np.ndarray, sizes) -> float:
@@ -75,7 +75,8 @@ def kg_effective_n(theta, v_cr1, s2, n, df, alpha):
     inner = (theta > 0) & (theta < 1) & (v > 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         neff = np.where(inner, theta * (1 - theta) / np.where(inner, v, 1.0), n)
-    fac = (stats.t.isf(alpha, np.maximum(n - 1, 1)) / stats.t.isf(alpha, df)) ** 2
+    # t.isf(a, d) = -stdtrit(d, a): the bare ufunc, ~100x cheaper than scipy.stats.t
+    fac = (special.stdtrit(np.maximum(n - 1, 1), alpha) / special.stdtrit(df, alpha)) ** 2
     return neff * fac
 
 
