@@ -73,7 +73,7 @@ def method_text(name: str, results) -> str:
     if kind == "pairwise":
         r = results.pairwise
         n = r.n_resamples if r is not None else cfg.n_resamples
-        return (f"Simultaneous {cfg.level_pct} max-|t| intervals, method {cfg.pairwise}; "
+        return (f"Simultaneous {cfg.level_pct} intervals, method {cfg.pairwise}; "
                 f"resampling unit: episode; resamples: {n}; seed: {cfg.seed}; contrast "
                 f"metrics: {', '.join(cfg.contrast_metrics)}.")
     if kind == "exact":

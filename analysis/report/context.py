@@ -16,7 +16,7 @@ from ..metrics import task_metrics
 from ..stats import PAIRWISE_DEFAULT_METHOD, cluster_bootstrap, pairwise_simultaneous
 
 __all__ = ["StatsConfig", "Results", "compute", "PLANNER_METRICS", "METRIC_LABELS",
-           "memory_pairs"]
+           "memory_pairs", "few_clusters_note"]
 
 #: Table 4 metrics: (task_metrics column, display label). NaN entries (other tier) are
 #: left out of their mean, so ``success_terminal`` gives Strict-TSR directly.
@@ -33,6 +33,11 @@ PLANNER_METRICS = (
 METRIC_LABELS = dict(PLANNER_METRICS) | {"completed_rate": "Completed-run rate"}
 
 _METHOD_TEXT = {
+    "auto": ("Korn-Graubard cluster-adjusted Clopper-Pearson intervals for rates and "
+             "fractions in [0, 1] (effective number of tasks from the CR1 variance, design "
+             "effect at least 1, Satterthwaite degrees of freedom; exact bounds at 0 or n/n), "
+             "episode-cluster bootstrap-t for unbounded metrics"),
+    "kg_cp": "Korn-Graubard cluster-adjusted Clopper-Pearson intervals (no resampling)",
     "bootstrap_t": "episode-cluster bootstrap-t (CR1 SE re-estimated in every replicate)",
     "cr1_t": "CR1 cluster-robust SE with t(G-1) quantiles (no resampling)",
     "percentile": "episode-cluster percentile bootstrap",
@@ -48,7 +53,7 @@ class StatsConfig:
     n_resamples: int = 10_000
     confidence_level: float = 0.95
     seed: int = 0
-    method: str = "bootstrap_t"
+    method: str = "auto"
     pairwise_method: str = "default"
     contrast_metrics: tuple = ("action_validity", "completed", "gcr")
 
@@ -81,6 +86,13 @@ class StatsConfig:
         text = _METHOD_TEXT.get(method, method)
         return (f"Intervals: {self.level_pct} {text}; resampling unit: episode; "
                 f"resamples: {n}; seed: {self.seed}.")
+
+
+def few_clusters_note(*stats_results) -> str:
+    """The few-episode warnings of statistics results, as a sentence for a table note
+    ("" when every interval rests on at least 8 episodes)."""
+    texts = [w for r in stats_results if r is not None for w in getattr(r, "warnings", ())]
+    return (" WARNING: " + " ".join(dict.fromkeys(texts))) if texts else ""
 
 
 @dataclass

@@ -77,9 +77,13 @@ def memory_study_table(export, results) -> Table:
         notes=("Memory suite, the same tasks under both conditions; world state carries over "
                "in both, belief is cleared at every group boundary under reset. Paired "
                "differences are task-macro means of per-task differences (persistent minus "
-               "reset) with episode-cluster bootstrap-t intervals; relative change is "
-               "(sum persistent - sum reset) / sum reset over all tasks with a percentile "
-               f"interval from the same {p0.n_resamples} episode resamples (seed {cfg.seed}). "
+               "reset); relative change is (sum persistent - sum reset) / sum reset over all "
+               "tasks. For rates and fractions in [0, 1] both intervals are MOVER "
+               "combinations of the two conditions' Korn-Graubard Clopper-Pearson intervals "
+               "(the relative change on the log scale), which hold for rare outcomes; for "
+               "other columns the difference has an episode-cluster bootstrap-t interval "
+               f"({p0.n_resamples} resamples, seed {cfg.seed}) and the relative change a "
+               "log-scale MOVER of CR1 t intervals. "
                "Per-condition columns: " + cfg.describe() + " " + estimand_note() + " "
                + CLIP_NOTE))
 
