@@ -123,6 +123,29 @@ def pairs_weights(rng: np.random.Generator, n_resamples: int, n_clusters: int) -
     return w.reshape(n_resamples, n_clusters).astype(np.float64)
 
 
+def replicate_ratios_T(W: np.ndarray, S: np.ndarray, N: np.ndarray, chunk: int = 1024) -> np.ndarray:
+    """Replicate ratios ``(W @ S) / (W @ N)`` laid out as (J, B) (one row per column).
+
+    Computed in chunks of replicates so that every temporary stays small (cache-sized,
+    below numpy's hugepage threshold), the count product is taken once per distinct
+    count column (most columns share their planner's tasks), and the result is written
+    straight into the column-major layout the per-column partial sorts of
+    :func:`quantile` want (no transposed copy). ``.T`` gives the usual (B, J) view.
+    """
+    Nu, inv = np.unique(N, axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    B, J = W.shape[0], S.shape[1]
+    out = np.empty((J, B))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for b0 in range(0, B, chunk):
+            Wc = W[b0:b0 + chunk]
+            ws = Wc @ S
+            wn = Wc @ Nu
+            ws /= wn[:, inv]
+            out[:, b0:b0 + chunk] = ws.T
+    return out
+
+
 def ratio(S: np.ndarray, N: np.ndarray) -> np.ndarray:
     """theta_j = sum_g S[g, j] / sum_g N[g, j] (NaN where the count is 0)."""
     s, n = S.sum(axis=0), N.sum(axis=0)

@@ -23,6 +23,7 @@ from ._core import (
     quantile,
     reduce_clusters,
     replicate_ratio_se,
+    replicate_ratios_T,
     studentize,
 )
 from .intervals import column_df, kg_interval
@@ -83,12 +84,7 @@ def interval_from_replicates(method, theta, se, zero, S, N, G, W, alpha):
         qlo, qhi = _quantile(t, [alpha, 1 - alpha])
         low, high = theta - qhi * se, theta - qlo * se
         return np.where(zero, theta, low), np.where(zero, theta, high)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # Two products rather than one on [S | N]: each result stays under numpy's 4 MiB
-        # hugepage threshold for the default 10,000 x 42 case, and faulting in fresh
-        # hugepages cost more than the second product.
-        theta_b = W @ S
-        theta_b /= W @ N
+    theta_b = replicate_ratios_T(W, S, N).T  # (B, J) view of a column-major array
     if method == "bca":
         lo_lvl, hi_lvl = _bca_bounds(theta, theta_b, S, N, alpha)
         lv = np.where(np.isfinite(lo_lvl), lo_lvl, 0.5)
@@ -184,13 +180,24 @@ def cluster_bootstrap(
     present = N > 0
     G_col = present.sum(axis=0)
     few = []
-    for j in range(J):
-        w = check_cluster_count(int(G_col[j]), _describe(cols, j))
-        if w:
+    for j in np.flatnonzero(G_col < WARN_CLUSTERS):  # describe only the columns at fault
+        if check_cluster_count(int(G_col[j]), _describe(cols, j)):
             few.append(j)
     sets = {}
     for j in range(J):
         sets.setdefault((present[:, j].tobytes(), col_method[j]), []).append(j)
+
+    weights = {}
+
+    def weights_for(G):
+        # An integer seed gives every episode count the resamples scipy.stats.bootstrap
+        # draws with that seed (so the same columns give the same intervals); a caller's
+        # Generator is drawn from in order.
+        if isinstance(seed, np.random.Generator):
+            return pairs_weights(rng, B, G)
+        if G not in weights:
+            weights[G] = pairs_weights(np.random.default_rng(seed), B, G)
+        return weights[G]
 
     est = np.full(J, np.nan)
     low, high, se = est.copy(), est.copy(), est.copy()
@@ -207,7 +214,7 @@ def cluster_bootstrap(
             df_j = column_df(Sg - th * Ng, Ng)
             lo, hi, _ = kg_interval(th, s * s, s2, n, df_j, alpha)
         else:
-            W = None if meth == "cr1_t" else pairs_weights(rng, B, G)
+            W = None if meth == "cr1_t" else weights_for(G)
             lo, hi = interval_from_replicates(meth, th, s, z, Sg, Ng, G, W, alpha)
         est[js], se[js], zero[js] = th, s, z
         low[js], high[js] = lo, hi
