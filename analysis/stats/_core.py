@@ -40,6 +40,30 @@ class Provenance:
     seed: int | None
 
 
+_BLAS = None
+
+
+def one_blas_thread(func):
+    """Run ``func`` with BLAS limited to one thread (threadpoolctl; restored afterwards).
+
+    The products here are small ((10,000 x 18) by (18 x J)); a multithreaded OpenBLAS
+    wakes its threads for some shapes and, on a shared machine, waits for a core on
+    every call: a 1 ms product then takes 10-20 ms (docs/performance.md).
+    """
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        global _BLAS
+        if _BLAS is None:
+            from threadpoolctl import ThreadpoolController
+            _BLAS = ThreadpoolController()
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
 def recorded_seed(seed) -> int | None:
     """The seed a result records: the integer given, or None for a caller's Generator."""
     return None if isinstance(seed, np.random.Generator) else seed
@@ -118,8 +142,8 @@ def pairs_weights(rng: np.random.Generator, n_resamples: int, n_clusters: int) -
     the same seed reproduces our resamples one for one.
     """
     idx = rng.integers(0, n_clusters, (n_resamples, n_clusters))
-    offs = idx + (np.arange(n_resamples)[:, None] * n_clusters)
-    w = np.bincount(offs.ravel(), minlength=n_resamples * n_clusters)
+    idx += np.arange(0, n_resamples * n_clusters, n_clusters)[:, None]  # in place: no copy
+    w = np.bincount(idx.ravel(), minlength=n_resamples * n_clusters)
     return w.reshape(n_resamples, n_clusters).astype(np.float64)
 
 
@@ -200,25 +224,31 @@ def replicate_ratio_se(W: np.ndarray, S: np.ndarray, N: np.ndarray, n_clusters):
     ``W(S^2) - 2 theta_b W(SN) + theta_b^2 W(N^2)``. Returns ``(theta_b, se_b, zero_b)``.
     """
     J = S.shape[1]
-    X = np.stack([S, N, S * S, S * N, N * N])  # (5, G, J)
-    WS, WN, WSS, WSN, WNN = np.matmul(W[None], X)  # one batched product, contiguous slices
+    B = W.shape[0]
+    # one 2-D BLAS product per chunk of replicates on [S | N | S^2 | SN | N^2]; a batched
+    # np.matmul with a broadcast W falls back to numpy's non-BLAS loop (10x slower)
+    X = np.hstack([S, N, S * S, S * N, N * N])  # (G, 5J)
     G = float(n_clusters)
+    theta_b = np.empty((B, J))
+    se_b = np.empty((B, J))
+    zero_b = np.empty((B, J), bool)
+    chunk = max(1, (1 << 17) // max(5 * J, 1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        theta_b = np.divide(WS, WN, out=WS)  # WS is not needed afterwards
-        t2 = theta_b * theta_b
-        np.multiply(t2, WNN, out=WNN)  # theta^2 W(N^2)
-        q = np.multiply(theta_b, WSN, out=WSN)
-        q *= -2.0
-        q += WSS
-        q += WNN
-        scale = np.add(WSS, WNN, out=WSS)
-        scale *= _REL_TOL * 16
-        zero_b = q <= scale
-        np.clip(q, 0, None, out=q)
-        q *= G / (G - 1)
-        se_b = np.sqrt(q, out=q)
-        se_b /= WN
-    se_b[zero_b] = 0.0
+        for b0 in range(0, B, chunk):
+            P = W[b0:b0 + chunk] @ X
+            WS, WN, WSS, WSN, WNN = (P[:, k * J:(k + 1) * J] for k in range(5))
+            th = np.divide(WS, WN, out=theta_b[b0:b0 + chunk])
+            q = th * WSN
+            q *= -2.0
+            q += WSS
+            q += th * th * WNN
+            scale = (WSS + WNN) * (_REL_TOL * 16)
+            z = np.less_equal(q, scale, out=zero_b[b0:b0 + chunk])
+            np.clip(q, 0, None, out=q)
+            q *= G / (G - 1)
+            sb = np.sqrt(q, out=se_b[b0:b0 + chunk])
+            sb /= WN
+            sb[z] = 0.0
     return theta_b, se_b, zero_b
 
 

@@ -9,6 +9,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ._core import (
+    one_blas_thread,
     WARN_CLUSTERS,
     Provenance,
     check_cluster_count,
@@ -108,6 +109,7 @@ def _describe(cols: pd.DataFrame, j: int) -> str:
     return ", ".join(f"{k}={v}" for k, v in cols.iloc[j].items())
 
 
+@one_blas_thread
 def cluster_bootstrap(
     df: pd.DataFrame,
     value_cols,
@@ -161,7 +163,11 @@ def cluster_bootstrap(
         raise ValueError("value_cols must name at least one column")
     by = [by] if isinstance(by, str) else list(by or ())
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    clusters, cols, S, N, Q = reduce_clusters(df, value_cols, cluster_col, by, squares=True)
+    # sums of squares (the task-level variance floor of kg_cp) only where kg_cp may run
+    need_q = method in ("auto", "kg_cp")
+    red = reduce_clusters(df, value_cols, cluster_col, by, squares=need_q)
+    clusters, cols, S, N = red[:4]
+    Q = red[4] if need_q else None
     alpha = (1 - conf) / 2
     J = S.shape[1]
     metric_method = {}

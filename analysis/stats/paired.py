@@ -9,6 +9,7 @@ import pandas as pd
 from scipy import stats
 
 from ._core import (
+    one_blas_thread,
     Provenance,
     check_cluster_count,
     check_cluster_ids,
@@ -188,6 +189,7 @@ class PairedConditionsResult(Provenance):
     warnings: tuple = ()
 
 
+@one_blas_thread
 def paired_conditions(
     df: pd.DataFrame,
     condition_col: str,

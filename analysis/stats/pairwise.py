@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ._core import (
+    one_blas_thread,
     Provenance,
     check_cluster_count,
     check_cluster_ids,
@@ -314,6 +315,7 @@ def _is_int(X) -> bool:
     return bool(np.all(np.isfinite(X)) and np.all(X == np.round(X)))
 
 
+@one_blas_thread
 def pairwise_simultaneous(
     df: pd.DataFrame,
     metrics,
