@@ -219,6 +219,8 @@ def run_design(dz, n_sims, seed, B_mult, B_boot):
         fams["mover_kg_maxz (default)"] = (f["low"], f["high"])
         f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="g1", pvalues=False)
         fams["mover_kg_maxz df=G-1"] = (f["low"], f["high"])
+        f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="satt", pvalues=False)
+        fams["mover_kg_maxz per-column df"] = (f["low"], f["high"])
         D = S @ Cm
         Nd = np.repeat(n_g[:, None], D.shape[1], axis=1)
         th, se, zero = cr1_se(D, Nd)

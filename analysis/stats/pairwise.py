@@ -226,7 +226,7 @@ def _single_limits(theta, se, s2, n, df, bounded, a):
 
 
 def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_resamples, rng,
-                 df_mode: str = "satt", pvalues: bool = True):
+                 df_mode: str = "pooled", pvalues: bool = True):
     """The default family inference (``mover_kg_maxz``) on per-episode arrays.
 
     ``S``, ``Q`` (G, P*M): per-episode sums and sums of squares, planner-major columns
@@ -237,8 +237,12 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
        correlation), i.e. a per-contrast level ``1 - 2 Phi(-cz)`` (Sidak when the
        contrasts are independent, the single level when they coincide).
     2. Each planner's mean gets its Korn-Graubard Clopper-Pearson interval at that level
-       (:func:`analysis.stats.intervals.kg_interval`; t with Satterthwaite df for
-       unbounded metrics), and each contrast the MOVER interval of the two (correlation
+       (:func:`analysis.stats.intervals.kg_interval`; t for unbounded metrics), with the
+       Satterthwaite df of the whole family (``df_mode="pooled"``: one fit of the
+       episode-size variance model to every mean's scores, steadier than a fit per
+       column; ``"satt"`` per column, ``"contrast"`` on the contrasts' scores, ``"g1"``
+       G - 1, which undercovers with unequal episodes), and each contrast the MOVER
+       interval of the two (correlation
        of the two means' episode scores; 0 where the contrast's SE is zero, so two
        planners with no success get the honest interval [-U_b, U_a], never [0, 0]).
        The intervals are asymmetric where the rates are near 0 or 1, which is where the
@@ -258,7 +262,12 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
     with np.errstate(invalid="ignore", divide="ignore"):
         s2 = np.maximum(Q.sum(axis=0) - n1 * th1 * th1, 0) / np.maximum(n1 - 1, 1)
     e1 = S - th1 * N1
-    df1 = column_df(e1, N1) if df_mode == "satt" else np.full(P * M, G - 1.0)
+    if df_mode == "satt":
+        df1 = column_df(e1, N1)
+    elif df_mode == "pooled":
+        df1 = np.full(P * M, satterthwaite_df(e1, N1[:, 0]))
+    else:
+        df1 = np.full(P * M, G - 1.0)
     bnd1 = np.tile(np.asarray(bounded, bool), P)
     pairs, Cm = contrast_matrix(P, M)
     D = S @ Cm
@@ -267,6 +276,8 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
     C = D.shape[1]
     N = np.repeat(N1[:, :1], C, axis=1)
     theta, se, zero = cr1_se(D, N)
+    if df_mode == "contrast":
+        df1 = np.full(P * M, satterthwaite_df(D - theta * N, N1[:, 0]))
     ia = np.array([a * M + m for a, b in pairs for m in range(M)])
     ib = np.array([b * M + m for a, b in pairs for m in range(M)])
     with np.errstate(invalid="ignore", divide="ignore"):
