@@ -130,7 +130,8 @@ def _labels(tasks: pd.DataFrame) -> pd.Series:
 def _boot(cfg: StatsConfig, df, cols, by):
     return cluster_bootstrap(df, cols, cluster_col="episode_id", by=by,
                              n_resamples=cfg.n_resamples, method=cfg.method,
-                             confidence_level=cfg.confidence_level, seed=cfg.seed)
+                             confidence_level=cfg.confidence_level, seed=cfg.seed,
+                             too_few="not_estimable")
 
 
 def _float_cols(df: pd.DataFrame, cols) -> pd.DataFrame:

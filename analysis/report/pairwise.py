@@ -65,7 +65,7 @@ def pairwise_table(export, results) -> Table:
     r = _need(results)
     t = r.table.copy()
     data = t[["planner_a", "planner_b", "metric", "estimate", "se", "t", "low", "high",
-              "p_single_step", "p_stepdown", "verdict", "set_aside"]]
+              "p_single_step", "p_stepdown", "verdict", "zero_se", "set_aside"]]
     disp = pd.DataFrame({
         "A": t.planner_a, "B": t.planner_b,
         "metric": t.metric.map(lambda m: METRIC_LABELS.get(m, m)),

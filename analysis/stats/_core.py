@@ -105,7 +105,7 @@ def emit_warnings(texts) -> tuple:
 
     texts = tuple(dict.fromkeys(t for t in texts if t))
     for t in texts:
-        warnings.warn(t, FewClustersWarning, stacklevel=3)
+        warnings.warn(t, FewClustersWarning, stacklevel=4)  # the caller of the public function
     return texts
 
 

@@ -10,6 +10,7 @@ from scipy import special, stats
 
 from ._core import (
     one_blas_thread,
+    MIN_CLUSTERS,
     WARN_CLUSTERS,
     Provenance,
     check_cluster_count,
@@ -22,6 +23,7 @@ from ._core import (
     cr1_se,
     pairs_weights,
     quantile,
+    ratio,
     reduce_clusters,
     replicate_ratio_se,
     replicate_ratios_T,
@@ -120,6 +122,7 @@ def cluster_bootstrap(
     confidence_level: float = 0.95,
     seed: int | np.random.Generator | None = 0,
     bounds: tuple | None = None,
+    too_few: str = "error",
 ) -> ClusterBootstrapResult:
     """Episode-cluster intervals for task-macro means.
 
@@ -142,8 +145,10 @@ def cluster_bootstrap(
       three as in ``scipy.stats.bootstrap`` on the paired per-episode sums and counts,
       with the same resamples for the same seed).
 
-    Fewer than 3 episodes behind a column is an error; fewer than 8 adds a warning to
-    ``.warnings`` (and a ``FewClustersWarning``). A missing episode ID is an error.
+    Fewer than 3 episodes behind a column is an error (``too_few="not_estimable"``
+    instead leaves that row's interval NaN, flags it ``not_estimable`` and warns, for
+    reports with many cells); fewer than 8 adds a warning to ``.warnings`` (and a
+    ``FewClustersWarning``). A missing episode ID is an error.
     ``bounds=(lo, hi)`` clips the intervals to the metric's range.
 
     Example
@@ -156,6 +161,7 @@ def cluster_bootstrap(
     (0.0, 0.247, 'kg_cp')
     """
     check_choice("method", method, METHODS)
+    check_choice("too_few", too_few, ("error", "not_estimable"))
     conf = check_confidence(confidence_level)
     B = check_resamples(n_resamples)
     value_cols = [value_cols] if isinstance(value_cols, str) else list(value_cols)
@@ -185,12 +191,16 @@ def cluster_bootstrap(
     # set of episodes share one weight matrix
     present = N > 0
     G_col = present.sum(axis=0)
-    few = []
+    few, unest = [], []
     for j in np.flatnonzero(G_col < WARN_CLUSTERS):  # describe only the columns at fault
-        if check_cluster_count(int(G_col[j]), _describe(cols, j)):
+        if too_few == "not_estimable" and G_col[j] < MIN_CLUSTERS:
+            unest.append(j)
+        elif check_cluster_count(int(G_col[j]), _describe(cols, j)):
             few.append(j)
     sets = {}
     for j in range(J):
+        if j in unest:
+            continue
         sets.setdefault((present[:, j].tobytes(), col_method[j]), []).append(j)
 
     weights = {}
@@ -224,6 +234,8 @@ def cluster_bootstrap(
             lo, hi = interval_from_replicates(meth, th, s, z, Sg, Ng, G, W, alpha)
         est[js], se[js], zero[js] = th, s, z
         low[js], high[js] = lo, hi
+    if unest:  # the point estimate stands; only the interval is not estimable
+        est[unest] = ratio(S[:, unest], N[:, unest])
     if bounds is not None:
         if len(bounds) != 2 or not bounds[0] < bounds[1]:
             raise ValueError(f"bounds={bounds!r} must be a (low, high) pair with low < high")
@@ -235,12 +247,18 @@ def cluster_bootstrap(
     table["degenerate"] = zero
     table["method"] = col_method
     table["few_clusters"] = G_col < WARN_CLUSTERS
-    warn = ()
-    if few:
-        shown = "; ".join(f"{_describe(cols, j)} ({int(G_col[j])})" for j in few[:5])
-        more = f" and {len(few) - 5} more" if len(few) > 5 else ""
-        warn = emit_warnings([f"{len(few)} of {J} intervals rest on fewer than {WARN_CLUSTERS} "
-                              f"episodes, coverage not assured: {shown}{more}"])
+    table["not_estimable"] = np.isin(np.arange(J), unest)
+    if unest:
+        table.loc[table.not_estimable, ["low", "high", "se"]] = np.nan
+        table["degenerate"] = table["degenerate"] & ~table["not_estimable"]
+    texts = []
+    for js, what in ((few, f"rest on fewer than {WARN_CLUSTERS} episodes, coverage not assured"),
+                     (unest, f"are not estimable (fewer than {MIN_CLUSTERS} episodes with values)")):
+        if js:
+            shown = "; ".join(f"{_describe(cols, j)} ({int(G_col[j])})" for j in js[:5])
+            more = f" and {len(js) - 5} more" if len(js) > 5 else ""
+            texts.append(f"{len(js)} of {J} intervals {what}: {shown}{more}")
+    warn = emit_warnings(texts)
     used = list(dict.fromkeys(col_method))
     resampled = any(m not in ("cr1_t", "kg_cp") for m in used)
     return ClusterBootstrapResult(
