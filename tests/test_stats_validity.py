@@ -243,3 +243,20 @@ def test_paired_rare_outcome_difference_is_not_a_point_and_covers_zero():
     s = r.table.set_index("column").loc["success"]
     assert s.difference == 0 and s.low < -0.05 and s.high > 0.05
     assert s.method == "mover_kg_cp" and np.isnan(s.relative_change)
+
+
+def test_bca_counts_rounding_level_replicates_as_ties():
+    # issue 11, point 5: at G = 4-6 many replicates reproduce the estimate; whether
+    # their ratio rounds just below or above it must not move the bias correction
+    from analysis.stats.bootstrap import _bca_bounds
+    S = np.array([[1.1], [0.7], [2.3], [0.9]])
+    N = np.array([[2.0], [1.0], [3.0], [2.0]])
+    theta = S.sum() / N.sum()
+    exact = np.array([[theta]] * 4 + [[theta - 0.1]] * 3 + [[theta + 0.1]] * 3)
+    noisy = exact.copy()
+    noisy[:4, 0] = theta * (1 + np.array([-2e-16, 2e-16, -1e-16, 0.0]))
+    a = _bca_bounds(np.array([theta]), exact, S, N, 0.025)
+    b = _bca_bounds(np.array([theta]), noisy, S, N, 0.025)
+    assert np.allclose(a, b, rtol=0, atol=0)
+    # 3 below, 4 ties: z0 = ndtri((3 + 7) / 20) = 0, so the levels are the plain BCa ones
+    assert a[0][0] < 0.5 < a[1][0]

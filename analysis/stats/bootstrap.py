@@ -61,7 +61,12 @@ def _quantile(a, q):
 def _bca_bounds(theta, theta_b, S, N, alpha):
     """BCa percentile levels, following scipy.stats.bootstrap (jackknife over clusters)."""
     B = theta_b.shape[0]
-    below = (theta_b < theta).sum(axis=0) + (theta_b <= theta).sum(axis=0)
+    # A replicate that reproduces the estimate (e.g. every episode drawn once) is a tie
+    # whatever the rounding of its sums; at G = 4-6 such replicates are common, and an
+    # exact comparison splits them by floating-point noise (scipy does, so at small G
+    # our BCa can differ from scipy.stats.bootstrap there: docs/statistics.md).
+    tol = 1e-12 * np.maximum(np.abs(theta), 1e-300)
+    below = (theta_b < theta - tol).sum(axis=0) + (theta_b <= theta + tol).sum(axis=0)
     z0 = special.ndtri(below / (2 * B))
     s, n = S.sum(axis=0), N.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
