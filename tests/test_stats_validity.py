@@ -260,3 +260,33 @@ def test_bca_counts_rounding_level_replicates_as_ties():
     assert np.allclose(a, b, rtol=0, atol=0)
     # 3 below, 4 ties: z0 = ndtri((3 + 7) / 20) = 0, so the levels are the plain BCa ones
     assert a[0][0] < 0.5 < a[1][0]
+
+
+def test_smoke_coverage_rare_rate_default_vs_old_bootstrap_t():
+    # A small, fixed-seed Monte Carlo (the full study is bench/coverage.py): p = 0.05,
+    # 18 unequal episodes, episode-level beta heterogeneity. The default holds; the old
+    # bootstrap-t default (upper bound capped at 2 x estimate) misses far more often.
+    from analysis.stats._core import cr1_se, pairs_weights
+    from analysis.stats.bootstrap import interval_from_replicates
+    from analysis.stats.intervals import column_df
+    rng = np.random.default_rng(11)
+    sizes = np.array([1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 8, 9, 10, 11, 12, 12])
+    G, n = len(sizes), sizes.sum()
+    cl = np.repeat(np.arange(G), sizes)
+    p, rho = 0.05, 0.1
+    a, b = p * (1 - rho) / rho, (1 - p) * (1 - rho) / rho
+    hits_kg = hits_bt = 0
+    sims = 300
+    for _ in range(sims):
+        x = (rng.random(n) < rng.beta(a, b, G)[cl]).astype(float)
+        S = np.bincount(cl, x, G)[:, None]
+        N = np.bincount(cl, None, G).astype(float)[:, None]
+        th, se, z = cr1_se(S, N)
+        s2 = x.var(ddof=1) if x.any() else 0.0
+        lo, hi, _ = kg_interval(th, se * se, s2, n, column_df(S - th * N, N), 0.025)
+        hits_kg += bool(lo[0] <= p <= hi[0])
+        W = pairs_weights(rng, 200, G)
+        lo, hi = interval_from_replicates("bootstrap_t", th, se, z, S, N, G, W, 0.025)
+        hits_bt += bool(lo[0] <= p <= hi[0])
+    assert hits_kg / sims >= 0.93
+    assert hits_bt / sims < hits_kg / sims - 0.05
