@@ -11,6 +11,7 @@ import pandas as pd
 from .common import (CLIP_NOTE, LINESTYLES, MARKERS, Skip, ci, estimand_note, new_figure,
                      pct_ci)
 from .memory_stats import COUNTERS, PROFILE_METRICS, STUDY_METRICS
+from .context import few_clusters_note
 from .output import FigureOutput, Table
 
 __all__ = ["memory_study_table", "paired_outcomes", "quarter_profiles_table",
@@ -85,7 +86,9 @@ def memory_study_table(export, results) -> Table:
                f"({p0.n_resamples} resamples, seed {cfg.seed}) and the relative change a "
                "log-scale MOVER of CR1 t intervals. "
                "Per-condition columns: " + cfg.describe() + " " + estimand_note() + " "
-               + CLIP_NOTE))
+               + CLIP_NOTE
+               + few_clusters_note(*[x for s in _studies(results)
+                                     for x in (s.by_condition, s.paired)])))
 
 
 def paired_outcomes(export, results) -> Table:
@@ -171,7 +174,8 @@ def quarter_profiles_table(export, results) -> Table:
                "group; intervals are pointwise (not simultaneous across quarters). Profiles "
                "are descriptive: relative progress does not hold task difficulty fixed. "
                "Displayed lower bounds are truncated at 0 (counts); the CSV keeps them. "
-               + cfg.describe()))
+               + cfg.describe()
+               + few_clusters_note(*[s.profiles for s in _studies(results)])))
 
 
 def quarter_profiles_figure(export, results) -> FigureOutput:
@@ -251,4 +255,5 @@ def memory_counters(export, results) -> Table:
         notes=("Totals are counts over every group of the memory suite (observed, not "
                "estimated); per-group means carry intervals. Neither counter measures every "
                "stale belief or failed action. Displayed lower bounds are truncated at 0 (counts). "
-               + cfg.describe()))
+               + cfg.describe()
+               + few_clusters_note(*[s.counter_rates for s in _studies(results)])))
