@@ -290,3 +290,16 @@ def test_smoke_coverage_rare_rate_default_vs_old_bootstrap_t():
         hits_bt += bool(lo[0] <= p <= hi[0])
     assert hits_kg / sims >= 0.93
     assert hits_bt / sims < hits_kg / sims - 0.05
+
+
+def test_tables_mode_marks_too_few_episodes_not_estimable():
+    df = rates_df([1, 0, 1, 0, 2, 1, 0, 1], [3] * 8)
+    df["tier_only"] = np.where(df.episode_id < "e02", df.success, np.nan)  # 2 episodes
+    with pytest.warns(FewClustersWarning, match="not estimable"):
+        r = cluster_bootstrap(df, ["success", "tier_only"], too_few="not_estimable")
+    t = r.table.set_index("metric")
+    assert t.loc["tier_only", "not_estimable"] and np.isnan(t.loc["tier_only", "low"])
+    assert t.loc["tier_only", "estimate"] == pytest.approx(1 / 6)  # the point stands
+    assert not t.loc["success", "not_estimable"] and t.loc["success", "high"] > 0
+    with pytest.raises(ValueError, match="too_few"):
+        cluster_bootstrap(df, ["success"], too_few="skip")

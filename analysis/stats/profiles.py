@@ -52,13 +52,14 @@ def quarter_profiles(
     method: str = DEFAULT_METHOD,
     confidence_level: float = 0.95,
     seed: int | np.random.Generator | None = 0,
+    too_few: str = "error",
 ) -> QuarterProfileResult:
     """Per quarter of relative episode progress and condition: rate = sum / n groups.
 
     ``group_df`` has one row per (run, group), e.g. ``export.group_records`` joined
     with the run's ``memory``. Intervals resample episodes (see
     :func:`cluster_bootstrap`); (condition, quarter) cells with different episode
-    sets are resampled separately from the same Generator.
+    sets are resampled separately. ``too_few`` as in :func:`cluster_bootstrap`.
 
     Example
     -------
@@ -78,7 +79,7 @@ def quarter_profiles(
     df["quarter"] = assign_quarters(group_df, index_col, size_col)
     r = cluster_bootstrap(df, value_cols, cluster_col=cluster_col, by=(condition_col, "quarter"),
                           n_resamples=n_resamples, method=method,
-                          confidence_level=confidence_level, seed=seed)
+                          confidence_level=confidence_level, seed=seed, too_few=too_few)
     return QuarterProfileResult(
         table=r.table.rename(columns={"n_records": "n_groups"}),
         method=r.method,
