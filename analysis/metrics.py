@@ -69,12 +69,51 @@ def _as_list(x):
     return list(x)
 
 
+def _match_contract(cr: pd.DataFrame, contract: pd.DataFrame, run_tasks: pd.DataFrame) -> pd.DataFrame:
+    """Condition records of the suite tasks, matched to the frozen contract by ID.
+
+    Every contract condition of every (run, task) must have exactly one truth and no
+    truth may name a condition outside the contract: a duplicated TRUE or a foreign
+    TRUE would otherwise count towards success and GCR.
+    """
+    key = ["run_id", "task_id", "condition_id"]
+    cr = cr.merge(run_tasks, on=["run_id", "task_id"], how="inner")
+    dup = cr[cr.duplicated(key, keep=False)]
+    if len(dup):
+        r = dup.iloc[0]
+        k = int(((cr.run_id == r.run_id) & (cr.task_id == r.task_id)
+                 & (cr.condition_id == r.condition_id)).sum())
+        raise ValueError(f"condition_records: run {r.run_id!r} task {r.task_id!r} has condition "
+                         f"{r.condition_id!r} {k} times; each contract condition needs exactly one truth")
+    pairs = contract[["task_id", "condition_id"]].drop_duplicates()
+    m = cr.merge(pairs, on=["task_id", "condition_id"], how="left", indicator=True)
+    extra = m[m["_merge"] == "left_only"]
+    if len(extra):
+        r = extra.iloc[0]
+        valid = sorted(map(str, pairs.loc[pairs.task_id == r.task_id, "condition_id"]))
+        raise ValueError(f"condition_records: run {r.run_id!r} task {r.task_id!r} has condition "
+                         f"{r.condition_id!r}, which is not in the frozen contract (valid: {valid})")
+    want = run_tasks.merge(pairs, on="task_id", how="inner")
+    m = want.merge(cr[key], on=key, how="left", indicator=True)
+    miss = m[m["_merge"] == "left_only"]
+    if len(miss):
+        r = miss.iloc[0]
+        raise ValueError(f"condition_records: run {r.run_id!r} task {r.task_id!r} has no truth for "
+                         f"contract condition {r.condition_id!r} ({len(miss)} missing in all)")
+    return cr
+
+
 def task_metrics(export) -> pd.DataFrame:
     """One row per (run, task) with the DESIGN.md section 8 metrics.
 
     ``export`` is any object with the DataFrame attributes ``runs``, ``tasks``,
     ``suites``, ``group_records`` and ``condition_records`` (``task_records`` is
-    used as a fallback for truth counts). Columns: see ``TASK_COLUMNS``.
+    used as a fallback for truth counts). With ``export.conditions`` (the frozen
+    contracts, as the loader gives them) every truth is matched to its contract
+    condition by ID: each exactly once and none extra, else a ``ValueError`` naming the
+    run, task and condition. Columns: see ``TASK_COLUMNS``. A task with no attempt
+    has ``action_validity`` 0 and ``no_attempts`` True (counted in
+    :func:`macro`'s ``n_no_attempts``, which the tables show).
 
     Example
     -------
@@ -161,6 +200,11 @@ def task_metrics(export) -> pd.DataFrame:
         bad = set(cr["truth"]) - {"TRUE", "FALSE", "UNKNOWN"}
         if bad:
             raise ValueError(f"condition_records.truth has {sorted(bad)}; allowed: ['FALSE', 'TRUE', 'UNKNOWN']")
+        _need(cr, "condition_records", ["run_id", "task_id", "condition_id", "truth"])
+        contract = getattr(export, "conditions", None)
+        if contract is not None:
+            _need(contract, "conditions", ["task_id", "condition_id"])
+            cr = _match_contract(cr, contract, rt[key])
         n_true = (cr["truth"] == "TRUE").groupby([cr["run_id"], cr["task_id"]]).sum().rename("n_true")
         out = out.merge(n_true.reset_index(), on=key, how="left")
     else:

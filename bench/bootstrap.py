@@ -82,10 +82,14 @@ def main(argv=None):
     def ours_t():
         return cluster_bootstrap(df, METRICS, n_resamples=B, method="bootstrap_t", seed=0)
 
+    # episodes are counted per metric (issue 11): an episode without a value of a tier
+    # column is not one of that column's clusters, so scipy gets only the episodes
+    # where the column has values
     sums = {}
     for (p, e), d in df.groupby(["planner", "episode_id"]):
         for m in METRICS:
-            sums.setdefault((p, m), []).append((d[m].sum(), d[m].notna().sum()))
+            if d[m].notna().any():
+                sums.setdefault((p, m), []).append((d[m].sum(), d[m].notna().sum()))
 
     def ratio(s, n, axis=-1):
         return s.sum(axis=axis) / n.sum(axis=axis)
@@ -125,8 +129,11 @@ def main(argv=None):
         quarter_profiles(groups[groups.planner.isin(["p0", "p1"])], ["query_attempts", "prompt_tokens"],
                          "planner", n_resamples=B)
 
-    t_scipy = best(scipy_all, max(1, a.repeat - 2))
-    t_bca = best(ours_bca, a.repeat)
+    # interleaved, so that both see the same machine load
+    t_scipy, t_bca = np.inf, np.inf
+    for _ in range(a.repeat):
+        t_scipy = min(t_scipy, best(scipy_all, 1))
+        t_bca = min(t_bca, best(ours_bca, 1))
     t_t = best(ours_t, a.repeat)
     t_pw = best(pairwise, a.repeat)
     t_stage = best(stage, a.repeat)
@@ -136,7 +143,7 @@ def main(argv=None):
     print(f"ours cluster_bootstrap bootstrap_t (1 call): {t_t * 1e3:.1f} ms")
     print(f"ours pairwise_simultaneous 45 contrasts: {t_pw * 1e3:.1f} ms")
     print(f"ours whole statistics stage: {t_stage * 1e3:.1f} ms")
-    print(f"scipy.stats.bootstrap: {t_scipy / t_bca:.1f}x")
+    print(f"scipy.stats.bootstrap: {t_scipy / t_bca:.1f}x (target >= 10x)")
     print(f"scipy.stats.bootstrap vs our bootstrap_t: {t_scipy / t_t:.1f}x")
 
 

@@ -62,7 +62,9 @@ def make_export():
     for (r, t), tr in truths.items():
         for k, v in enumerate(tr):
             cond.append(dict(run_id=r, task_id=t, condition_id=f"c{k}", truth=v))
-    return types.SimpleNamespace(runs=runs, suites=suites, tasks=tasks,
+    contract = pd.DataFrame([dict(task_id=t, condition_id=f"c{k}", kind="atom")
+                             for t, n in zip(tasks.task_id, tasks.n_conditions) for k in range(n)])
+    return types.SimpleNamespace(runs=runs, suites=suites, tasks=tasks, conditions=contract,
                                  group_records=pd.DataFrame(g), condition_records=pd.DataFrame(cond),
                                  attempts=None, task_records=None)
 
@@ -167,3 +169,38 @@ def test_errors_name_the_field():
     ex.group_records = ex.group_records[ex.group_records.group_id != "g3"]
     with pytest.raises(ValueError, match="group_records lack groups"):
         task_metrics(ex)
+
+
+# issue 11, bug 4: metrics trusted the record's condition list
+def test_duplicated_true_condition_is_an_error_not_success():
+    ex = make_export()
+    cr = ex.condition_records
+    # r1 t2 has TRUE, FALSE, UNKNOWN; a duplicated TRUE row would have made 2 of 3
+    dup = cr[(cr.run_id == "r1") & (cr.task_id == "t2") & (cr.condition_id == "c0")]
+    ex.condition_records = pd.concat([cr, dup], ignore_index=True)
+    with pytest.raises(ValueError, match="run 'r1' task 't2' has condition 'c0' 2 times"):
+        task_metrics(ex)
+
+
+def test_true_for_condition_outside_contract_is_an_error():
+    ex = make_export()
+    cr = ex.condition_records
+    # r1 t3 (contract: c0 only) with c0 FALSE plus a foreign TRUE: success 1.0 before the fix
+    ex.condition_records = pd.concat([cr, pd.DataFrame([dict(run_id="r1", task_id="t3",
+                                      condition_id="c9", truth="TRUE")])], ignore_index=True)
+    with pytest.raises(ValueError, match=r"run 'r1' task 't3' has condition 'c9'.*not in the "
+                                         r"frozen contract \(valid: \['c0'\]\)"):
+        task_metrics(ex)
+
+
+def test_missing_truth_for_contract_condition_is_an_error():
+    ex = make_export()
+    cr = ex.condition_records
+    ex.condition_records = cr[~((cr.run_id == "r2") & (cr.task_id == "t2") & (cr.condition_id == "c2"))]
+    with pytest.raises(ValueError, match="run 'r2' task 't2' has no truth for contract condition 'c2'"):
+        task_metrics(ex)
+
+
+def test_no_attempt_tasks_are_counted():
+    m = macro(task_metrics(make_export()), by=("run_id",)).set_index("run_id")
+    assert m.n_no_attempts.to_dict() == {"r1": 0, "r2": 1, "r3": 0}

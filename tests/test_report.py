@@ -141,9 +141,11 @@ def test_pairwise_for_two_planners_has_one_pair_per_metric(small):
     assert t[["planner_a", "planner_b"]].drop_duplicates().values.tolist() == [["alpha", "beta"]]
     assert sorted(t.metric) == ["action_validity", "completed", "gcr"]
     assert set(t.verdict) <= {"a>b", "b>a", "tie"}
-    # completed is 1 for every task of both planners: zero SE, set aside, tie at 0
+    # completed is 1 for every task of both planners: zero SE, a tie at 0 with an honest
+    # interval from the exact bounds of 9/9 (issue 11: never the point [0, 0])
     row = t[t.metric == "completed"].iloc[0]
-    assert bool(row.set_aside) and row.estimate == 0 and row.verdict == "tie"
+    assert bool(row.zero_se) and row.estimate == 0 and row.verdict == "tie"
+    assert row.low < 0 < row.high and not bool(row.set_aside)
 
 
 def test_bonferroni_cross_check_is_the_closed_form(rich):
@@ -152,7 +154,7 @@ def test_bonferroni_cross_check_is_the_closed_form(rich):
     from scipy import stats
     root, out = rich
     t = _csv(out, "table06_pairwise_contrasts")
-    active = t[~t.set_aside]
+    active = t[~t.zero_se]  # Bonferroni-t sets zero-SE contrasts aside
     G = load(root).suites.query("suite == 'planner'").episode_id.nunique()
     crit = stats.t.ppf(1 - 0.05 / (2 * len(active)), G - 1)
     np.testing.assert_allclose(active.bonferroni_low, active.estimate - crit * active.se)

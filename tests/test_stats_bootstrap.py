@@ -92,9 +92,10 @@ def test_weights_are_cluster_counts_of_scipy_indices():
 
 
 def test_estimand_is_task_weighted_not_mean_of_episode_means():
-    df = pd.DataFrame({"planner": "p", "episode_id": [1, 2, 2, 2], "x": [1, 0, 0, 0]})
-    r = cluster_bootstrap(df, "x", n_resamples=100)
-    assert r.table.estimate.iloc[0] == pytest.approx(0.25)  # not (1 + 0) / 2
+    df = pd.DataFrame({"planner": "p", "episode_id": [1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3],
+                       "x": [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]})
+    r = cluster_bootstrap(df, "x", n_resamples=100, method="bootstrap_t")
+    assert r.table.estimate.iloc[0] == pytest.approx(1 / 12)  # not (1 + 0 + 0) / 3
     assert "task-weighted ratio" in r.estimand
     assert r.resampling_unit.startswith("episode")
     assert (r.seed, r.confidence_level, r.n_resamples) == (0, 0.95, 100)
@@ -102,20 +103,28 @@ def test_estimand_is_task_weighted_not_mean_of_episode_means():
 
 def test_deterministic_for_seed_and_seed_matters():
     df = make_df()
-    a = cluster_bootstrap(df, ["success"], n_resamples=500, seed=1).table
-    b = cluster_bootstrap(df, ["success"], n_resamples=500, seed=1).table
-    c = cluster_bootstrap(df, ["success"], n_resamples=500, seed=2).table
+    kw = dict(n_resamples=500, method="bootstrap_t")
+    a = cluster_bootstrap(df, ["success"], seed=1, **kw).table
+    b = cluster_bootstrap(df, ["success"], seed=1, **kw).table
+    c = cluster_bootstrap(df, ["success"], seed=2, **kw).table
     pd.testing.assert_frame_equal(a, b)
     assert not np.allclose(a.low, c.low)
 
 
 def test_zero_se_is_degenerate_without_warnings():
-    df = pd.DataFrame({"planner": "p", "episode_id": [1, 1, 2, 3], "x": [1, 1, 1, 1]})
+    df = pd.DataFrame({"planner": "p", "episode_id": [1, 1, 2, 3, 4, 5, 6, 7, 8],
+                       "x": [1] * 9})
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        r = cluster_bootstrap(df, ["x"], n_resamples=200)
+        r = cluster_bootstrap(df, ["x"], n_resamples=200, method="bootstrap_t")
+        d = cluster_bootstrap(df, ["x"]).table.iloc[0]
     row = r.table.iloc[0]
     assert row.degenerate and row.se == 0 and row.low == row.high == 1.0
+    # issue 11: the default never shows n/n as a point interval; it gives the exact
+    # lower bound of 9/9 (Clopper-Pearson alpha/2^(1/n_eff), n_eff shrunk by the df factor)
+    assert d.degenerate and d.method == "kg_cp" and d.high == 1.0
+    fac = (stats.t.isf(0.025, 8) / stats.t.isf(0.025, d.n_clusters - 1)) ** 2
+    assert d.low == pytest.approx(0.025 ** (1 / (9 * fac)))
 
 
 def test_missing_values_and_separate_cluster_sets():
@@ -131,7 +140,7 @@ def test_missing_values_and_separate_cluster_sets():
 
 def test_interval_covers_estimate_and_methods_differ():
     df = make_df()
-    for m in ("bootstrap_t", "cr1_t", "percentile", "basic", "bca"):
+    for m in ("auto", "kg_cp", "bootstrap_t", "cr1_t", "percentile", "basic", "bca"):
         t = cluster_bootstrap(df, ["validity"], method=m, n_resamples=400).table
         assert ((t.low <= t.estimate) & (t.estimate <= t.high)).all()
 
@@ -166,7 +175,7 @@ def test_bootstrap_t_finite_near_boundary():
     rows = [dict(planner="p", episode_id=g, x=1) for g in range(17) for _ in range(5)]
     rows += [dict(planner="p", episode_id=17, x=0), dict(planner="p", episode_id=17, x=1)]
     df = pd.DataFrame(rows)
-    t = cluster_bootstrap(df, ["x"], n_resamples=2000, seed=0).table.iloc[0]
+    t = cluster_bootstrap(df, ["x"], n_resamples=2000, seed=0, method="bootstrap_t").table.iloc[0]
     assert np.isfinite(t.low) and np.isfinite(t.high)
     assert t.estimate == pytest.approx(86 / 87)
     assert t.low < t.estimate <= t.high

@@ -72,7 +72,7 @@ def test_paper_memory_figures_6_of_51_each():
 
 
 def test_paper_validity_difference_4_15_pp():
-    df = memory_df([(0, 0, 0, 50), (0, 0, 0, 50)])
+    df = memory_df([(0, 0, 0, 25)] * 4)
     n = 100
     rng = np.random.default_rng(0)
     base = rng.uniform(0.2, 0.6, n)
@@ -112,6 +112,17 @@ def test_errors():
         paired_conditions(df, "memory", "persistent", "none")
     with pytest.raises(ValueError, match="same task_id set"):
         paired_conditions(df.iloc[1:], "memory", "persistent", "reset")
+    three = memory_df([(1, 0, 0, 1), (0, 1, 0, 1), (0, 0, 1, 1)])
+    moved = three.copy()
+    moved.loc[(moved.memory == "reset") & (moved.task_id == "t0"), "episode_id"] = "e09"
+    with pytest.raises(ValueError, match="t0.*different episode_ids.*'e00' vs 'e09'"):
+        paired_conditions(moved, "memory", "persistent", "reset")
+    nan = three.copy()
+    nan.loc[3, "episode_id"] = None
+    with pytest.raises(ValueError, match="episode_id is missing.*1 row"):
+        paired_conditions(nan, "memory", "persistent", "reset")
+    with pytest.raises(ValueError, match="only 2 episode"):
+        paired_conditions(df, "memory", "persistent", "reset")
     bad = df.copy()
     bad["success"] = 0.5
     with pytest.raises(ValueError, match="binary"):

@@ -86,8 +86,8 @@ def test_pairs_maxt_critical_value_matches_explicit_loop():
 def test_default_single_contrast_equal_clusters_reduces_to_t():
     # one contrast, equal episode sizes: Satterthwaite df = G - 1, max|z| quantile ~ 1.96
     df = make_df(1, planners=("A", "B"), sizes=[4] * 15)
-    r = pairwise_simultaneous(df, ["validity"], n_resamples=20_000, seed=2)
-    assert r.method == PAIRWISE_DEFAULT_METHOD == "satt_maxt_tcal"
+    r = pairwise_simultaneous(df, ["validity"], n_resamples=20_000, seed=2, method="satt_maxt_tcal")
+    assert r.method == "satt_maxt_tcal"
     assert r.critical_value == pytest.approx(stats.t.ppf(0.975, 14), abs=0.04)
     assert satterthwaite_df(np.random.default_rng(0).normal(size=(15, 3)), [4] * 15) == pytest.approx(14)
 
@@ -121,7 +121,8 @@ def test_zero_se_contrasts_set_aside_without_division():
     df = pd.concat([df, dup])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        r = pairwise_simultaneous(df, ["success", "validity"], n_resamples=500)
+        r = pairwise_simultaneous(df, ["success", "validity"], n_resamples=500,
+                                  method="satt_maxt_tcal")
     sa = r.table[r.table.set_aside]
     assert set(zip(sa.planner_a, sa.planner_b)) == {("A", "A2")}
     assert (sa.se == 0).all() and (sa.estimate == 0).all() and (sa.verdict == "tie").all()

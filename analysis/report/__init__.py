@@ -77,7 +77,7 @@ def method_text(name: str, results) -> str:
     if kind == "pairwise":
         r = results.pairwise
         n = r.n_resamples if r is not None else cfg.n_resamples
-        return (f"Simultaneous {cfg.level_pct} max-|t| intervals, method {cfg.pairwise}; "
+        return (f"Simultaneous {cfg.level_pct} intervals, method {cfg.pairwise}; "
                 f"clustering unit: episode; {draws_text(cfg.pairwise, n, cfg.seed)}; "
                 f"contrast metrics: {', '.join(cfg.contrast_metrics)}.")
     if kind == "exact":

@@ -16,7 +16,7 @@ from ..metrics import task_metrics
 from ..stats import PAIRWISE_DEFAULT_METHOD, cluster_bootstrap, pairwise_simultaneous
 
 __all__ = ["StatsConfig", "Results", "compute", "PLANNER_METRICS", "METRIC_LABELS",
-           "memory_pairs"]
+           "memory_pairs", "few_clusters_note"]
 
 #: Table 4 metrics: (task_metrics column, display label). NaN entries (other tier) are
 #: left out of their mean, so ``success_terminal`` gives Strict-TSR directly.
@@ -33,6 +33,11 @@ PLANNER_METRICS = (
 METRIC_LABELS = dict(PLANNER_METRICS) | {"completed_rate": "Completed-run rate"}
 
 _METHOD_TEXT = {
+    "auto": ("Korn-Graubard cluster-adjusted Clopper-Pearson intervals for rates and "
+             "fractions in [0, 1] (effective number of tasks from the CR1 variance, design "
+             "effect at least 1, Satterthwaite degrees of freedom; exact bounds at 0 or n/n), "
+             "episode-cluster bootstrap-t for unbounded metrics"),
+    "kg_cp": "Korn-Graubard cluster-adjusted Clopper-Pearson intervals (no resampling)",
     "bootstrap_t": "episode-cluster bootstrap-t (CR1 SE re-estimated in every replicate)",
     "cr1_t": "CR1 cluster-robust SE with t(G-1) quantiles",
     "percentile": "episode-cluster percentile bootstrap",
@@ -48,7 +53,7 @@ class StatsConfig:
     n_resamples: int = 10_000
     confidence_level: float = 0.95
     seed: int = 0
-    method: str = "bootstrap_t"
+    method: str = "auto"
     pairwise_method: str = "default"
     contrast_metrics: tuple = ("action_validity", "completed", "gcr")
 
@@ -101,6 +106,13 @@ BCA_NA_NOTE = ("A bound shown as n/a is undefined under BCa: the bias correction
                "leaving out any one episode does not change the estimate.")
 
 
+def few_clusters_note(*stats_results) -> str:
+    """The few-episode warnings of statistics results, as a sentence for a table note
+    ("" when every interval rests on at least 8 episodes)."""
+    texts = [w for r in stats_results if r is not None for w in getattr(r, "warnings", ())]
+    return (" WARNING: " + " ".join(dict.fromkeys(texts))) if texts else ""
+
+
 @dataclass
 class Results:
     """Everything the builders need besides the export itself."""
@@ -136,7 +148,8 @@ def _labels(tasks: pd.DataFrame) -> pd.Series:
 def _boot(cfg: StatsConfig, df, cols, by):
     return cluster_bootstrap(df, cols, cluster_col="episode_id", by=by,
                              n_resamples=cfg.n_resamples, method=cfg.method,
-                             confidence_level=cfg.confidence_level, seed=cfg.seed)
+                             confidence_level=cfg.confidence_level, seed=cfg.seed,
+                             too_few="not_estimable")
 
 
 def _float_cols(df: pd.DataFrame, cols) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import pandas as pd
 from .common import (CLIP_NOTE, DOUBLE_COLUMN, LINESTYLES, MARKERS, Skip, ci, estimand_note,
                      memory_runs_note, new_figure, pct_ci)
 from .memory_stats import COUNTERS, PROFILE_METRICS, STUDY_METRICS
+from .context import few_clusters_note
 from .output import FigureOutput, Table
 
 __all__ = ["memory_study_table", "paired_outcomes", "quarter_profiles_table",
@@ -77,11 +78,17 @@ def memory_study_table(export, results) -> Table:
         notes=("Memory suite, the same tasks under both conditions; world state carries over "
                "in both, belief is cleared at every group boundary under reset. Paired "
                "differences are task-macro means of per-task differences (persistent minus "
-               "reset) with episode-cluster bootstrap-t intervals; relative change is "
-               "(sum persistent - sum reset) / sum reset over all tasks with a percentile "
-               f"interval from the same {p0.n_resamples} episode resamples (seed {cfg.seed}). "
+               "reset); relative change is (sum persistent - sum reset) / sum reset over all "
+               "tasks. For rates and fractions in [0, 1] both intervals are MOVER "
+               "combinations of the two conditions' Korn-Graubard Clopper-Pearson intervals "
+               "(the relative change on the log scale), which hold for rare outcomes; for "
+               "other columns the difference has an episode-cluster bootstrap-t interval "
+               f"({p0.n_resamples} resamples, seed {cfg.seed}) and the relative change a "
+               "log-scale MOVER of CR1 t intervals. "
                "Per-condition columns: " + cfg.describe() + " " + estimand_note() + " "
-               + CLIP_NOTE + " " + memory_runs_note(results)))
+               + CLIP_NOTE + " " + memory_runs_note(results)
+               + few_clusters_note(*[x for s in _studies(results)
+                                     for x in (s.by_condition, s.paired)])))
 
 
 def paired_outcomes(export, results) -> Table:
@@ -168,7 +175,8 @@ def quarter_profiles_table(export, results) -> Table:
                "group; intervals are pointwise (not simultaneous across quarters). Profiles "
                "are descriptive: relative progress does not hold task difficulty fixed. "
                "Displayed lower bounds are truncated at 0 (counts); the CSV keeps them. "
-               + cfg.describe() + " " + memory_runs_note(results)))
+               + cfg.describe() + " " + memory_runs_note(results)
+               + few_clusters_note(*[s.profiles for s in _studies(results)])))
 
 
 #: fig10 panels: (metric, panel title, y label, scale). Tokens are shown in thousands.
@@ -268,4 +276,5 @@ def memory_counters(export, results) -> Table:
         notes=("Totals are counts over every group of the memory suite (observed, not "
                "estimated); per-group means carry intervals. Neither counter measures every "
                "stale belief or failed action. Displayed lower bounds are truncated at 0 (counts). "
-               + cfg.describe() + " " + memory_runs_note(results)))
+               + cfg.describe() + " " + memory_runs_note(results)
+               + few_clusters_note(*[s.counter_rates for s in _studies(results)])))

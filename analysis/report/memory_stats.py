@@ -45,7 +45,8 @@ class MemoryStudy:
 def _boot(cfg, df, cols, by):
     return cluster_bootstrap(df, cols, cluster_col="episode_id", by=by,
                              n_resamples=cfg.n_resamples, method=cfg.method,
-                             confidence_level=cfg.confidence_level, seed=cfg.seed)
+                             confidence_level=cfg.confidence_level, seed=cfg.seed,
+                             too_few="not_estimable")
 
 
 def memory_study(export, tm: pd.DataFrame, planner: str, cfg) -> MemoryStudy:
@@ -72,7 +73,7 @@ def memory_study(export, tm: pd.DataFrame, planner: str, cfg) -> MemoryStudy:
         gr[c] = gr[c].astype(float)
     profiles = quarter_profiles(gr, pcols, "memory", n_resamples=cfg.n_resamples,
                                 method=cfg.method, confidence_level=cfg.confidence_level,
-                                seed=cfg.seed)
+                                seed=cfg.seed, too_few="not_estimable")
     counters = gr.groupby("memory")[list(COUNTERS)].sum().astype(int).reset_index()
     counters["groups"] = gr.groupby("memory").size().to_numpy()
     counter_rates = _boot(cfg, gr, list(COUNTERS), ["memory"])

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from .common import CLIP_NOTE, DOUBLE_COLUMN, MARKERS, Skip, new_figure, pct_ci, runs_note
-from .context import METRIC_LABELS
+from .context import METRIC_LABELS, few_clusters_note
 from .output import FigureOutput, Table
 
 __all__ = ["pairwise_table", "pairwise_figure"]
@@ -22,6 +22,11 @@ def _need(results):
 
 
 METHOD_TEXT = {
+    "mover_kg_maxz": "each contrast the MOVER combination of its two means' Korn-Graubard "
+                     "Clopper-Pearson intervals at the per-contrast level that a Gaussian "
+                     "max-|z| over the family's episode scores gives (asymmetric near 0 and "
+                     "1; a contrast with zero standard error keeps the honest interval from "
+                     "its two means' exact bounds)",
     "satt_maxt_tcal": "max-|t| with CR1 standard errors, the Gaussian max-|z| quantile "
                       "carried to a t quantile with Satterthwaite degrees of freedom",
     "pairs_maxt_studentized": "episode pairs bootstrap of max-|t|, re-studentised with CR1 "
@@ -41,20 +46,29 @@ def _n_pairs(r) -> int:
 
 def _method_note(results, r) -> str:
     cfg = results.config
+    if r.method == "mover_kg_maxz":
+        fam = (f"{r.family_size} contrasts ({_n_pairs(r)} pairs \u00d7 "
+               f"{r.table.metric.nunique()} metrics = {len(r.table)}; "
+               f"{int(r.table.zero_se.sum())} with zero standard "
+               f"error, kept with honest intervals), method {r.method} "
+               f"({METHOD_TEXT[r.method]}), family max-|z| = {r.critical_value:.3f}, i.e. "
+               f"each interval at {100 * r.per_contrast_level:.2f}%")
+    else:
+        fam = (f"{r.family_size} contrasts ({_n_pairs(r)} pairs \u00d7 "
+               f"{r.table.metric.nunique()} metrics = {len(r.table)}; "
+               f"{len(r.set_aside)} with zero standard error set aside and flagged), method "
+               f"{r.method} ({METHOD_TEXT.get(r.method, r.method)}), critical "
+               f"|t| = {r.critical_value:.3f}")
     return (f"Simultaneous {100 * r.confidence_level:g}% intervals over the family of "
-            f"{r.family_size} contrasts ({_n_pairs(r)} pairs \u00d7 {r.table.metric.nunique()} "
-            f"metrics = {len(r.table)}; "
-            f"{len(r.set_aside)} with zero standard error set aside and flagged), method "
-            f"{r.method} ({METHOD_TEXT.get(r.method, r.method)}), critical "
-            f"|t| = {r.critical_value:.3f}; clustering unit: episode ({r.n_clusters} "
-            f"episodes); {draws_text(r.method, r.n_resamples, cfg.seed)}. p-values are "
-            "family-wise (Romano-Wolf stepdown). An interval containing 0 is a tie, not a "
-            "ranking.")
+            f"{fam}; clustering unit: episode ({r.n_clusters} episodes); "
+            f"{draws_text(r.method, r.n_resamples, cfg.seed)}. p-values are "
+            "family-wise (single-step and Romano-Wolf stepdown). An interval containing 0 "
+            "is a tie, not a ranking. " + getattr(r, "note", "") + few_clusters_note(r))
 
 
 #: Methods whose critical value comes from Gaussian multiplier draws on the episode
 #: scores (not from resampling episodes).
-_MULTIPLIER = {"satt_maxt_tcal", "gauss_maxt_tcal", "cr3_maxt_tcal", "geff_maxt_tcal"}
+_MULTIPLIER = {"mover_kg_maxz", "satt_maxt_tcal", "gauss_maxt_tcal", "cr3_maxt_tcal", "geff_maxt_tcal"}
 
 
 def draws_text(method: str, n: int, seed) -> str:
@@ -78,7 +92,7 @@ def pairwise_table(export, results) -> Table:
     r = _need(results)
     t = r.table.copy()
     data = t[["planner_a", "planner_b", "metric", "estimate", "se", "t", "low", "high",
-              "p_single_step", "p_stepdown", "verdict", "set_aside"]]
+              "p_single_step", "p_stepdown", "verdict", "zero_se", "set_aside"]]
     disp = pd.DataFrame({
         "A": t.planner_a, "B": t.planner_b,
         "metric": t.metric.map(lambda m: METRIC_LABELS.get(m, m)),
@@ -94,13 +108,17 @@ def pairwise_table(export, results) -> Table:
     c = results.pairwise_check
     if c is not None and r.method != c.method:
         key = ["planner_a", "planner_b", "metric"]
-        ct = t[key].merge(c.table[key + ["low", "high", "verdict"]], on=key, how="left")
+        ct = t[key].merge(c.table[key + ["low", "high", "verdict", "set_aside"]], on=key,
+                          how="left")
         data = data.assign(bonferroni_low=ct.low.to_numpy(), bonferroni_high=ct.high.to_numpy(),
                            bonferroni_verdict=ct.verdict.to_numpy())
         disp["Bonferroni-t cross-check"] = [
-            "set aside" if s else f"{pct_ci(e, lo, hi, 1, (-1.0, 1.0))} {VERDICT_TEXT[v].split(' (')[0]}"
-            for e, lo, hi, v, s in zip(t.estimate, ct.low, ct.high, ct.verdict, t.set_aside)]
-        differ = int(((ct.verdict.to_numpy() != t.verdict.to_numpy()) & ~t.set_aside).sum())
+            "set aside (zero SE)" if s else
+            f"{pct_ci(e, lo, hi, 1, (-1.0, 1.0))} {VERDICT_TEXT[v].split(' (')[0]}"
+            for e, lo, hi, v, s in zip(t.estimate, ct.low, ct.high, ct.verdict,
+                                       ct.set_aside.to_numpy(bool))]
+        differ = int(((ct.verdict.to_numpy() != t.verdict.to_numpy()) & ~t.set_aside
+                      & ~ct.set_aside.to_numpy(bool)).sum())
         check_note = (f" Cross-check: Bonferroni-t intervals (CR1 standard errors, t with G-1 "
                       f"degrees of freedom, critical |t| = {c.critical_value:.3f}, no "
                       f"resampling) give a different verdict for {differ} of "

@@ -7,7 +7,7 @@ import pandas as pd
 from ..metrics import ENDPOINTS
 from .common import (CLIP_NOTE, SINGLE_COLUMN, Skip, estimand_note, new_figure, pct_ci,
                      runs_note)
-from .context import PLANNER_METRICS
+from .context import PLANNER_METRICS, few_clusters_note
 from .output import FigureOutput, Table
 
 __all__ = ["planner_results", "endpoints_table", "endpoints_figure", "tier_results"]
@@ -47,7 +47,9 @@ def planner_results(export, results) -> Table:
     disp = []
     for planner in results.labels:
         part = t[t.label == planner].set_index("metric")
-        row = {"planner": planner, "tasks": int(part.loc["success", "n_records"])}
+        row = {"planner": planner, "tasks": int(part.loc["success", "n_records"]),
+               "tasks without attempts": int(results.planner_tasks.loc[
+                   results.planner_tasks.label == planner, "no_attempts"].sum())}
         for m, lab in PLANNER_METRICS:
             r = part.loc[m]
             row[lab + " (%)"] = pct_ci(r.estimate, r.low, r.high)
@@ -59,9 +61,11 @@ def planner_results(export, results) -> Table:
         notes=(f"Task-macro means in percent with {cfg.level_pct} intervals in brackets. "
                f"Operational-TSR counts every task of the suite (failures stay in the "
                f"denominator); Strict-TSR and GCR (terminal) use the {n_terminal} "
-               "terminal-tier tasks, GCR (event) the event-tier tasks. "
+               "terminal-tier tasks, GCR (event) the event-tier tasks. A task in which the "
+               "planner made no attempt counts as 0 action validity; 'tasks without "
+               "attempts' gives how many. "
                + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE + " "
-               + runs_note(results)))
+               + runs_note(results) + few_clusters_note(results.planner_boot)))
 
 
 def endpoints_table(export, results) -> Table:
@@ -87,7 +91,8 @@ def endpoints_table(export, results) -> Table:
         notes=("Each task of each run has exactly one endpoint: the first non-completed group "
                "status, else how many conditions were met. Cells: task count (share in "
                f"percent with its {cfg.level_pct} interval). Counts describe outcomes, not "
-               "causes. " + cfg.describe() + " " + CLIP_NOTE + " " + runs_note(results)))
+               "causes. " + cfg.describe() + " " + CLIP_NOTE + " " + runs_note(results)
+               + few_clusters_note(results.endpoint_boot)))
 
 
 #: Endpoint encodings for greyscale print: every endpoint has its own hatch on a white
@@ -164,4 +169,4 @@ def tier_results(export, results) -> Table:
                "on accepted events within the task; the tiers are different contract "
                "interpretations, not a difficulty scale. Success on terminal tasks is "
                "Strict-TSR. " + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE
-               + " " + runs_note(results)))
+               + " " + runs_note(results) + few_clusters_note(results.tier_boot)))

@@ -6,7 +6,8 @@ Tidy DataFrames in, result objects out; every result records ``method``,
 arrays are (G, J), replicate weight matrices (B, G)).
 """
 
-from ._core import ESTIMAND, RESAMPLING_UNIT
+from ._core import ESTIMAND, MIN_CLUSTERS, RESAMPLING_UNIT, WARN_CLUSTERS, FewClustersWarning
+from .bootstrap import DEFAULT_METHOD as BOOTSTRAP_DEFAULT_METHOD
 from .bootstrap import METHODS as BOOTSTRAP_METHODS
 from .bootstrap import ClusterBootstrapResult, cluster_bootstrap
 from .paired import PairedConditionsResult, mcnemar_exact, paired_conditions, sign_flip_p
@@ -18,7 +19,11 @@ from .profiles import QuarterProfileResult, assign_quarters, quarter_profiles
 __all__ = [
     "ESTIMAND",
     "RESAMPLING_UNIT",
+    "MIN_CLUSTERS",
+    "WARN_CLUSTERS",
+    "FewClustersWarning",
     "BOOTSTRAP_METHODS",
+    "BOOTSTRAP_DEFAULT_METHOD",
     "ClusterBootstrapResult",
     "cluster_bootstrap",
     "PAIRWISE_METHODS",

@@ -40,10 +40,73 @@ class Provenance:
     seed: int | None
 
 
+_BLAS = None
+
+
+def one_blas_thread(func):
+    """Run ``func`` with BLAS limited to one thread (threadpoolctl; restored afterwards).
+
+    The products here are small ((10,000 x 18) by (18 x J)); a multithreaded OpenBLAS
+    wakes its threads for some shapes and, on a shared machine, waits for a core on
+    every call: a 1 ms product then takes 10-20 ms (docs/performance.md).
+    """
+    import functools
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        global _BLAS
+        if _BLAS is None:
+            from threadpoolctl import ThreadpoolController
+            _BLAS = ThreadpoolController()
+        with _BLAS.limit(limits=1, user_api="blas"):
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
 def recorded_seed(seed) -> int | None:
     """The seed a result records: the integer given, or None for a caller's Generator."""
     return None if isinstance(seed, np.random.Generator) else seed
 _REL_TOL = 1e-12
+
+#: Fewer episodes than this is an error: no cluster-robust interval is meaningful.
+MIN_CLUSTERS = 3
+#: Fewer episodes than this gives a visible warning in the result and the table notes.
+WARN_CLUSTERS = 8
+
+
+class FewClustersWarning(UserWarning):
+    """Fewer than ``WARN_CLUSTERS`` episodes behind an interval (coverage is shaky)."""
+
+
+def check_cluster_ids(df: pd.DataFrame, cluster_col: str) -> None:
+    """A missing cluster ID is an error (it would silently merge records)."""
+    bad = df[cluster_col].isna().to_numpy()
+    if bad.any():
+        first = df.index[bad][0]
+        raise ValueError(f"{cluster_col} is missing (NaN/None) in {int(bad.sum())} row(s), first "
+                         f"at row index {first!r}; every record needs an episode ID")
+
+
+def check_cluster_count(G: int, what: str) -> str | None:
+    """Error under ``MIN_CLUSTERS`` episodes; the warning text under ``WARN_CLUSTERS``."""
+    if G < MIN_CLUSTERS:
+        raise ValueError(f"{what}: only {G} episode(s) with values; episode-cluster intervals "
+                         f"need at least {MIN_CLUSTERS}")
+    if G < WARN_CLUSTERS:
+        return (f"{what}: only {G} episodes (fewer than {WARN_CLUSTERS}); interval "
+                "coverage with so few clusters is not assured")
+    return None
+
+
+def emit_warnings(texts) -> tuple:
+    """Issue each warning text once as a :class:`FewClustersWarning`; return them."""
+    import warnings
+
+    texts = tuple(dict.fromkeys(t for t in texts if t))
+    for t in texts:
+        warnings.warn(t, FewClustersWarning, stacklevel=4)  # the caller of the public function
+    return texts
 
 
 def check_choice(name: str, value, allowed) -> None:
@@ -79,9 +142,32 @@ def pairs_weights(rng: np.random.Generator, n_resamples: int, n_clusters: int) -
     the same seed reproduces our resamples one for one.
     """
     idx = rng.integers(0, n_clusters, (n_resamples, n_clusters))
-    offs = idx + (np.arange(n_resamples)[:, None] * n_clusters)
-    w = np.bincount(offs.ravel(), minlength=n_resamples * n_clusters)
+    idx += np.arange(0, n_resamples * n_clusters, n_clusters)[:, None]  # in place: no copy
+    w = np.bincount(idx.ravel(), minlength=n_resamples * n_clusters)
     return w.reshape(n_resamples, n_clusters).astype(np.float64)
+
+
+def replicate_ratios_T(W: np.ndarray, S: np.ndarray, N: np.ndarray, chunk: int = 1024) -> np.ndarray:
+    """Replicate ratios ``(W @ S) / (W @ N)`` laid out as (J, B) (one row per column).
+
+    Computed in chunks of replicates so that every temporary stays small (cache-sized,
+    below numpy's hugepage threshold), the count product is taken once per distinct
+    count column (most columns share their planner's tasks), and the result is written
+    straight into the column-major layout the per-column partial sorts of
+    :func:`quantile` want (no transposed copy). ``.T`` gives the usual (B, J) view.
+    """
+    Nu, inv = np.unique(N, axis=1, return_inverse=True)
+    inv = inv.reshape(-1)
+    B, J = W.shape[0], S.shape[1]
+    out = np.empty((J, B))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for b0 in range(0, B, chunk):
+            Wc = W[b0:b0 + chunk]
+            ws = Wc @ S
+            wn = Wc @ Nu
+            ws /= wn[:, inv]
+            out[:, b0:b0 + chunk] = ws.T
+    return out
 
 
 def ratio(S: np.ndarray, N: np.ndarray) -> np.ndarray:
@@ -138,25 +224,31 @@ def replicate_ratio_se(W: np.ndarray, S: np.ndarray, N: np.ndarray, n_clusters):
     ``W(S^2) - 2 theta_b W(SN) + theta_b^2 W(N^2)``. Returns ``(theta_b, se_b, zero_b)``.
     """
     J = S.shape[1]
-    X = np.stack([S, N, S * S, S * N, N * N])  # (5, G, J)
-    WS, WN, WSS, WSN, WNN = np.matmul(W[None], X)  # one batched product, contiguous slices
+    B = W.shape[0]
+    # one 2-D BLAS product per chunk of replicates on [S | N | S^2 | SN | N^2]; a batched
+    # np.matmul with a broadcast W falls back to numpy's non-BLAS loop (10x slower)
+    X = np.hstack([S, N, S * S, S * N, N * N])  # (G, 5J)
     G = float(n_clusters)
+    theta_b = np.empty((B, J))
+    se_b = np.empty((B, J))
+    zero_b = np.empty((B, J), bool)
+    chunk = max(1, (1 << 17) // max(5 * J, 1))
     with np.errstate(invalid="ignore", divide="ignore"):
-        theta_b = np.divide(WS, WN, out=WS)  # WS is not needed afterwards
-        t2 = theta_b * theta_b
-        np.multiply(t2, WNN, out=WNN)  # theta^2 W(N^2)
-        q = np.multiply(theta_b, WSN, out=WSN)
-        q *= -2.0
-        q += WSS
-        q += WNN
-        scale = np.add(WSS, WNN, out=WSS)
-        scale *= _REL_TOL * 16
-        zero_b = q <= scale
-        np.clip(q, 0, None, out=q)
-        q *= G / (G - 1)
-        se_b = np.sqrt(q, out=q)
-        se_b /= WN
-    se_b[zero_b] = 0.0
+        for b0 in range(0, B, chunk):
+            P = W[b0:b0 + chunk] @ X
+            WS, WN, WSS, WSN, WNN = (P[:, k * J:(k + 1) * J] for k in range(5))
+            th = np.divide(WS, WN, out=theta_b[b0:b0 + chunk])
+            q = th * WSN
+            q *= -2.0
+            q += WSS
+            q += th * th * WNN
+            scale = (WSS + WNN) * (_REL_TOL * 16)
+            z = np.less_equal(q, scale, out=zero_b[b0:b0 + chunk])
+            np.clip(q, 0, None, out=q)
+            q *= G / (G - 1)
+            sb = np.sqrt(q, out=se_b[b0:b0 + chunk])
+            sb /= WN
+            sb[z] = 0.0
     return theta_b, se_b, zero_b
 
 
@@ -185,17 +277,19 @@ def studentize(theta_b, theta, se_b, zero_b, se=None):
     return t
 
 
-def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=()):
+def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=(), squares: bool = False):
     """Reduce records to per-cluster sums and counts.
 
     Returns ``(clusters, columns, S, N)``: ``clusters`` the sorted cluster labels
     (length G), ``columns`` a DataFrame with one row per statistic (the ``by`` keys,
     sorted, then ``metric`` in the given order), and ``S``, ``N`` of shape (G, J).
     Missing values are left out of both the sum and the count of their column.
+    With ``squares=True`` a fifth item ``Q`` (G, J) holds the per-cluster sums of squares.
     """
     value_cols = list(value_cols)
     by = list(by)
     check_columns(df, [cluster_col, *by, *value_cols])
+    check_cluster_ids(df, cluster_col)
     try:
         X = df[value_cols].to_numpy(dtype=float)
     except (TypeError, ValueError) as exc:
@@ -215,15 +309,20 @@ def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=()):
     K = len(value_cols)
     S = np.empty((G, nG * K))
     N = np.empty((G, nG * K))
+    Q = np.empty((G, nG * K)) if squares else None
     for k in range(K):
         s = np.bincount(flat, weights=Xf[:, k], minlength=nG * G).reshape(nG, G)
         n = np.bincount(flat, weights=ok[:, k], minlength=nG * G).reshape(nG, G)
         S[:, k::K] = s.T
         N[:, k::K] = n.T
+        if squares:
+            Q[:, k::K] = np.bincount(flat, weights=Xf[:, k] ** 2, minlength=nG * G).reshape(nG, G).T
     cols = keys.loc[np.repeat(np.arange(nG), K)].reset_index(drop=True)
     cols["metric"] = np.tile(value_cols, nG)
     if not by:
         cols = cols[["metric"]]
+    if squares:
+        return np.asarray(clusters), cols, S, N, Q
     return np.asarray(clusters), cols, S, N
 
 

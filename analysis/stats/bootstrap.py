@@ -9,7 +9,12 @@ import pandas as pd
 from scipy import special, stats
 
 from ._core import (
+    one_blas_thread,
+    MIN_CLUSTERS,
+    WARN_CLUSTERS,
     Provenance,
+    check_cluster_count,
+    emit_warnings,
     recorded_seed,
     ESTIMAND,
     check_choice,
@@ -18,12 +23,16 @@ from ._core import (
     cr1_se,
     pairs_weights,
     quantile,
+    ratio,
     reduce_clusters,
     replicate_ratio_se,
+    replicate_ratios_T,
     studentize,
 )
+from .intervals import column_df, kg_interval
 
-METHODS = ("bootstrap_t", "cr1_t", "percentile", "basic", "bca")
+METHODS = ("auto", "kg_cp", "bootstrap_t", "cr1_t", "percentile", "basic", "bca")
+DEFAULT_METHOD = "auto"
 
 
 @dataclass(frozen=True)
@@ -31,13 +40,17 @@ class ClusterBootstrapResult(Provenance):
     """Result of :func:`cluster_bootstrap`.
 
     ``table`` has one row per group (the ``by`` keys) and metric with columns
-    ``estimate, low, high, se, n_records, n_clusters, degenerate``; ``se`` is the
-    CR1 standard error, ``degenerate`` flags a zero SE (the interval is the point).
+    ``estimate, low, high, se, n_records, n_clusters, degenerate, method,
+    few_clusters``; ``se`` is the CR1 standard error, ``degenerate`` flags a zero SE,
+    ``method`` the interval method used for that row (``auto`` picks one per metric),
+    ``few_clusters`` fewer than 8 episodes. ``.method`` names every method used
+    (``"kg_cp+bootstrap_t"`` when mixed); ``.warnings`` holds the few-episode warnings.
     """
 
     table: pd.DataFrame
     estimand: str = ESTIMAND
     notes: tuple = field(default_factory=tuple)
+    warnings: tuple = field(default_factory=tuple)
 
 
 def _quantile(a, q):
@@ -48,7 +61,12 @@ def _quantile(a, q):
 def _bca_bounds(theta, theta_b, S, N, alpha):
     """BCa percentile levels, following scipy.stats.bootstrap (jackknife over clusters)."""
     B = theta_b.shape[0]
-    below = (theta_b < theta).sum(axis=0) + (theta_b <= theta).sum(axis=0)
+    # A replicate that reproduces the estimate (e.g. every episode drawn once) is a tie
+    # whatever the rounding of its sums; at G = 4-6 such replicates are common, and an
+    # exact comparison splits them by floating-point noise (scipy does, so at small G
+    # our BCa can differ from scipy.stats.bootstrap there: docs/statistics.md).
+    tol = 1e-12 * np.maximum(np.abs(theta), 1e-300)
+    below = (theta_b < theta - tol).sum(axis=0) + (theta_b <= theta + tol).sum(axis=0)
     z0 = special.ndtri(below / (2 * B))
     s, n = S.sum(axis=0), N.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -74,12 +92,7 @@ def interval_from_replicates(method, theta, se, zero, S, N, G, W, alpha):
         qlo, qhi = _quantile(t, [alpha, 1 - alpha])
         low, high = theta - qhi * se, theta - qlo * se
         return np.where(zero, theta, low), np.where(zero, theta, high)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        # Two products rather than one on [S | N]: each result stays under numpy's 4 MiB
-        # hugepage threshold for the default 10,000 x 42 case, and faulting in fresh
-        # hugepages cost more than the second product.
-        theta_b = W @ S
-        theta_b /= W @ N
+    theta_b = replicate_ratios_T(W, S, N).T  # (B, J) view of a column-major array
     if method == "bca":
         lo_lvl, hi_lvl = _bca_bounds(theta, theta_b, S, N, alpha)
         lv = np.where(np.isfinite(lo_lvl), lo_lvl, 0.5)
@@ -94,42 +107,66 @@ def interval_from_replicates(method, theta, se, zero, S, N, G, W, alpha):
     return low, high
 
 
+def _bounded(df: pd.DataFrame, col: str) -> bool:
+    x = pd.to_numeric(df[col], errors="coerce").astype(float)
+    return bool(x.notna().any() and x.min() >= 0 and x.max() <= 1)
+
+
+def _describe(cols: pd.DataFrame, j: int) -> str:
+    return ", ".join(f"{k}={v}" for k, v in cols.iloc[j].items())
+
+
+@one_blas_thread
 def cluster_bootstrap(
     df: pd.DataFrame,
     value_cols,
     cluster_col: str = "episode_id",
     by=("planner",),
     n_resamples: int = 10_000,
-    method: str = "bootstrap_t",
+    method: str = DEFAULT_METHOD,
     confidence_level: float = 0.95,
     seed: int | np.random.Generator | None = 0,
     bounds: tuple | None = None,
+    too_few: str = "error",
 ) -> ClusterBootstrapResult:
-    """Episode-cluster bootstrap intervals for task-macro means.
+    """Episode-cluster intervals for task-macro means.
 
     ``df`` holds one row per record (e.g. per run x task, as from
     :func:`analysis.metrics.task_metrics`). For each group of ``by`` and each column
     of ``value_cols`` the estimate is ``sum of values / number of non-missing
-    values``, computed as a ratio of per-episode sums, and the interval resamples
-    whole episodes. Methods: ``bootstrap_t`` (default; studentised with CR1 SEs
-    recomputed in every replicate; a replicate with zero SE is scaled by the
-    original SE, which keeps intervals finite near 0 and 1), ``cr1_t`` (CR1 SE with t(G-1)), ``percentile``,
-    ``basic``, ``bca`` (the last three as in ``scipy.stats.bootstrap`` on the paired
-    per-episode sums and counts, with the same resamples for the same seed).
-    Groups with different episode sets are resampled separately, from one Generator.
-    ``bounds=(lo, hi)`` clips the intervals to the metric's range (e.g. ``(0, 1)``
-    for rates: the t-based intervals can cross it near 0 or 1).
+    values``, computed as a ratio of per-episode sums; episodes are counted per column
+    from its non-missing values. Methods:
+
+    * ``auto`` (default): ``kg_cp`` for a column whose values all lie in [0, 1]
+      (binary rates and fractions such as GCR), ``bootstrap_t`` otherwise (counts,
+      tokens); the table's ``method`` column says which.
+    * ``kg_cp``: Korn-Graubard cluster-adjusted Clopper-Pearson (effective number of
+      tasks from the CR1 variance, design effect floored at 1, Satterthwaite df; see
+      :mod:`analysis.stats.intervals`); holds nominal coverage from 0 to 1, including 0
+      and n/n observed, where it gives the exact one-sided bound instead of a point.
+    * ``bootstrap_t``: episode pairs bootstrap studentised with CR1 SEs recomputed in
+      every replicate (a replicate with zero SE is scaled by the original SE).
+    * ``cr1_t`` (CR1 SE with t(G-1)), ``percentile``, ``basic``, ``bca`` (the last
+      three as in ``scipy.stats.bootstrap`` on the paired per-episode sums and counts,
+      with the same resamples for the same seed).
+
+    Fewer than 3 episodes behind a column is an error (``too_few="not_estimable"``
+    instead leaves that row's interval NaN, flags it ``not_estimable`` and warns, for
+    reports with many cells); fewer than 8 adds a warning to ``.warnings`` (and a
+    ``FewClustersWarning``). A missing episode ID is an error.
+    ``bounds=(lo, hi)`` clips the intervals to the metric's range.
 
     Example
     -------
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"planner": ["p"] * 6, "episode_id": [1, 1, 2, 2, 3, 3],
-    ...                    "success": [1, 0, 1, 1, 0, 0]})
-    >>> r = cluster_bootstrap(df, ["success"], n_resamples=500, seed=1)
-    >>> round(float(r.table.estimate[0]), 4), r.method, r.n_resamples
-    (0.5, 'bootstrap_t', 500)
+    >>> df = pd.DataFrame({"planner": ["p"] * 16, "episode_id": list(range(8)) * 2,
+    ...                    "success": [0] * 16})
+    >>> r = cluster_bootstrap(df, ["success"])  # 0 of 16: an honest upper bound, not [0, 0]
+    >>> float(r.table.low[0]), round(float(r.table.high[0]), 3), r.method
+    (0.0, 0.247, 'kg_cp')
     """
     check_choice("method", method, METHODS)
+    check_choice("too_few", too_few, ("error", "not_estimable"))
     conf = check_confidence(confidence_level)
     B = check_resamples(n_resamples)
     value_cols = [value_cols] if isinstance(value_cols, str) else list(value_cols)
@@ -137,36 +174,73 @@ def cluster_bootstrap(
         raise ValueError("value_cols must name at least one column")
     by = [by] if isinstance(by, str) else list(by or ())
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    clusters, cols, S, N = reduce_clusters(df, value_cols, cluster_col, by)
+    # sums of squares (the task-level variance floor of kg_cp) only where kg_cp may run
+    need_q = method in ("auto", "kg_cp")
+    red = reduce_clusters(df, value_cols, cluster_col, by, squares=need_q)
+    clusters, cols, S, N = red[:4]
+    Q = red[4] if need_q else None
     alpha = (1 - conf) / 2
-
-    # partition the columns by the set of clusters their group touches
     J = S.shape[1]
-    if by:
-        gkey = cols.groupby(by, sort=False, dropna=False).ngroup().to_numpy()
-    else:
-        gkey = np.zeros(J, dtype=object)
-    group_present = {}
-    for k in pd.unique(gkey):
-        m = gkey == k
-        group_present[k] = N[:, m].sum(axis=1) > 0
+    metric_method = {}
+    for c in value_cols:
+        if method == "auto":
+            metric_method[c] = "kg_cp" if _bounded(df, c) else "bootstrap_t"
+        else:
+            if method == "kg_cp" and not _bounded(df, c):
+                raise ValueError(f"method='kg_cp' needs values in [0, 1]; column {c!r} has "
+                                 "values outside (use 'bootstrap_t' or 'auto')")
+            metric_method[c] = method
+    col_method = cols["metric"].map(metric_method).to_numpy()
+
+    # episodes are counted per column (from its non-missing values); columns sharing a
+    # set of episodes share one weight matrix
+    present = N > 0
+    G_col = present.sum(axis=0)
+    few, unest = [], []
+    for j in np.flatnonzero(G_col < WARN_CLUSTERS):  # describe only the columns at fault
+        if too_few == "not_estimable" and G_col[j] < MIN_CLUSTERS:
+            unest.append(j)
+        elif check_cluster_count(int(G_col[j]), _describe(cols, j)):
+            few.append(j)
     sets = {}
-    for k, pres in group_present.items():
-        sets.setdefault(pres.tobytes(), (pres, []))[1].append(k)
+    for j in range(J):
+        if j in unest:
+            continue
+        sets.setdefault((present[:, j].tobytes(), col_method[j]), []).append(j)
+
+    weights = {}
+
+    def weights_for(G):
+        # An integer seed gives every episode count the resamples scipy.stats.bootstrap
+        # draws with that seed (so the same columns give the same intervals); a caller's
+        # Generator is drawn from in order.
+        if isinstance(seed, np.random.Generator):
+            return pairs_weights(rng, B, G)
+        if G not in weights:
+            weights[G] = pairs_weights(np.random.default_rng(seed), B, G)
+        return weights[G]
 
     est = np.full(J, np.nan)
     low, high, se = est.copy(), est.copy(), est.copy()
     zero = np.zeros(J, bool)
-    ncl = np.zeros(J, int)
-    for pres, keys in sets.values():
-        colmask = np.isin(gkey, keys)
-        Sg, Ng = S[pres][:, colmask], N[pres][:, colmask]
+    for (pbytes, meth), js in sets.items():
+        pres = present[:, js[0]]
+        Sg, Ng = S[pres][:, js], N[pres][:, js]
         G = int(pres.sum())
         th, s, z = cr1_se(Sg, Ng)
-        W = None if method == "cr1_t" else pairs_weights(rng, B, G)
-        lo, hi = interval_from_replicates(method, th, s, z, Sg, Ng, G, W, alpha)
-        est[colmask], se[colmask], zero[colmask] = th, s, z
-        low[colmask], high[colmask], ncl[colmask] = lo, hi, G
+        if meth == "kg_cp":
+            n = Ng.sum(axis=0)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                s2 = np.maximum(Q[pres][:, js].sum(axis=0) - n * th * th, 0) / np.maximum(n - 1, 1)
+            df_j = column_df(Sg - th * Ng, Ng)
+            lo, hi, _ = kg_interval(th, s * s, s2, n, df_j, alpha)
+        else:
+            W = None if meth == "cr1_t" else weights_for(G)
+            lo, hi = interval_from_replicates(meth, th, s, z, Sg, Ng, G, W, alpha)
+        est[js], se[js], zero[js] = th, s, z
+        low[js], high[js] = lo, hi
+    if unest:  # the point estimate stands; only the interval is not estimable
+        est[unest] = ratio(S[:, unest], N[:, unest])
     if bounds is not None:
         if len(bounds) != 2 or not bounds[0] < bounds[1]:
             raise ValueError(f"bounds={bounds!r} must be a (low, high) pair with low < high")
@@ -174,12 +248,29 @@ def cluster_bootstrap(
     table = cols.copy()
     table["estimate"], table["low"], table["high"], table["se"] = est, low, high, se
     table["n_records"] = N.sum(axis=0).astype(int)
-    table["n_clusters"] = ncl
+    table["n_clusters"] = G_col.astype(int)
     table["degenerate"] = zero
+    table["method"] = col_method
+    table["few_clusters"] = G_col < WARN_CLUSTERS
+    table["not_estimable"] = np.isin(np.arange(J), unest)
+    if unest:
+        table.loc[table.not_estimable, ["low", "high", "se"]] = np.nan
+        table["degenerate"] = table["degenerate"] & ~table["not_estimable"]
+    texts = []
+    for js, what in ((few, f"rest on fewer than {WARN_CLUSTERS} episodes, coverage not assured"),
+                     (unest, f"are not estimable (fewer than {MIN_CLUSTERS} episodes with values)")):
+        if js:
+            shown = "; ".join(f"{_describe(cols, j)} ({int(G_col[j])})" for j in js[:5])
+            more = f" and {len(js) - 5} more" if len(js) > 5 else ""
+            texts.append(f"{len(js)} of {J} intervals {what}: {shown}{more}")
+    warn = emit_warnings(texts)
+    used = list(dict.fromkeys(col_method))
+    resampled = any(m not in ("cr1_t", "kg_cp") for m in used)
     return ClusterBootstrapResult(
         table=table,
-        method=method,
-        n_resamples=0 if method == "cr1_t" else B,
+        method="+".join(used),
+        n_resamples=B if resampled else 0,
         confidence_level=conf,
         seed=recorded_seed(seed),
+        warnings=warn,
     )

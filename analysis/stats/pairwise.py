@@ -10,7 +10,11 @@ import pandas as pd
 from scipy import special, stats
 
 from ._core import (
+    one_blas_thread,
     Provenance,
+    check_cluster_count,
+    check_cluster_ids,
+    emit_warnings,
     recorded_seed,
     ESTIMAND,
     check_choice,
@@ -23,8 +27,11 @@ from ._core import (
     replicate_ratio_se,
     studentize,
 )
+from .intervals import column_df, kg_interval, mover_difference
+from .intervals import satterthwaite_df  # noqa: F401  (public here since the first release)
 
 METHODS = (
+    "mover_kg_maxz",
     "satt_maxt_tcal",
     "pairs_maxt_studentized",
     "gauss_maxt_tcal",
@@ -33,7 +40,13 @@ METHODS = (
     "bonferroni_t",
     "wild_maxt",
 )
-DEFAULT_METHOD = "satt_maxt_tcal"
+DEFAULT_METHOD = "mover_kg_maxz"
+#: Why a stepdown p-value below the level can sit beside a tie (printed in table notes).
+STEPDOWN_NOTE = ("Verdicts come from the simultaneous intervals; the single-step p-value "
+                 "is below the level exactly when the interval excludes 0. Romano-Wolf "
+                 "stepdown p-values are never larger than single-step ones (each step drops "
+                 "the contrasts already rejected), so a tie can have a stepdown p below the "
+                 "level: the stepdown test rejects, the simultaneous interval does not.")
 
 
 @dataclass(frozen=True)
@@ -43,9 +56,13 @@ class PairwiseResult(Provenance):
     ``table``: one row per (planner_a, planner_b, metric) with ``estimate`` (a - b),
     ``se`` (CR1), ``t``, ``low``, ``high`` (simultaneous), ``p_single_step``,
     ``p_stepdown`` (Romano-Wolf; Holm for ``bonferroni_t``), ``verdict`` in
-    {``a>b``, ``b>a``, ``tie``} and ``set_aside``. ``critical_value`` is the
-    family-wise |t| threshold; ``set_aside`` lists contrasts with zero SE (kept out of
-    the family, never divided by zero; their interval is the point estimate).
+    {``a>b``, ``b>a``, ``tie``}, ``zero_se`` and ``set_aside``. ``critical_value`` is
+    the family-wise threshold (|z| for ``mover_kg_maxz``, whose intervals are each at
+    ``per_contrast_level``; |t| otherwise). Under ``mover_kg_maxz`` a zero-SE contrast
+    keeps an honest interval (from the exact bounds of its two means) and is not set
+    aside; under the t methods ``set_aside`` lists zero-SE contrasts (kept out of the
+    family, never divided by zero; their interval is the point estimate).
+    ``warnings`` holds the few-episode warning, ``note`` how p-values and verdicts relate.
     """
 
     table: pd.DataFrame
@@ -54,6 +71,9 @@ class PairwiseResult(Provenance):
     n_clusters: int
     family_size: int
     estimand: str = ESTIMAND
+    per_contrast_level: float = float("nan")
+    warnings: tuple = ()
+    note: str = ""
 
 
 def contrast_matrix(n_planners: int, n_metrics: int):
@@ -105,29 +125,6 @@ def effective_clusters(sizes) -> float:
     """
     n = np.asarray(sizes, dtype=float)
     return float(n.sum() ** 2 / (n * n).sum())
-
-
-def satterthwaite_df(scores: np.ndarray, sizes) -> float:
-    """Satterthwaite degrees of freedom of the CR1 variance for the whole family.
-
-    The cluster score variances are modelled as ``a_g = b1 n_g + b2 n_g^2`` (tasks
-    with an exchangeable episode effect), fitted by non-negative least squares to the
-    squared scores pooled over the contrasts (each contrast scaled to unit sum), and
-    ``df = (sum a_g)^2 / sum a_g^2 - 1`` (``G - 1`` for equal clusters).
-    """
-    from scipy.optimize import nnls
-
-    n = np.asarray(sizes, dtype=float)
-    e2 = scores * scores
-    tot = e2.sum(axis=0)
-    ok = tot > 0
-    v = (e2[:, ok] / tot[ok]).mean(axis=1) if ok.any() else np.ones_like(n)
-    X = np.column_stack([n, n * n])
-    coef, _ = nnls(X, v)
-    a = X @ coef
-    if not np.any(a > 0):
-        a = n
-    return float(max(a.sum() ** 2 / (a * a).sum() - 1, 1.0))
 
 
 def jackknife_se(D, N):
@@ -220,6 +217,117 @@ def family_inference(method, D, N, theta, se, active, alpha_fw, B, rng):
     raise AssertionError(method)
 
 
+def _single_limits(theta, se, s2, n, df, bounded, a):
+    """Per-column bounds at one-sided level ``a``: Korn-Graubard CP for [0, 1] columns,
+    ``theta +- t_df se`` otherwise."""
+    lo, hi, _ = kg_interval(np.clip(theta, 0, 1), se * se, s2, n, df, a)
+    q = -special.stdtrit(df, a)
+    return np.where(bounded, lo, theta - q * se), np.where(bounded, hi, theta + q * se)
+
+
+def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_resamples, rng,
+                 df_mode: str = "satt", pvalues: bool = True):
+    """The default family inference (``mover_kg_maxz``) on per-episode arrays.
+
+    ``S``, ``Q`` (G, P*M): per-episode sums and sums of squares, planner-major columns
+    (p0m0, p0m1, ...); ``n_g`` (G,) tasks per episode; ``bounded`` (M,) metrics in [0, 1].
+
+    1. Family level: a Gaussian multiplier on the episode scores of the contrasts with
+       nonzero SE gives the max-|z| quantile ``cz`` of the family (their joint CR1
+       correlation), i.e. a per-contrast level ``1 - 2 Phi(-cz)`` (Sidak when the
+       contrasts are independent, the single level when they coincide).
+    2. Each planner's mean gets its Korn-Graubard Clopper-Pearson interval at that level
+       (:func:`analysis.stats.intervals.kg_interval`; t for unbounded metrics), with its
+       own Satterthwaite df (``df_mode="satt"``, as for single means; ``"pooled"`` fits
+       one df to the whole family: more power, but family-wise coverage 0.90-0.92 in
+       the extreme-size, near-1 and fraction designs of ``bench/coverage.py``;
+       ``"contrast"`` fits it to the contrasts' scores; ``"g1"`` uses G - 1, which
+       undercovers with unequal episodes), and each contrast the MOVER
+       interval of the two (correlation
+       of the two means' episode scores; 0 where the contrast's SE is zero, so two
+       planners with no success get the honest interval [-U_b, U_a], never [0, 0]).
+       The intervals are asymmetric where the rates are near 0 or 1, which is where the
+       CR1 t of a binary contrast is skewed.
+    3. p-values by inverting the intervals: ``z_j`` is the level (as a normal quantile)
+       at which contrast j's interval touches 0 (bisection); single-step
+       ``p = P(max|Z| >= z_j)`` (below the level iff the interval excludes 0) and
+       Romano-Wolf stepdown on the same ``z_j``.
+
+    Returns a dict with ``theta, se, zero, low, high, p1, psd, cz, level``.
+    """
+    G = S.shape[0]
+    P, M = n_planners, n_metrics
+    N1 = np.repeat(np.asarray(n_g, float)[:, None], P * M, axis=1)
+    th1, se1, _ = cr1_se(S, N1)
+    n1 = N1.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = np.maximum(Q.sum(axis=0) - n1 * th1 * th1, 0) / np.maximum(n1 - 1, 1)
+    e1 = S - th1 * N1
+    if df_mode == "satt":
+        df1 = column_df(e1, N1)
+    elif df_mode == "pooled":
+        df1 = np.full(P * M, satterthwaite_df(e1, N1[:, 0]))
+    else:
+        df1 = np.full(P * M, G - 1.0)
+    bnd1 = np.tile(np.asarray(bounded, bool), P)
+    pairs, Cm = contrast_matrix(P, M)
+    D = S @ Cm
+    if _is_int(S):
+        D = np.round(D)
+    C = D.shape[1]
+    N = np.repeat(N1[:, :1], C, axis=1)
+    theta, se, zero = cr1_se(D, N)
+    if df_mode == "contrast":
+        df1 = np.full(P * M, satterthwaite_df(D - theta * N, N1[:, 0]))
+    ia = np.array([a * M + m for a, b in pairs for m in range(M)])
+    ib = np.array([b * M + m for a, b in pairs for m in range(M)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = np.sqrt((e1[:, ia] ** 2).sum(axis=0) * (e1[:, ib] ** 2).sum(axis=0))
+        r = np.where((den > 0) & ~zero, (e1[:, ia] * e1[:, ib]).sum(axis=0) / np.where(den > 0, den, 1), 0.0)
+    active = ~zero
+    alpha = 1 - confidence_level
+    Zfull = np.zeros((n_resamples, C))
+    if active.any():
+        dev = D[:, active] - theta[active] * N[:, active]
+        xi = rng.standard_normal((n_resamples, G))
+        Zfull[:, active] = np.abs((xi @ dev) / np.sqrt((dev * dev).sum(axis=0)))
+        mxz = Zfull.max(axis=1)
+        cz = float(quantile(mxz, confidence_level))
+    else:
+        cz = float(-special.ndtri(alpha / (2 * C)))
+        mxz = np.full(n_resamples, cz)
+
+    def bounds(z):
+        """MOVER bounds of every contrast at per-contrast normal quantile(s) ``z``."""
+        a1 = special.ndtr(-np.asarray(z, float))
+        la, ua = _single_limits(th1[ia], se1[ia], s2[ia], n1[ia], df1[ia], bnd1[ia], a1)
+        lb, ub = _single_limits(th1[ib], se1[ib], s2[ib], n1[ib], df1[ib], bnd1[ib], a1)
+        return mover_difference(th1[ia], la, ua, th1[ib], lb, ub, r)
+
+    low, high = bounds(np.full(C, cz))
+    if not pvalues:  # the coverage study needs the intervals only
+        return dict(theta=theta, se=se, zero=zero, low=low, high=high, cz=cz, pairs=pairs)
+    # invert: the z at which the interval touches 0 (monotone in z)
+    lo_z, hi_z = np.zeros(C), np.full(C, 37.0)
+    sign = np.sign(theta)
+    for _ in range(40):  # 37 / 2^40: z exact to 1e-10
+        mid = (lo_z + hi_z) / 2
+        l, h = bounds(mid)
+        excl = np.where(sign > 0, l > 0, np.where(sign < 0, h < 0, False))
+        lo_z = np.where(excl, mid, lo_z)
+        hi_z = np.where(excl, hi_z, mid)
+    zj = np.where(sign == 0, 0.0, (lo_z + hi_z) / 2)
+    p1 = (mxz[:, None] >= zj[None, :]).mean(axis=0)
+    psd = np.minimum(_stepdown(Zfull, zj), p1)
+    return dict(theta=theta, se=se, zero=zero, low=low, high=high, p1=p1, psd=psd, cz=cz,
+                level=float(1 - 2 * special.ndtr(-cz)), pairs=pairs)
+
+
+def _is_int(X) -> bool:
+    return bool(np.all(np.isfinite(X)) and np.all(X == np.round(X)))
+
+
+@one_blas_thread
 def pairwise_simultaneous(
     df: pd.DataFrame,
     metrics,
@@ -238,13 +346,20 @@ def pairwise_simultaneous(
     Each contrast is ``mean_a - mean_b`` over all tasks (a ratio of per-episode
     sums of task differences); its CR1 SE uses G/(G-1). Methods:
 
-    * ``satt_maxt_tcal`` (default): CR1 SEs; the contrasts' joint correlation from a
+    * ``mover_kg_maxz`` (default, :func:`mover_family`): the family's max-|z| level
+      from a Gaussian multiplier on the episode scores; each contrast the MOVER
+      interval of its two means' Korn-Graubard Clopper-Pearson intervals at that level
+      (asymmetric near 0 and 1; a zero-SE contrast keeps an honest interval, never a
+      point); p-values by inverting the intervals, so single-step p < level exactly
+      when the interval excludes 0. Holds family-wise coverage under true differences
+      and rare success in ``bench/coverage.py`` (docs/statistics.md).
+    * ``satt_maxt_tcal`` (the previous default): CR1 SEs; the contrasts' joint correlation from a
       Gaussian multiplier on the episode scores gives a max-|z| quantile, whose
       per-contrast tail probability is converted to a t quantile with Satterthwaite
       degrees of freedom (cluster score variances modelled as ``b1 n_g + b2 n_g^2``,
       fitted on the family; ``G - 1`` for equal episodes). Exact at both ends
-      (perfectly correlated contrasts -> t, independent -> Sidak-t); the only method
-      within 0.93-0.97 family-wise coverage in every design of ``bench/coverage.py``.
+      (perfectly correlated contrasts -> t, independent -> Sidak-t); covers under the
+      null but not under true differences of binary rates or at zero SE.
     * ``pairs_maxt_studentized``: episode pairs bootstrap of max-|t|, re-studentised
       with CR1 SEs in every replicate (conservative with 18 episodes).
     * ``gauss_maxt_tcal``: as the default with t(G-1) (undercovers with unequal episodes).
@@ -255,7 +370,10 @@ def pairwise_simultaneous(
 
     p-values are family-wise: ``p_single_step`` against the max over all active
     contrasts, ``p_stepdown`` Romano-Wolf. A contrast whose interval contains 0 is a
-    ``tie``. Contrasts with zero SE are set aside (flagged, interval = point).
+    ``tie`` (a stepdown p below the level can sit beside a tie: ``.note``). Under the t
+    methods, contrasts with zero SE are set aside (flagged, interval = point).
+    A missing episode ID, a task in different episodes across planners, an unknown
+    planner or metric, or fewer than 3 episodes is an error; fewer than 8 a warning.
 
     Example
     -------
@@ -267,7 +385,7 @@ def pairwise_simultaneous(
     ...                    "success": rng.integers(0, 2, 120)})
     >>> r = pairwise_simultaneous(df, ["success"], n_resamples=1000)
     >>> len(r.table), r.method
-    (3, 'satt_maxt_tcal')
+    (3, 'mover_kg_maxz')
     """
     check_choice("method", method, METHODS)
     conf = check_confidence(confidence_level)
@@ -275,16 +393,33 @@ def pairwise_simultaneous(
     metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if not metrics:
         raise ValueError("metrics must name at least one column")
+    missing = [m for m in metrics if m not in df.columns]
+    if missing:
+        raise ValueError(f"unknown metric(s) {missing}; valid columns: {sorted(map(str, df.columns))}")
     check_columns(df, [planner_col, task_col, cluster_col, *metrics])
+    check_cluster_ids(df, cluster_col)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    known = list(pd.unique(df[planner_col]))
+    if planners is not None:
+        unknown = [p for p in planners if p not in set(known)]
+        if unknown:
+            raise ValueError(f"unknown planner(s) {unknown} in planners=; valid: {sorted(map(str, known))}")
+        df = df[df[planner_col].isin(list(planners))]
     if df.duplicated([planner_col, task_col]).any():
         raise ValueError(f"df must have one row per ({planner_col}, {task_col}); found duplicates")
-    if df[metrics].isna().any().any():
-        raise ValueError(f"metrics {metrics} contain missing values; every task needs a value")
-    plist = list(pd.unique(df[planner_col])) if planners is None else list(planners)
+    nan_m = [m for m in metrics if df[m].isna().any()]
+    if nan_m:
+        raise ValueError(f"metrics {nan_m} contain missing values; every task needs a value")
+    plist = known if planners is None else list(planners)
     if len(plist) < 2:
         raise ValueError(f"{planner_col} must have at least two planners; found {plist}")
     P, M = len(plist), len(metrics)
+    eps = df.groupby(task_col)[cluster_col].nunique()
+    if (eps > 1).any():
+        t0 = eps[eps > 1].index[0]
+        found = sorted(map(str, df.loc[df[task_col] == t0, cluster_col].unique()))
+        raise ValueError(f"{task_col} {t0!r} is mapped to different {cluster_col}s across "
+                         f"planners: {found}; a task belongs to one episode")
     wide = df.pivot(index=task_col, columns=planner_col, values=metrics)
     if wide.isna().any().any():
         raise ValueError(f"every planner must cover the same {task_col} set")
@@ -292,49 +427,63 @@ def pairwise_simultaneous(
     ep = tasks.loc[wide.index]
     clusters, cl_idx = np.unique(ep.to_numpy(), return_inverse=True)
     G = len(clusters)
-    if G < 2:
-        raise ValueError(f"{cluster_col} must have at least 2 clusters; found {G}")
+    warn = emit_warnings([check_cluster_count(G, f"pairwise contrasts ({', '.join(metrics)})")])
     # per-cluster sums, planner-major columns (p0m0, p0m1, ...)
     X = np.column_stack([wide[(m, p)].to_numpy(float) for p in plist for m in metrics])
     S = np.zeros((G, P * M))
     np.add.at(S, cl_idx, X)
     n_g = np.bincount(cl_idx, minlength=G).astype(float)
     pairs, Cm = contrast_matrix(P, M)
-    D = S @ Cm
-    if np.all(X == np.round(X)):
-        D = np.round(D)
-    N = np.repeat(n_g[:, None], D.shape[1], axis=1)
-    theta, se, zero = cr1_se(D, N)
-    active = ~zero
     alpha_fw = 1 - conf
-    crit, p1a, psda, se_used = family_inference(method, D, N, theta, se, active, alpha_fw, B, rng)
-    se = se.copy()
-    se[active] = se_used
-
-    C = D.shape[1]
-    p1 = np.full(C, np.nan)
-    psd = np.full(C, np.nan)
-    p1[active], psd[active] = p1a, psda
-    low = np.where(active, theta - crit * se, theta)
-    high = np.where(active, theta + crit * se, theta)
+    if method == "mover_kg_maxz":
+        Q = np.zeros((G, P * M))
+        np.add.at(Q, cl_idx, X * X)
+        bounded = np.array([bool(np.all((X[:, k::M] >= 0) & (X[:, k::M] <= 1))) for k in range(M)])
+        f = mover_family(S, Q, n_g, P, M, bounded, conf, B, rng)
+        theta, se, zero = f["theta"], f["se"], f["zero"]
+        low, high, p1, psd = f["low"], f["high"], f["p1"], f["psd"]
+        crit, set_aside = f["cz"], np.zeros(len(theta), bool)
+        family_size, level = len(theta), f["level"]
+    else:
+        D = S @ Cm
+        if np.all(X == np.round(X)):
+            D = np.round(D)
+        N = np.repeat(n_g[:, None], D.shape[1], axis=1)
+        theta, se, zero = cr1_se(D, N)
+        active = ~zero
+        crit, p1a, psda, se_used = family_inference(method, D, N, theta, se, active, alpha_fw, B, rng)
+        se = se.copy()
+        se[active] = se_used
+        C = D.shape[1]
+        p1 = np.full(C, np.nan)
+        psd = np.full(C, np.nan)
+        p1[active], psd[active] = p1a, psda
+        low = np.where(active, theta - crit * se, theta)
+        high = np.where(active, theta + crit * se, theta)
+        set_aside, family_size = zero, int(active.sum())
+        level = float(2 * stats.t.cdf(crit, G - 1) - 1) if np.isfinite(crit) else float("nan")
     with np.errstate(invalid="ignore", divide="ignore"):
-        t = np.where(active, theta / np.where(active, se, 1.0), np.nan)
+        t = np.where(~zero, theta / np.where(~zero, se, 1.0), np.nan)
     verdict = np.where(low > 0, "a>b", np.where(high < 0, "b>a", "tie"))
     table = pd.DataFrame({
         "planner_a": [plist[a] for a, b in pairs for _ in metrics],
         "planner_b": [plist[b] for a, b in pairs for _ in metrics],
         "metric": [m for _ in pairs for m in metrics],
         "estimate": theta, "se": se, "t": t, "low": low, "high": high,
-        "p_single_step": p1, "p_stepdown": psd, "verdict": verdict, "set_aside": zero,
+        "p_single_step": p1, "p_stepdown": psd, "verdict": verdict, "zero_se": zero,
+        "set_aside": set_aside,
     })
     return PairwiseResult(
         table=table,
         critical_value=float(crit),
-        set_aside=table.loc[zero, ["planner_a", "planner_b", "metric", "estimate"]].reset_index(drop=True),
+        set_aside=table.loc[set_aside, ["planner_a", "planner_b", "metric", "estimate"]].reset_index(drop=True),
         method=method,
         n_resamples=0 if method == "bonferroni_t" else B,
         confidence_level=conf,
         seed=recorded_seed(seed),
         n_clusters=G,
-        family_size=int(active.sum()),
+        family_size=family_size,
+        per_contrast_level=level,
+        warnings=warn,
+        note=STEPDOWN_NOTE,
     )
