@@ -19,8 +19,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _compare_set(committed: Path, fresh: Path, pattern: str) -> list[str]:
-    a = {p.name for p in committed.glob(pattern)}
-    b = {p.name for p in fresh.glob(pattern)}
+    # recursive: the task cards live in tables/cards/
+    a = {p.relative_to(committed).as_posix() for p in committed.rglob(pattern) if p.is_file()}
+    b = {p.relative_to(fresh).as_posix() for p in fresh.rglob(pattern) if p.is_file()}
     assert a == b, f"files differ: only committed {sorted(a - b)}, only regenerated {sorted(b - a)}"
     return sorted(a)
 

@@ -58,7 +58,7 @@ def ci(est, low, high, decimals=2, scale=1.0) -> str:
     if est is None or (isinstance(est, float) and math.isnan(est)):
         return "n/a"
     nan = lambda v: v is None or (isinstance(v, float) and math.isnan(v))  # noqa: E731
-    if nan(low) and nan(high):  # fewer than 3 episodes: no interval (issue 11)
+    if nan(low) and nan(high):  # fewer than 3 episodes, or both BCa bounds undefined
         return f"{f(est)} [not estimable]"
     return f"{f(est)} [{f(low)}, {f(high)}]"
 

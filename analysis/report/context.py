@@ -100,7 +100,8 @@ class StatsConfig:
 
 
 #: Why a BCa bound can be missing (``analysis.stats.bootstrap._bca_bounds``).
-BCA_NA_NOTE = ("A bound shown as n/a is undefined under BCa: the bias correction is "
+BCA_NA_NOTE = ("A bound shown as n/a (an interval shown as not estimable when both are) is "
+               "undefined under BCa: the bias correction is "
                "infinite when no resample falls on one side of the estimate (typically a "
                "rate of 0% or 100% in every episode), or the acceleration is 0/0 when "
                "leaving out any one episode does not change the estimate.")

@@ -50,12 +50,22 @@ def grounding_table(export) -> Table:
                      "conditions": len(conds), "observed_condition_share": _share(conds),
                      "observed_first_condition_share": _share(first)})
     data = pd.DataFrame(rows).sort_values("suite").reset_index(drop=True)
+    pct = lambda v: "" if pd.isna(v) else f"{100 * v:.1f}"  # noqa: E731
+    disp = pd.DataFrame({
+        "suite": data.suite, "tasks": data.tasks, "world facts": data.facts,
+        "observed facts (%)": data.observed_fact_share.map(pct),
+        "operation arguments": data.operation_args,
+        "observed arguments (%)": data.observed_arg_share.map(pct),
+        "conditions": data.conditions,
+        "observed conditions (%)": data.observed_condition_share.map(pct),
+        "observed first conditions (%)": data.observed_first_condition_share.map(pct)})
     return Table(
         name="table14_grounding", title="Grounding: observed shares per suite",
-        paper_ref="issue 10 (cohort fidelity)", data=data,
+        paper_ref="issue 10 (cohort fidelity)", data=data, display=disp,
         notes="Observed = supported by an HD-EPIC row (file, row or annotation ID, time); "
               "curated = produced by a documented compiler rule (docs/compiler.md). Operation "
-              "arguments count each argument of each reference operation. Task cards: "
+              "arguments count each argument of each reference operation. Shares in percent; "
+              "the CSV keeps them as fractions. Task cards: "
               f"[{CARDS_DIR}/README.md]({CARDS_DIR}/README.md).")
 
 
