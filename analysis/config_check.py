@@ -280,7 +280,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         (Key("source", "path", "HD-EPIC annotations (default: $E2W_HDEPIC, else "
              "../shared/hd-epic beside the repository)", existing_dir),
          Key("out_dir", "path", "the export to write the cohort into",
-             writable_dir_or_creatable)),
+             writable_dir_or_creatable),
+         Key("stale_runs", "str", "when the recompiled cohort differs and the export holds "
+             "runs (which would no longer verify): refuse (write nothing) or drop them in "
+             "the same step", one_of(("refuse", "drop")), lambda: ["refuse", "drop"])),
         ("python -m analysis.compile",
          "python -m analysis.compile source=/data/hd-epic out_dir=/tmp/scratch")),
     Command(
