@@ -7,8 +7,8 @@ Compiles HD-EPIC into the cohort of an export. The source defaults to ``$E2W_HDE
 The cohort is compiled into a temporary folder outside the export, then switched in
 (``cohort/`` and ``MANIFEST.json`` together) by one journaled transaction
 (:mod:`analysis.transaction`): a kill at any instant leaves the old cohort or the new one.
-Runs are tied to the cohort they were produced on. When the recompiled cohort differs
-from the one the export holds and the export has runs, those runs would no longer
+Runs are tied to the cohort they were produced on (``run.json``'s ``cohort_sha256``).
+When the export holds runs of another cohort than the one compiled now, they would not
 verify: the command refuses (``stale_runs=refuse``, the default, nothing written) and
 names them, or with ``stale_runs=drop`` removes them in the same transaction (rerun them
 with ``python -m analysis.run``). A byte-identical recompile keeps every run.
@@ -18,6 +18,7 @@ with ``python -m analysis.run``). A byte-identical recompile keeps every run.
 """
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Callable
@@ -29,12 +30,29 @@ from analysis.compiler.readers import SourceError
 __all__ = ["compile_export", "STALE_RUNS", "main"]
 
 STALE_RUNS = ("refuse", "drop")
+_RUN_ID = re.compile(r"[a-z0-9][a-z0-9_-]*__[a-z0-9_-]+__[a-z0-9_-]+")
 
 
-def _runs_in(manifest: dict) -> list[str]:
-    return sorted({rel.split("/")[1] for rel in manifest.get("files", {})
-                   if rel.startswith("runs/") and rel.count("/") >= 2}
-                  | set(manifest.get("runs", {})))
+def _stale_runs(out: Path, manifest: dict, fingerprint: str) -> list[str]:
+    """The export's runs whose ``run.json`` names another cohort than ``fingerprint``
+    (or cannot be read: such a run would not verify either)."""
+    from analysis.frozen.io import read_records
+    # only well-formed run IDs: a forged manifest entry must never make us remove or
+    # read anything outside runs/<run_id>/ (such an export fails verification anyway)
+    rids = sorted(r for r in {rel.split("/")[1] for rel in manifest.get("files", {})
+                              if isinstance(rel, str) and rel.startswith("runs/")}
+                  | set(manifest.get("runs", {}) if isinstance(manifest.get("runs"), dict)
+                        else ())
+                  if isinstance(r, str) and _RUN_ID.fullmatch(r))
+    stale = []
+    for rid in rids:
+        try:
+            current = read_records(out / "runs" / rid / "run.json")[0]["cohort_sha256"]
+        except (OSError, ValueError, KeyError, IndexError, TypeError):
+            current = None
+        if current != fingerprint:
+            stale.append(rid)
+    return stale
 
 
 def compile_export(source, out_dir, stale_runs: str = "refuse",
@@ -63,36 +81,32 @@ def compile_export(source, out_dir, stale_runs: str = "refuse",
         kwargs = {} if progress is None else {"progress": progress}
         report = compile_cohort(source, staging, **kwargs)
         fresh = read_manifest(staging)
-        runs = _runs_in(old)
-        same = cohort_fingerprint(fresh) == cohort_fingerprint(old)
-        drop = bool(runs) and not same
-        if drop and stale_runs == "refuse":
+        runs = _stale_runs(out, old, cohort_fingerprint(fresh))
+        if runs and stale_runs == "refuse":
             raise UserError(
-                f"the recompiled cohort differs from the one in {out}, and the export's "
-                f"{len(runs)} run(s) {runs} were produced on the old one, so they would no "
-                "longer verify; nothing written. Pass stale_runs=drop to remove them in the "
-                "same step (then rerun them with python -m analysis.run), or compile into "
-                "another out_dir")
-        keep = lambda rel: not rel.startswith("cohort/") and not (  # noqa: E731
-            drop and rel.startswith("runs/"))
+                f"the export {out} holds {len(runs)} run(s) {runs} produced on another "
+                "cohort than the one compiled now, so they would not verify; nothing "
+                "written. Pass stale_runs=drop to remove them in the same step (then rerun "
+                "them with python -m analysis.run), or compile into another out_dir")
+        keep = lambda rel: not rel.startswith("cohort/") and not any(  # noqa: E731
+            rel.startswith(f"runs/{rid}/") for rid in runs)
         new = {**old, "format_version": FORMAT_VERSION,
                "files": {**{k: v for k, v in old.get("files", {}).items() if keep(k)},
                          **fresh["files"]},
-               "runs": {} if drop else dict(old.get("runs", {}))}
+               "runs": {k: v for k, v in old.get("runs", {}).items() if k not in runs}}
         cohort = {p.name: p.read_bytes() for p in sorted((staging / "cohort").iterdir())}
         out.mkdir(parents=True, exist_ok=True)
         txn = Transaction(out, export_txn_dir(out), "analysis.compile")
         try:
             txn.stage_tree("cohort", cohort)
-            if drop:
-                for rid in runs:
-                    txn.remove(f"runs/{rid}")
+            for rid in runs:
+                txn.remove(f"runs/{rid}")
             txn.stage_with(MANIFEST_NAME, lambda path: write_manifest(path.parent, new))
         except BaseException:
             txn.abort()
             raise
         txn.commit()
-    if drop:
+    if runs:
         say(f"removed {len(runs)} run(s) produced on the previous cohort: {runs}; rerun "
             "them with python -m analysis.run")
     return report
