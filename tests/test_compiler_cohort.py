@@ -266,6 +266,40 @@ def test_none_of_the_wrong_tasks_of_issue_10_survive(compiled):
     assert ids  # the cohort is not empty
 
 
+def test_adds_bind_no_vessel_handled_only_before_the_add(compiled):
+    # Audit draw 1 of compiler2 (docs/compiler.md): with no vessel named, a vessel last
+    # handled earlier in the step's prep window is not the target.
+    #  * P06_R03 salt add 1390-1398 s "to the mixture": bowl2 was handled 1291.6-1294.6 s.
+    #  * P05_R02 raisins add 142.1 s (video P05-20240425-083515): the plate was put down at
+    #    135.3 s after the banana; the raisins go to the porridge.
+    #  * P07_R04 "Separate an egg yolk and add" 687.0 s: the small bowl was put down 653.2 s.
+    # And an add binds the vessel of its own sentence: P01_R04 "In a large bowl mix ...
+    # In a separate cup mix yeast with sugar": the sugar (add 209 s, video ...121517) is
+    # not put in the bowl; the only tracked cup ("small cup of glass") is tracked in
+    # another video (...135502), so the add is dropped, and the teaspoon that spooned the
+    # sugar does not become a "mix" of the bowl (the segment's key action is the add).
+    a, _ = compiled
+    tasks = read_records(a / "cohort" / "tasks.jsonl")
+    firsts = {(t["episode_id"], tuple(t["contract"]["conditions"][0].get("atom", ())))
+              for t in tasks}
+    for eid, atom in (("P06-20240510-104642", ("in", "salt", "bowl2")),
+                      ("P05-20240425-082420", ("in", "raisins", "plate")),
+                      ("P05-20240425-082420", ("in", "pecan_nuts", "plate")),
+                      ("P07-20240530-102543", ("in", "egg", "bowl_2")),
+                      ("P01-20240203-130505", ("in", "sugar", "bowl"))):
+        assert (eid, atom) not in firsts, (eid, atom)
+    assert ("P01-20240203-130505", ("in", "salt", "bowl_2")) in firsts     # "large bowl"
+    assert not [t for t in tasks if t["episode_id"] == "P01-20240203-130505"
+                and t["contract"]["conditions"][0].get("event", {}).get("args", [None])[0] == "teaspoon"]
+    dropped = read_records(a / "cohort" / "dropped.jsonl")
+    sugar = [d for d in dropped if d["episode_id"] == "P01-20240203-130505"
+             and d["refs"].get("ingredient") == "P01_R04_I13" and d["kind"] == "add"]
+    assert sugar and "tracked in another video" in sugar[0]["reason"]
+    salt = [d for d in dropped if d["episode_id"] == "P06-20240510-104642"
+            and d["refs"].get("ingredient") == "P06_R03_I15"]
+    assert salt and "handled during the event" in salt[0]["reason"]
+
+
 def test_source_checks_catch_swapped_add_times_and_fixture_typing(compiled):
     a, _ = compiled
     dropped = read_records(a / "cohort" / "dropped.jsonl")

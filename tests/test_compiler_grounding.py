@@ -69,6 +69,14 @@ def test_ingredient_tracks_are_named_by_their_head_noun():
     assert not ok(["coffee", "grinder", "compartment"], {"ground", "coffee"})
 
 
+def test_colour_words_do_not_name_an_ingredient():
+    # "black jar1" is a black jar, not a jar of black pepper; "pepper jar" names pepper
+    assert not Grounder.names_ingredient(["black", "jar"], {"black", "pepper"})
+    assert Grounder.names_ingredient(["pepper", "jar"], {"black", "pepper"})
+    assert Grounder.names_ingredient(["milk", "bottle"], {"milk"})
+    assert words("couscous bag") == ["couscous", "bag"] and words("onions") == ["onion"]
+
+
 def test_step_verbs_and_target_phrases():
     assert key_verb("Pour minimum amount of milk into the frother") == "add"
     assert all_verbs("Heat butter in a pot. Add onion; cook, stirring occasionally") == ["add", "stir"]
@@ -79,6 +87,14 @@ def test_step_verbs_and_target_phrases():
     # a phrase ends at the next conjunction: "a bowl with the milk and 300 ml water"
     assert target_phrases("Put the oats in a bowl with the milk and 300ml water") == [["bowl"]]
     assert target_phrases("Pour ground coffee into the metal V60 filter") == [["metal", "filter"]]
+    # a vessel noun ends the phrase: "In a large bowl mix together flour, salt" names the
+    # bowl, not "together flour salt"; compounds and alternatives stay whole
+    heads = {"bowl", "pan", "saucepan", "cup"}
+    assert target_phrases("In a large bowl mix together flour, salt and then add oil.", heads) == [["bowl"]]
+    assert target_phrases("In a large bowl mix together flour, salt and then add oil.") == [
+        ["mix", "together", "flour"]]
+    assert target_groups("Heat oil in a shallow saucepan or deep frying pan over a medium flame",
+                         heads) == [[["shallow", "saucepan"], ["deep", "frying", "pan"]]]
 
 
 def _tr(tid, start, end, ent=None):

@@ -36,6 +36,8 @@ CONTAINER_WORDS = {"bottle", "jar", "tin", "can", "carton", "packet", "pack", "b
 # only ever holds water (filled at the tap, not by a recipe add)
 EXCLUDED_TARGETS = {"lid", "chopping_board", "kettle"}
 STIR_TOOLS = {"spoon", "fork", "spatula", "whisk_tool", "ladle"}   # a towel is not a stirrer
+COLOUR_WORDS = {"black", "white", "red", "green", "blue", "yellow", "orange", "brown", "pink",
+                "purple", "grey", "gray", "silver", "golden", "dark", "light", "clear"}
 MARGIN = 0.5                                          # seconds of slack on time overlaps
 
 
@@ -44,7 +46,7 @@ def _sing(w: str) -> str:
         return w[:-2]
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
-    if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us")):   # couscous, citrus
         return w[:-1]
     return w
 
@@ -185,18 +187,21 @@ def all_verbs(text: str) -> list[str]:
     return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
 
 
-def target_phrases(text: str) -> list[list[str]]:
+def target_phrases(text: str, heads: frozenset | set = frozenset()) -> list[list[str]]:
     """Content words of each prepositional target phrase of a step text, in order."""
-    return [p for group in target_groups(text) for p in group]
+    return [p for group in target_groups(text, heads) for p in group]
 
 
-def target_groups(text: str) -> list[list[list[str]]]:
+def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[list[str]]]:
     """Like :func:`target_phrases`, with alternatives kept together: "in a shallow
-    saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``."""
+    saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``.
+    A phrase also ends right after a word of ``heads`` (vessel nouns): "In a large bowl
+    mix together flour, salt" -> ``[["large", "bowl"]]``, not "together flour salt"."""
     out = []
     for m in _TARGET_RE.finditer(text.lower()):
         group, kept = [], []
-        for w in m.group(1).split() + ["."]:
+        toks = m.group(1).split() + ["."]
+        for i, w in enumerate(toks):
             if w == "or" or w in _PHRASE_END or w == ".":
                 ws = words(" ".join(kept))[-3:]
                 if ws:
@@ -206,6 +211,14 @@ def target_groups(text: str) -> list[list[list[str]]]:
                     break   # the noun phrase ends at the next conjunction or preposition
                 continue
             kept.append(w)
+            wl, nl = words(w), words(toks[i + 1])
+            if heads and wl and wl[-1] in heads and not (nl and nl[-1] in heads) \
+                    and toks[i + 1] not in ("or", "."):
+                # the vessel noun ends the phrase ("frying pan" stays whole; "or" and the
+                # end of text are handled above)
+                group.append(words(" ".join(kept))[-3:])
+                kept = []
+                break
         if group:
             out.append(group)
     return out
@@ -230,6 +243,7 @@ class Grounder:
         self.vessel_heads = {w for w, leaf in nt.items() if ":" not in w and leaf not in EXCLUDED_TARGETS
                              and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
         self.step_targets: dict = {}       # (recipe, step) -> first evidenced add target
+        self.undecided_adds: list = []     # (video, start, end) of adds with a source, no target
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
             self.tracks_of.setdefault(tr.entity, []).append(tr)
@@ -271,7 +285,7 @@ class Grounder:
         """The vessel the step text names (or the only vessel handled in the window)."""
         ws, we = (win.win_start, win.end) if win else (t0, t1)
         ws, we = min(ws, t0), max(we, t1)
-        for group in target_groups(text):
+        for group in target_groups(text, self.vessel_heads):
             heads, cands = [], []
             for phrase in group:
                 head = phrase[-1]
@@ -296,18 +310,30 @@ class Grounder:
                                  **self.track_ref(tr)}, ""
             if len(near) > 1:
                 return None, None, f"step text '{named}' matches {len(near)} tracked instances in the window: {near}"
-            if len(cands) == 1:
-                tr = self.tracks_of[cands[0]][0]
+            # else the only such instance tracked in the event's own video: HD-EPIC gives
+            # no identity across videos, so a cup tracked in a later video of a multi-video
+            # episode is another association, not the vessel of this add
+            video = win.video if win else None
+            mine_v = [e for e in cands if any(tr.assoc.video == video for tr in self.tracks_of[e])] \
+                if video else cands
+            if len(cands) == 1 and len(mine_v) == 1:
+                tr = next(tr for tr in self.tracks_of[cands[0]] if video is None or tr.assoc.video == video)
                 return cands[0], {"how": f"step text names '{named}'; the only tracked such vessel of the episode",
                                   **self.track_ref(tr)}, ""
+            if len(cands) == 1:
+                return None, None, f"step text names '{named}'; the only such vessel is tracked in another video"
             return None, None, f"step text '{named}' matches {len(cands)} instances, none tracked in the window"
-        near = sorted({tr.entity for tr in self.overlapping(ws, we)
+        # The text names no vessel: only a vessel handled *during the event itself* (the
+        # add, or the step segment) decides it. A vessel last handled earlier in the
+        # step's prep window is not evidence: the ingredient usually goes into an
+        # untracked pan ("salt to the mixture" is not the bowl moved 95 s earlier).
+        near = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0)
                        if tr.entity not in exclude and self.target_ok(tr.entity)})
         if len(near) == 1:
-            tr = next(tr for tr in self.overlapping(ws, we) if tr.entity == near[0])
-            return near[0], {"how": "the only vessel tracked in the step window", **self.track_ref(tr)}, ""
-        return None, None, (f"{len(near)} vessels tracked in the step window {near}" if near
-                            else "no vessel named in the step text or tracked in the step window")
+            tr = next(tr for tr in self.overlapping(t0, t1, 0.0) if tr.entity == near[0])
+            return near[0], {"how": "the only vessel handled during the event", **self.track_ref(tr)}, ""
+        return None, None, (f"{len(near)} vessels handled during the event {near}" if near
+                            else "no vessel named in the step text or handled during the event")
 
     def windows_at(self, video, t0, t1, recipe):
         return [w for w in self.windows if w.video == video and w.recipe == recipe
@@ -354,7 +380,8 @@ class Grounder:
             return False
         if ws[-1] in ing_words:
             return True
-        return ws[-1] in CONTAINER_WORDS and bool(set(ws[:-1]) & ing_words)
+        # a colour names the container, not its content: "black jar1" is not black pepper
+        return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
 
     def ground_add(self, rid, cap, ev, matches, refs):
         t0, t1 = ev.span.start, ev.span.end
@@ -411,6 +438,7 @@ class Grounder:
             steps = named
         win = steps[0] if steps else None
         text = win.text if win else ""
+        ttext = self.clause_of(text, matches[ev.ingredient_id])
         typ = self.w.objects[ent]
         leaf, _ = ingredient_type(ev.name, self.vocab)
         subst = self.vocab.is_a(leaf, "substance")
@@ -428,10 +456,11 @@ class Grounder:
             self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
                 **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
                 "how": "the track's name names the ingredient it holds"}})
-            target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+            target, tev, why = self.bind_target(ttext, t0, t1, win, {ent})
             target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
             if target is None:
                 self.drop("add", what, f"target not decided: {why}", t0, **refs)
+                self.undecided_adds.append((ev.span.video, t0, t1))
                 return
             action = "pour" if subst else "empty_into"
             roles = {"s": sub, "src": ent, "dst": target}
@@ -448,16 +477,17 @@ class Grounder:
             if action == "insert":
                 fx = self.fixture_named(text)
                 if fx is None:
-                    target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+                    target, tev, why = self.bind_target(ttext, t0, t1, win, {ent})
                     action = "put_in_container"
                 else:
                     target, tev, why = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
                                             "recipe": rid, "step": win.step if win else None}, ""
             else:
-                target, tev, why = self.bind_target(text, t0, t1, win, {ent})
+                target, tev, why = self.bind_target(ttext, t0, t1, win, {ent})
                 target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
             if target is None:
                 self.drop("add", what, f"target not decided: {why}", t0, **refs)
+                self.undecided_adds.append((ev.span.video, t0, t1))
                 return
             roles = {"o": ent, "c": target}
             evid = {"o": src_ev, "c": tev}
@@ -469,6 +499,18 @@ class Grounder:
             "add", round(t, 3), action, roles, evid,
             {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
             title=title_of(text) if text else f"Add {ev.name}", what=what))
+
+    def clause_of(self, text: str, ing_words: set) -> str:
+        """The sentence of a step text that names the ingredient, when it is the only one
+        and it names a target: "In a large bowl mix together flour, salt ... In a separate
+        cup mix yeast with sugar": sugar goes to the cup's sentence, never to the first
+        vessel of the text. Else the whole text."""
+        sents = [x for x in re.split(r"(?<=[.!?;])\s+", text) if x.strip()]
+        mine = [x for x in sents if set(words(x)) & ing_words]
+        if len(mine) == 1 and any(ph[-1] in self.vessel_heads
+                                  for ph in target_phrases(mine[0], self.vessel_heads)):
+            return mine[0]
+        return text
 
     def same_step_target(self, rid, win, target, tev, why, exclude):
         """When the step text names no vessel and none is handled in the window, the
@@ -502,6 +544,14 @@ class Grounder:
                     "end": self.local(win.video, win.end)}
             if (win.recipe, win.step, win.video, win.start) in add_steps:
                 continue       # the add event itself is the step's key action
+            if self.add_inside(win):
+                # the person did an add in this segment (its ingredient track is held)
+                # but its target is not decided: the add is the segment's key action, and
+                # another verb of the text is not what the person did then (the teaspoon
+                # that spooned the sugar did not "mix" the bowl of the first clause)
+                self.drop("cue", what, "the segment's key action is an add whose target is not decided",
+                          win.start, **refs)
+                continue
             verbs = all_verbs(win.text)
             if not verbs:
                 self.drop("cue", what, "no key verb the rules compile in the step text", win.start, **refs)
@@ -521,6 +571,12 @@ class Grounder:
                 del self.out.dropped[n_drop:]
             else:
                 self.drop("cue", what, "; ".join(reasons), win.start, **refs)
+
+    def add_inside(self, win) -> bool:
+        """An add of the recipe whose ingredient track was found (the person did the add
+        in this segment) but whose target the evidence did not decide."""
+        return any(v == win.video and overlaps(t0, t1, win.start, win.end, 0.0)
+                   for v, t0, t1 in self.undecided_adds)
 
     def tracks_in(self, win, pred):
         return [tr for tr in self.overlapping(win.win_start, win.end) if pred(tr.entity)]
@@ -558,8 +614,9 @@ class Grounder:
         tool, tr = self.held_in(win, lambda e: self.w.objects.get(e) in tools, what, refs, "tool")
         if tool is None:
             return
-        # nothing is stirred on a plate or a tray: they are not candidate targets here
-        flat = {e for e, t in self.w.objects.items() if t in ("plate", "tray")}
+        # nothing is stirred on a plate or a tray, nor in a colander (it drains: "Stir in
+        # the red lentils" happens in the pot, not in the colander that rinsed them)
+        flat = {e for e, t in self.w.objects.items() if t in ("plate", "tray", "colander")}
         target, tev, why = self.bind_target(win.text, win.start, win.end, win, {tool} | flat)
         if target is None:
             self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
@@ -753,7 +810,7 @@ class Grounder:
                                     **self.track_ref(src_tr)}, "dst": tev},
                 refs, hold=src, hold_track=src_tr.track_id, step=win, title=title_of(win.text), what=what))
             return
-        heads = {ph[-1] for ph in target_phrases(win.text)}
+        heads = {ph[-1] for ph in target_phrases(win.text, self.vessel_heads)}
         items = sorted({tr.entity for tr in held if (self.is_a(tr.entity, "food") or self.is_a(tr.entity, "supply"))
                         and (self.heads.get(tr.entity, set()) & named) - heads})
         if len(items) != 1:
