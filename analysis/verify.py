@@ -10,6 +10,7 @@ temporary folder beside DEST, verified, and renamed into place in one step.
 """
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 import sys
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from ._hydra import UserError, command_main, resolve_path
 from .frozen import IntegrityError, verify
-from .transaction import TransactionBusy, recover_export, write_point
+from .transaction import OWNER, TransactionBusy, _alive, recover_export, write_point
 
 __all__ = ["run_verify", "copy_export", "main"]
 
@@ -27,15 +28,33 @@ def _say(msg: str) -> None:
     print(f"[analysis.verify] {msg}", file=sys.stderr, flush=True)
 
 
-def copy_export(export_root, dest) -> Path:
+def _remove_stale_copies(dest: Path, say) -> None:
+    """Remove the staging folders that a killed earlier ``copy_to=dest`` left beside it
+    (their owner process is gone), and say so."""
+    for old in sorted(dest.parent.glob(f".{glob.escape(dest.name)}.copy.*")):
+        if not old.is_dir() or old.is_symlink():
+            continue
+        try:
+            pid = int((old / OWNER).read_text())
+        except (OSError, ValueError):
+            pid = None
+        if pid is not None and _alive(pid):
+            continue
+        shutil.rmtree(old, ignore_errors=True)
+        say(f"removed {old}: the staging of an interrupted copy_to={dest}")
+
+
+def copy_export(export_root, dest, say=_say) -> Path:
     """Copy the verified ``export_root`` to ``dest`` (absent or empty) atomically."""
     src, dest = Path(export_root), Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise UserError(f"copy_to={dest}: exists and is not an empty folder; choose a new "
                         "folder (nothing copied)")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_copies(dest, say)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.copy.", dir=dest.parent))
     try:
+        (tmp / OWNER).write_text(str(os.getpid()))
         write_point(f"copy {src} to {tmp}")
         shutil.copytree(src, tmp / "export", symlinks=False)
         try:

@@ -264,3 +264,21 @@ def test_verify_copy_to_makes_a_verified_scratch_copy_and_refuses_a_used_folder(
                 cwd=tmp_path)
     assert r.returncode == 1 and "not an empty folder" in r.stderr, r.stderr
     assert _snapshot(dest) == before and "Traceback" not in r.stderr
+
+
+def test_verify_copy_to_removes_the_staging_a_killed_copy_left(places, tmp_path):
+    """Regression: a kill -9 during copy_to left a hidden .<dest>.copy.* folder that
+    nothing removed. The next copy_to of that destination removes it and says so; a
+    staging folder whose owner is still alive is left alone."""
+    from analysis.verify import copy_export
+    dead = tmp_path / ".scratch.copy.dead"
+    (dead / "export").mkdir(parents=True)
+    (dead / "owner.pid").write_text("999999999")  # no such process
+    alive = tmp_path / ".scratch.copy.alive"
+    alive.mkdir()
+    (alive / "owner.pid").write_text(str(os.getpid()))
+    said = []
+    copy_export(places["E"], tmp_path / "scratch", say=said.append)
+    assert not dead.exists() and alive.exists()
+    assert len(said) == 1 and ".scratch.copy.dead" in said[0] and "interrupted" in said[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".scratch.copy.alive", "scratch"]
