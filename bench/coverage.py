@@ -177,6 +177,8 @@ def single_means(X, cl, G, bounded, rng, B_boot):
     out = {}
     lo, hi, _ = kg_interval(th, se * se, s2, n, column_df(S - th * N, N), 0.025)
     out["kg_cp (default)"] = (lo, hi)
+    if not B_boot:  # --defaults-only: the default alone
+        return S, Q, N, out
     lo, hi, _ = kg_interval(th, se * se, s2, n, G - 1.0, 0.025)
     out["kg_cp df=G-1"] = (lo, hi)
     W = pairs_weights(rng, B_boot, G)
@@ -189,7 +191,13 @@ def single_means(X, cl, G, bounded, rng, B_boot):
     return S, Q, N, out
 
 
-def run_design(dz, n_sims, seed, B_mult, B_boot):
+#: family methods of a ``--defaults-only`` run: the default, the first-round default
+#: (MOVER-KG without the contrast floor) and Bonferroni-t on the same datasets
+DEFAULTS_ONLY = ("mover_kg_maxz (default)", "mover_kg_maxz no floor (first-round default)",
+                 "bonferroni_t")
+
+
+def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False):
     rng = np.random.default_rng(seed)
     mu, truth = setup(dz)
     M = len(dz["ps"])
@@ -210,30 +218,47 @@ def run_design(dz, n_sims, seed, B_mult, B_boot):
         if dz["paired"]:
             run_paired(X, cl, G, M, truth, rng, B_boot, add)
             continue
-        S, Q, N, single = single_means(X, cl, G, bounded, rng, B_boot)
-        for k, (lo, hi) in single.items():
-            hit = (lo <= tvec) & (tvec <= hi)
-            add(f"single:{k}", float(np.mean(hit)))
-            for m in range(M):  # per metric (its 6 planner means), so no rate hides
-                add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
-        n_g = N[:, 0]
         fams = {}
-        f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="pooled", pvalues=False)
-        fams["mover_kg_maxz pooled df"] = (f["low"], f["high"])
-        f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="g1", pvalues=False)
-        fams["mover_kg_maxz df=G-1"] = (f["low"], f["high"])
+        if defaults_only:
+            S, Q, N, single = single_means(X, cl, G, bounded, rng, 0)
+            for k, (lo, hi) in single.items():
+                hit = (lo <= tvec) & (tvec <= hi)
+                add(f"single:{k}", float(np.mean(hit)))
+                for m in range(M):
+                    add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
+            n_g = N[:, 0]
+            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, pvalues=False, floor=None,
+                             few_sidak=False)
+            fams[DEFAULTS_ONLY[1]] = (f["low"], f["high"])
+            t_meths = ("bonferroni_t",)
+        else:
+            S, Q, N, single = single_means(X, cl, G, bounded, rng, B_boot)
+            for k, (lo, hi) in single.items():
+                hit = (lo <= tvec) & (tvec <= hi)
+                add(f"single:{k}", float(np.mean(hit)))
+                for m in range(M):  # per metric (its 6 planner means), so no rate hides
+                    add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
+            n_g = N[:, 0]
+            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="pooled", pvalues=False)
+            fams["mover_kg_maxz pooled df"] = (f["low"], f["high"])
+            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="g1", pvalues=False)
+            fams["mover_kg_maxz df=G-1"] = (f["low"], f["high"])
+            t_meths = ("satt_maxt_tcal", "bonferroni_t")
         f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="satt", pvalues=False)
         fams["mover_kg_maxz (default)"] = (f["low"], f["high"])
         D = S @ Cm
         Nd = np.repeat(n_g[:, None], D.shape[1], axis=1)
         th, se, zero = cr1_se(D, Nd)
-        for meth in ("satt_maxt_tcal", "bonferroni_t"):
+        for meth in t_meths:
             crit, _, _, su = family_inference(meth, D, Nd, th, se, ~zero, 0.05, B_mult, rng)
             s = se.copy()
             s[~zero] = su
             fams[meth] = (np.where(zero, th, th - crit * s), np.where(zero, th, th + crit * s))
         for k, (lo, hi) in fams.items():
             add(f"fw:{k}", float(np.all((lo <= tdiff) & (tdiff <= hi))))
+            # the side of the misses: some interval entirely above / below its truth
+            add(f"fw_miss_above:{k}", float(np.any(lo > tdiff)))
+            add(f"fw_miss_below:{k}", float(np.any(hi < tdiff)))
             right = ((lo > 0) & (tdiff > 0)) | ((hi < 0) & (tdiff < 0))
             wrong = ((lo > 0) & (tdiff < 0)) | ((hi < 0) & (tdiff > 0))
             if nonzero.any():
@@ -338,6 +363,14 @@ def main(argv=None):
     ap.add_argument("--boot", type=int, default=400)
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--only", default=None, help="substring of design names to run")
+    ap.add_argument("--designs", default=None, help="comma-separated exact design names to run")
+    ap.add_argument("--defaults-only", action="store_true",
+                    help="the default methods only (single means, paired conditions, family: the "
+                         "default, the first-round default and Bonferroni-t on the same datasets)")
+    ap.add_argument("--merge-into", default=None,
+                    help="CSV whose rows with the same (design, quantity, method) are replaced by "
+                         "this run's rows (written back to --out)")
+    ap.add_argument("--run-label", default=None, help="label of this run in the CSV's run column")
     ap.add_argument("--out", default=None, help="CSV path for the long table")
     ap.add_argument("--summary", default=None, help="print the markdown summary of a CSV and exit")
     a = ap.parse_args(argv)
@@ -349,11 +382,27 @@ def main(argv=None):
     for i, dz in enumerate(build_designs()):
         if a.only and a.only not in dz["name"]:
             continue
-        r = run_design(dz, a.n_sims, a.seed + i, a.multipliers, a.boot)
+        if a.designs and dz["name"] not in a.designs.split(","):
+            continue
+        r = run_design(dz, a.n_sims, a.seed + i, a.multipliers, a.boot, a.defaults_only)
         rows += r
         summ = {x["quantity"] + ":" + x["method"]: round(x["value"], 3) for x in r}
         print(f"[{time.perf_counter() - t0:6.0f}s] {dz['name']}: {summ}", flush=True)
     df = pd.DataFrame(rows)
+    label = a.run_label or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    df["run"] = f"{label}: " + " ".join(["--n-sims", str(a.n_sims), "--multipliers", str(a.multipliers)]
+                                        + (["--defaults-only"] if a.defaults_only else []))
+    if a.merge_into:
+        old = pd.read_csv(a.merge_into)
+        if "run" not in old.columns:
+            old["run"] = "first-round full run (2026-12-01)"
+        key = ["design", "quantity", "method"]
+        new_keys = pd.MultiIndex.from_frame(df[key])
+        keep = ~pd.MultiIndex.from_frame(old[key]).isin(new_keys)
+        # rows of this run replace those with the same (design, quantity, method)
+        df = pd.concat([old[keep], df], ignore_index=True)
+        order = {d["name"]: i for i, d in enumerate(build_designs())}
+        df = df.sort_values("design", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
     if a.out:
         df.to_csv(a.out, index=False, float_format="%.4f")
     print(summarise(df))
