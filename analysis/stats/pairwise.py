@@ -49,6 +49,11 @@ STEPDOWN_NOTE = ("Verdicts come from the simultaneous intervals; the single-step
                  "the contrasts already rejected), so a tie can have a stepdown p below the "
                  "level: the stepdown test rejects, the simultaneous interval does not.")
 
+#: Added to the note of the default with fewer than 8 episodes (mover_family step 4).
+FEW_EPISODES_NOTE = (" With fewer than 8 episodes the family level is at least Sidak's and the "
+                     "stepdown p-values are Holm-Sidak (the multiplier's correlation has rank "
+                     "below G).")
+
 
 @dataclass(frozen=True)
 class PairwiseResult(Provenance):
@@ -395,7 +400,9 @@ def pairwise_simultaneous(
       from a Gaussian multiplier on the episode scores; each contrast the MOVER
       interval of its two means' Korn-Graubard Clopper-Pearson intervals at that level
       (asymmetric near 0 and 1; a zero-SE contrast keeps an honest interval, never a
-      point); p-values by inverting the intervals, so single-step p < level exactly
+      point; every other half-width at least ``t_{G-1}`` times the contrast's CR1 SE;
+      family level at least Sidak's with fewer than 8 episodes); p-values by inverting
+      the intervals, so single-step p < level exactly
       when the interval excludes 0. Holds family-wise coverage under true differences
       and rare success in ``bench/coverage.py`` (docs/statistics.md).
     * ``satt_maxt_tcal`` (the previous default): CR1 SEs; the contrasts' joint correlation from a
@@ -530,5 +537,6 @@ def pairwise_simultaneous(
         family_size=family_size,
         per_contrast_level=level,
         warnings=warn,
-        note=STEPDOWN_NOTE,
+        note=STEPDOWN_NOTE + (FEW_EPISODES_NOTE if method == "mover_kg_maxz" and G < WARN_CLUSTERS
+                              else ""),
     )
