@@ -289,6 +289,8 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
         df1 = column_df(e1, N1)
     elif df_mode == "pooled":
         df1 = np.full(P * M, satterthwaite_df(e1, N1[:, 0]))
+    elif df_mode == "metric":  # one df per metric, pooled over the planners
+        df1 = np.tile([satterthwaite_df(e1[:, m::M], N1[:, 0]) for m in range(M)], P)
     else:
         df1 = np.full(P * M, G - 1.0)
     bnd1 = np.tile(np.asarray(bounded, bool), P)
