@@ -268,7 +268,7 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
     4. Few episodes (G < 8): the multiplier's max-|z| comes from a correlation of rank
        at most G - 1, far below the family size, and understates the family's maximum
        (4 episodes: 45 contrasts behave like 3); the family level is then at least
-       Sidak's ``Phi^-1(1 - alpha / (2 C))``.
+       Sidak's, ``Phi^-1(1 - a_C / 2)`` with ``a_C = 1 - (1 - alpha)^(1/C)``.
     5. p-values by inverting the intervals: ``z_j`` is the level (as a normal quantile)
        at which contrast j's interval touches 0 (bisection); single-step
        ``p = P(max|Z| >= z_j)`` (with G < 8 the larger of that and the Sidak p) is
@@ -330,7 +330,8 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
 
     sidak = few_sidak and G < WARN_CLUSTERS
     if sidak:
-        cz = max(cz, float(-special.ndtri(alpha / (2 * C))))
+        # Sidak: per-contrast two-sided level 1 - (1 - alpha)^(1/C)
+        cz = max(cz, float(-special.ndtri(-np.expm1(np.log1p(-alpha) / C) / 2)))
     if floor == "g1":
         def floored(z, lo_hi):
             q = -special.stdtrit(G - 1.0, special.ndtr(-np.asarray(z, float)))
