@@ -25,6 +25,13 @@ Paired designs: coverage of the paired difference and of the relative change.
 
     nice -n 10 python bench/coverage.py --n-sims 500 --out docs/coverage.csv
 
+``--designs a,b`` runs only the named designs; ``--defaults-only`` only the default
+methods (single means, paired conditions, the family default) with the first-round
+default (no contrast floor) and Bonferroni-t on the same datasets; ``--merge-into CSV``
+replaces that CSV's rows with the same (design, quantity, method) and labels every row
+with its run (``run`` column, ``--run-label``). ``fw_miss_above`` / ``fw_miss_below``:
+share of datasets where some interval lies entirely above / below its truth.
+
 Resamples inside the simulation: 1000 Gaussian multipliers for the max-|z| / max-|t|
 quantiles, 400 episode resamples for ``bootstrap_t`` (the tables use 10,000).
 """

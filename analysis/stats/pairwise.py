@@ -248,7 +248,8 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
        own Satterthwaite df (``df_mode="satt"``, as for single means; ``"pooled"`` fits
        one df to the whole family: more power, but family-wise coverage 0.90-0.92 in
        the extreme-size, near-1 and fraction designs of ``bench/coverage.py``;
-       ``"contrast"`` fits it to the contrasts' scores; ``"g1"`` uses G - 1, which
+       ``"contrast"`` fits it to the contrasts' scores; ``"metric"`` one per metric
+       over the planners; ``"g1"`` uses G - 1, which
        undercovers with unequal episodes), and each contrast the MOVER
        interval of the two (correlation
        of the two means' episode scores; 0 where the contrast's SE is zero, so two
