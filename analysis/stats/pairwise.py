@@ -263,8 +263,10 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
        cut by 0 or 1 (few episodes, skewed fractions), ``a^2 + b^2 - 2 r a b`` falls far
        below the contrast's own variance (two planners with intervals [0.0, 1.0] and
        r = 0.95 gave a half-width of 1.4 SE at a 99.97% level, 4 episodes). Issue 11's
-       study: family-wise 0.70 -> 0.88 with 4 episodes, 0.91 -> 0.94 for GCR-like
-       fractions. A zero-SE contrast has no floor (its MOVER interval stands).
+       study (``bench/coverage.py``, same datasets): family-wise 0.924 -> 0.939-0.940
+       for GCR-like fractions, 0.922 -> 0.941 with 1-12-task episodes; with step 4,
+       0.724 -> 0.976 with 4 episodes. A zero-SE contrast has no floor (its MOVER
+       interval stands).
        ``floor=None, few_sidak=False`` is the first-round default.
     4. Few episodes (G < 8): the multiplier's max-|z| comes from a correlation of rank
        at most G - 1, far below the family size, and understates the family's maximum
