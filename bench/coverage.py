@@ -25,6 +25,13 @@ Paired designs: coverage of the paired difference and of the relative change.
 
     nice -n 10 python bench/coverage.py --n-sims 500 --out docs/coverage.csv
 
+``--designs a,b`` runs only the named designs; ``--defaults-only`` only the default
+methods (single means, paired conditions, the family default) with the first-round
+default (no contrast floor) and Bonferroni-t on the same datasets; ``--merge-into CSV``
+replaces that CSV's rows with the same (design, quantity, method) and labels every row
+with its run (``run`` column, ``--run-label``). ``fw_miss_above`` / ``fw_miss_below``:
+share of datasets where some interval lies entirely above / below its truth.
+
 Resamples inside the simulation: 1000 Gaussian multipliers for the max-|z| / max-|t|
 quantiles, 400 episode resamples for ``bootstrap_t`` (the tables use 10,000).
 """
@@ -177,6 +184,8 @@ def single_means(X, cl, G, bounded, rng, B_boot):
     out = {}
     lo, hi, _ = kg_interval(th, se * se, s2, n, column_df(S - th * N, N), 0.025)
     out["kg_cp (default)"] = (lo, hi)
+    if not B_boot:  # --defaults-only: the default alone
+        return S, Q, N, out
     lo, hi, _ = kg_interval(th, se * se, s2, n, G - 1.0, 0.025)
     out["kg_cp df=G-1"] = (lo, hi)
     W = pairs_weights(rng, B_boot, G)
@@ -189,7 +198,13 @@ def single_means(X, cl, G, bounded, rng, B_boot):
     return S, Q, N, out
 
 
-def run_design(dz, n_sims, seed, B_mult, B_boot):
+#: family methods of a ``--defaults-only`` run: the default, the first-round default
+#: (MOVER-KG without the contrast floor) and Bonferroni-t on the same datasets
+DEFAULTS_ONLY = ("mover_kg_maxz (default)", "mover_kg_maxz no floor (first-round default)",
+                 "bonferroni_t")
+
+
+def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False):
     rng = np.random.default_rng(seed)
     mu, truth = setup(dz)
     M = len(dz["ps"])
@@ -210,30 +225,47 @@ def run_design(dz, n_sims, seed, B_mult, B_boot):
         if dz["paired"]:
             run_paired(X, cl, G, M, truth, rng, B_boot, add)
             continue
-        S, Q, N, single = single_means(X, cl, G, bounded, rng, B_boot)
-        for k, (lo, hi) in single.items():
-            hit = (lo <= tvec) & (tvec <= hi)
-            add(f"single:{k}", float(np.mean(hit)))
-            for m in range(M):  # per metric (its 6 planner means), so no rate hides
-                add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
-        n_g = N[:, 0]
         fams = {}
-        f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="pooled", pvalues=False)
-        fams["mover_kg_maxz pooled df"] = (f["low"], f["high"])
-        f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="g1", pvalues=False)
-        fams["mover_kg_maxz df=G-1"] = (f["low"], f["high"])
+        if defaults_only:
+            S, Q, N, single = single_means(X, cl, G, bounded, rng, 0)
+            for k, (lo, hi) in single.items():
+                hit = (lo <= tvec) & (tvec <= hi)
+                add(f"single:{k}", float(np.mean(hit)))
+                for m in range(M):
+                    add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
+            n_g = N[:, 0]
+            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, pvalues=False, floor=None,
+                             few_sidak=False)
+            fams[DEFAULTS_ONLY[1]] = (f["low"], f["high"])
+            t_meths = ("bonferroni_t",)
+        else:
+            S, Q, N, single = single_means(X, cl, G, bounded, rng, B_boot)
+            for k, (lo, hi) in single.items():
+                hit = (lo <= tvec) & (tvec <= hi)
+                add(f"single:{k}", float(np.mean(hit)))
+                for m in range(M):  # per metric (its 6 planner means), so no rate hides
+                    add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
+            n_g = N[:, 0]
+            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="pooled", pvalues=False)
+            fams["mover_kg_maxz pooled df"] = (f["low"], f["high"])
+            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="g1", pvalues=False)
+            fams["mover_kg_maxz df=G-1"] = (f["low"], f["high"])
+            t_meths = ("satt_maxt_tcal", "bonferroni_t")
         f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="satt", pvalues=False)
         fams["mover_kg_maxz (default)"] = (f["low"], f["high"])
         D = S @ Cm
         Nd = np.repeat(n_g[:, None], D.shape[1], axis=1)
         th, se, zero = cr1_se(D, Nd)
-        for meth in ("satt_maxt_tcal", "bonferroni_t"):
+        for meth in t_meths:
             crit, _, _, su = family_inference(meth, D, Nd, th, se, ~zero, 0.05, B_mult, rng)
             s = se.copy()
             s[~zero] = su
             fams[meth] = (np.where(zero, th, th - crit * s), np.where(zero, th, th + crit * s))
         for k, (lo, hi) in fams.items():
             add(f"fw:{k}", float(np.all((lo <= tdiff) & (tdiff <= hi))))
+            # the side of the misses: some interval entirely above / below its truth
+            add(f"fw_miss_above:{k}", float(np.any(lo > tdiff)))
+            add(f"fw_miss_below:{k}", float(np.any(hi < tdiff)))
             right = ((lo > 0) & (tdiff > 0)) | ((hi < 0) & (tdiff < 0))
             wrong = ((lo > 0) & (tdiff < 0)) | ((hi < 0) & (tdiff > 0))
             if nonzero.any():
@@ -272,9 +304,11 @@ def summarise(df: pd.DataFrame) -> str:
 
     designs = list(dict.fromkeys(df.design))
     info = df.drop_duplicates("design").set_index("design")
+    DEF, FIRST = "mover_kg_maxz (default)", DEFAULTS_ONLY[1]
     out = ["| design | family | G | rates | single-mean cov., worst metric (default) | bootstrap-t | "
-           "family-wise cov. (default) | pooled df | Bonferroni-t | satt_maxt_tcal | df=G-1 | "
-           "power default / pooled df / Bonferroni-t | wrong sign (default) |", "|" + "---|" * 13]
+           "family-wise cov. (default) | misses above / below | first-round default | pooled df | "
+           "Bonferroni-t | satt_maxt_tcal | df=G-1 | "
+           "power default / first-round / Bonferroni-t | wrong sign (default) |", "|" + "---|" * 15]
     def worst(meth):
         # the metric with the lowest coverage in each design (all metrics are reported
         # in the CSV): no rare rate hides behind an average
@@ -283,11 +317,11 @@ def summarise(df: pd.DataFrame) -> str:
         return r.value, r.mc_se
 
     sm, smb = worst("kg_cp (default)"), worst("bootstrap_t")
-    fw = {m: cell("fw", m) for m in ("mover_kg_maxz (default)", "bonferroni_t", "satt_maxt_tcal",
+    fw = {m: cell("fw", m) for m in (DEF, FIRST, "bonferroni_t", "satt_maxt_tcal",
                                       "mover_kg_maxz df=G-1", "mover_kg_maxz pooled df")}
-    pw = {m: cell("power", m) for m in ("mover_kg_maxz (default)", "bonferroni_t",
-                                         "mover_kg_maxz pooled df")}
-    ws = cell("wrong", "mover_kg_maxz (default)")
+    pw = {m: cell("power", m) for m in (DEF, FIRST, "bonferroni_t")}
+    above, below = cell("fw_miss_above", DEF), cell("fw_miss_below", DEF)
+    ws = cell("wrong", DEF)
 
     def f(pair, d, se=True):
         v, s = pair
@@ -299,12 +333,12 @@ def summarise(df: pd.DataFrame) -> str:
         if info.loc[d, "quantity"].startswith("paired"):
             continue
         out.append(f"| {d} | {info.loc[d, 'family']} | {info.loc[d, 'G']} | {info.loc[d, 'rates']} | "
-                   f"{f(sm, d)} | {f(smb, d, False)} | {f(fw['mover_kg_maxz (default)'], d)} | "
+                   f"{f(sm, d)} | {f(smb, d, False)} | {f(fw[DEF], d)} | "
+                   f"{f(above, d, False)} / {f(below, d, False)} | {f(fw[FIRST], d, False)} | "
                    f"{f(fw['mover_kg_maxz pooled df'], d, False)} | "
                    f"{f(fw['bonferroni_t'], d, False)} | {f(fw['satt_maxt_tcal'], d, False)} | "
                    f"{f(fw['mover_kg_maxz df=G-1'], d, False)} | "
-                   f"{f(pw['mover_kg_maxz (default)'], d, False)} / "
-                   f"{f(pw['mover_kg_maxz pooled df'], d, False)} / {f(pw['bonferroni_t'], d, False)} | "
+                   f"{f(pw[DEF], d)} / {f(pw[FIRST], d, False)} / {f(pw['bonferroni_t'], d)} | "
                    f"{f(ws, d, False)} |")
     pd_ = df[df.quantity.str.startswith("paired")]
     if len(pd_):
@@ -320,14 +354,23 @@ def summarise(df: pd.DataFrame) -> str:
     # minimum per family of designs
     out += ["", "| family of designs | min single-mean cov. (default) | min family-wise cov. "
             "(default) | min Bonferroni-t family-wise | designs where default power >= "
-            "Bonferroni-t |", "|---|---|---|---|---|"]
+            "Bonferroni-t | power default - Bonferroni-t (range) |", "|---|---|---|---|---|---|"]
     for fam in dict.fromkeys(info.family):
         ds = [d for d in designs if info.loc[d, "family"] == fam]
         mn = lambda pair: min((pair[0][d] for d in ds if d in pair[0].index), default=np.nan)  # noqa: E731
-        wins = [d for d in ds if d in pw["bonferroni_t"][0].index]
-        nwin = sum(pw["mover_kg_maxz (default)"][0][d] >= pw["bonferroni_t"][0][d] for d in wins)
-        out.append(f"| {fam} | {mn(sm):.3f} | {mn(fw['mover_kg_maxz (default)']):.3f} | "
-                   f"{mn(fw['bonferroni_t']):.3f} | {nwin} of {len(wins)} |")
+        wins = [d for d in ds if d in pw["bonferroni_t"][0].index and d in pw[DEF][0].index]
+        gap = [pw[DEF][0][d] - pw["bonferroni_t"][0][d] for d in wins]
+        nwin = sum(g >= 0 for g in gap)
+        rng_ = f"{min(gap):+.3f} to {max(gap):+.3f}" if gap else ""
+        out.append(f"| {fam} | {mn(sm):.3f} | {mn(fw[DEF]):.3f} | "
+                   f"{mn(fw['bonferroni_t']):.3f} | {nwin} of {len(wins)} | {rng_} |")
+    if "run" in df.columns:
+        out += ["", "| run (CSV column `run`) | designs | datasets per design | methods |",
+                "|---|---|---|---|"]
+        for run, r in df.groupby("run", sort=False):
+            ns = str(int(r.n_sims.max()))
+            out.append(f"| {run} | {r.design.nunique()} | {ns} | "
+                       f"{', '.join(dict.fromkeys(r.method))} |")
     return "\n".join(out)
 
 
@@ -338,6 +381,14 @@ def main(argv=None):
     ap.add_argument("--boot", type=int, default=400)
     ap.add_argument("--seed", type=int, default=20261201)
     ap.add_argument("--only", default=None, help="substring of design names to run")
+    ap.add_argument("--designs", default=None, help="comma-separated exact design names to run")
+    ap.add_argument("--defaults-only", action="store_true",
+                    help="the default methods only (single means, paired conditions, family: the "
+                         "default, the first-round default and Bonferroni-t on the same datasets)")
+    ap.add_argument("--merge-into", default=None,
+                    help="CSV whose rows with the same (design, quantity, method) are replaced by "
+                         "this run's rows (written back to --out)")
+    ap.add_argument("--run-label", default=None, help="label of this run in the CSV's run column")
     ap.add_argument("--out", default=None, help="CSV path for the long table")
     ap.add_argument("--summary", default=None, help="print the markdown summary of a CSV and exit")
     a = ap.parse_args(argv)
@@ -349,11 +400,27 @@ def main(argv=None):
     for i, dz in enumerate(build_designs()):
         if a.only and a.only not in dz["name"]:
             continue
-        r = run_design(dz, a.n_sims, a.seed + i, a.multipliers, a.boot)
+        if a.designs and dz["name"] not in a.designs.split(","):
+            continue
+        r = run_design(dz, a.n_sims, a.seed + i, a.multipliers, a.boot, a.defaults_only)
         rows += r
         summ = {x["quantity"] + ":" + x["method"]: round(x["value"], 3) for x in r}
         print(f"[{time.perf_counter() - t0:6.0f}s] {dz['name']}: {summ}", flush=True)
     df = pd.DataFrame(rows)
+    label = a.run_label or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    df["run"] = f"{label}: " + " ".join(["--n-sims", str(a.n_sims), "--multipliers", str(a.multipliers)]
+                                        + (["--defaults-only"] if a.defaults_only else []))
+    if a.merge_into:
+        old = pd.read_csv(a.merge_into)
+        if "run" not in old.columns:
+            old["run"] = "first-round full run (2026-12-01)"
+        key = ["design", "quantity", "method"]
+        new_keys = pd.MultiIndex.from_frame(df[key])
+        keep = ~pd.MultiIndex.from_frame(old[key]).isin(new_keys)
+        # rows of this run replace those with the same (design, quantity, method)
+        df = pd.concat([old[keep], df], ignore_index=True)
+        order = {d["name"]: i for i, d in enumerate(build_designs())}
+        df = df.sort_values("design", key=lambda c: c.map(order), kind="stable").reset_index(drop=True)
     if a.out:
         df.to_csv(a.out, index=False, float_format="%.4f")
     print(summarise(df))

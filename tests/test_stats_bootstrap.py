@@ -190,3 +190,24 @@ def test_bounds_clip_rates():
     assert t.low == 0 and t.high == raw.high
     with pytest.raises(ValueError, match="bounds"):
         cluster_bootstrap(df, ["x"], bounds=(1, 0))
+
+
+@pytest.mark.parametrize("kind", ["continuous", "heavy_ties", "constant_columns"])
+def test_per_column_quantiles_equal_numpy_exactly(kind):
+    # the BCa path finds its two order statistics per level from a bracketed subset
+    # (_order_stat_pairs) instead of a partial sort; oracle: np.quantile per column,
+    # bit for bit, including ranks 0 and B - 1 and data where brackets must fall back
+    from analysis.stats._core import quantile
+
+    rng = np.random.default_rng(3)
+    B, J = 10_000, 9
+    a = rng.standard_normal((B, J))
+    if kind == "heavy_ties":
+        a = np.round(a, 0)  # five or so distinct values: brackets swallow whole ties
+    elif kind == "constant_columns":
+        a[:, :3] = 0.25
+    levels = np.vstack([np.r_[0.0, 1e-5, 0.003, 0.025, 0.2, 0.5, 0.77, 0.975, 0.999],
+                        np.r_[1.0, 0.9999, 0.997, 0.975, 0.8, 0.5, 0.23, 0.025, 0.001]])
+    got = quantile(a, levels)
+    ref = np.array([[np.quantile(a[:, j], levels[i, j]) for j in range(J)] for i in range(2)])
+    assert np.array_equal(got, ref)

@@ -228,6 +228,54 @@ def test_default_verdicts_agree_with_single_step_p_and_note_explains_stepdown():
     assert excl.any() and (~excl).any()
 
 
+def test_mover_collapse_under_high_correlation_is_floored_by_the_contrast_t():
+    # issue 11 (second round), bug: with 4 episodes the two planners' KG-CP intervals
+    # are cut at 0 and 1 and their episode scores correlate at r = 0.95, so the MOVER
+    # half-width sqrt(a^2 + b^2 - 2 r a b) fell to ~1.4 contrast SEs (family-wise
+    # coverage 0.70 with 4 episodes). The floor: at least t_{G-1} * CR1 SE of the contrast.
+    sizes = [3, 5, 7, 9]
+    df = two_planner_df([1, 2, 2, 5], [2, 3, 2, 8], sizes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewClustersWarning)
+        r = pairwise_simultaneous(df, ["success"], n_resamples=2000)
+    row = r.table.iloc[0]
+    # hand: episode scores e_a = S_a - (10/24) n, e_b = S_b - (15/24) n; d = e_a - e_b
+    d = np.array([-0.375, 1 / 24, 35 / 24, -1.125])
+    se = np.sqrt(4 / 3 * (d * d).sum()) / 24
+    assert row.estimate == pytest.approx(-5 / 24) and row.se == pytest.approx(se)
+    # one contrast: the family level is that of the single contrast (>= 95%)
+    assert r.critical_value >= stats.norm.isf(0.025) - 1e-12
+    q = stats.t.isf(stats.norm.sf(r.critical_value), 3)
+    assert row.low <= -5 / 24 - q * se + 1e-12 and row.high >= -5 / 24 + q * se - 1e-12
+    assert row.verdict == "tie" and row.p_single_step > 0.05
+
+
+def test_few_episodes_family_level_is_at_least_sidak_and_p_values_agree():
+    # issue 11 (second round), bug: with G < 8 the Gaussian multiplier's max-|z| comes
+    # from a correlation of rank <= G - 1 (45 contrasts behaved like 3) and understated
+    # the family level (family-wise coverage 0.72 with 4, 0.90 with 6 episodes)
+    rng = np.random.default_rng(7)
+    rows = []
+    for g, n in enumerate([3, 5, 7, 9, 4, 6]):
+        for i in range(n):
+            for p, shift in (("A", 1.5), ("B", 0.0), ("C", -0.3), ("D", 0.2)):
+                z = rng.normal() + shift
+                rows.append(dict(planner=p, task_id=f"t{g}_{i}", episode_id=g,
+                                 success=float(z > 0), validity=float(stats.norm.cdf(z))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FewClustersWarning)
+        r = pairwise_simultaneous(pd.DataFrame(rows), ["success", "validity"], n_resamples=4000)
+    C = len(r.table)
+    sidak = stats.norm.isf((1 - 0.95 ** (1 / C)) / 2)
+    assert C == 12 and r.critical_value >= sidak - 1e-12
+    t = r.table
+    excl = (t.low > 0) | (t.high < 0)
+    assert ((t.p_single_step <= 0.05 + 1e-9) | ~excl).all()
+    assert ((t.p_single_step > 0.05 - 1e-9) | excl).all()
+    assert (t.p_stepdown <= t.p_single_step + 1e-12).all()
+    assert excl.any()
+
+
 # ---------------------------------------------------------------- paired conditions
 
 def test_paired_rare_outcome_difference_is_not_a_point_and_covers_zero():

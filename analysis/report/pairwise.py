@@ -26,7 +26,9 @@ METHOD_TEXT = {
                      "Clopper-Pearson intervals at the per-contrast level that a Gaussian "
                      "max-|z| over the family's episode scores gives (asymmetric near 0 and "
                      "1; a contrast with zero standard error keeps the honest interval from "
-                     "its two means' exact bounds)",
+                     "its two means' exact bounds; every other half-width at least t(G-1) "
+                     "times the contrast's CR1 standard error; with fewer than 8 episodes "
+                     "the family level is at least Sidak's)",
     "satt_maxt_tcal": "max-|t| with CR1 standard errors, the Gaussian max-|z| quantile "
                       "carried to a t quantile with Satterthwaite degrees of freedom",
     "pairs_maxt_studentized": "episode pairs bootstrap of max-|t|, re-studentised with CR1 "

