@@ -20,18 +20,18 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from .episodes import RunIncomplete, RunJournal, default_state_dir, export_lock, run_episodes
 from .executor.belief import MEMORY_MODES
 from .executor.rules import Rules
 from .executor.runtime import RuntimeConfig, run_episode
 from .frozen.hashing import sha256_file
 from .frozen.io import read_records, write_record, write_records
 from .frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
-from .planners import make_planner, planner_label
+from .planners import make_planner, planner_class, planner_label
 
 __all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
 
@@ -91,7 +91,7 @@ def _episode_job(args):
     rules = Rules.from_dict(rules_json)
     res = run_episode(episode, tasks, make_planner(planner, seed=seed, **settings), rules,
                       memory, RuntimeConfig(**cfg), run_id=rid)
-    return res.group_records, res.task_records
+    return res.group_records, res.task_records, res.provider_error
 
 
 def _progress(done: int, total: int, rid: str, enabled: bool) -> None:
@@ -105,8 +105,14 @@ def _progress(done: int, total: int, rid: str, enabled: bool) -> None:
 def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathLike,
               seed: int = 0, jobs: int = 1, attempt_limit: int = 80,
               planner_settings: Mapping | None = None, runtime: Mapping | None = None,
-              progress: bool = True, write: bool = True) -> tuple[RunSummary, dict]:
+              progress: bool = True, write: bool = True, resume: bool = True,
+              state_dir: str | os.PathLike | None = None) -> tuple[RunSummary, dict]:
     """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
+
+    With ``resume`` finished episodes are journaled under ``state_dir`` (default
+    ``.run_state`` beside the export) and a rerun continues from them
+    (:mod:`analysis.episodes`); a planner with ``io_bound = True`` runs its ``jobs``
+    episodes in threads.
 
     Returns the summary and the records ``{"run": ..., "groups": [...], "tasks": [...]}``.
     """
@@ -131,27 +137,6 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         tasks = [t for t in cohort.tasks.values() if t["task_id"] in suite_tasks
                  and t["episode_id"] == eid]
         jobs_args.append((ep, tasks, cohort.rules_json, planner, seed, settings, memory, cfg, rid))
-    t0 = time.perf_counter()
-    results = []
-    _progress(0, len(jobs_args), rid, progress)
-    if jobs == 1:
-        for i, a in enumerate(jobs_args, 1):
-            results.append(_episode_job(a))
-            _progress(i, len(jobs_args), rid, progress)
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            # map keeps episode order, so the records equal a serial run's.
-            for i, r in enumerate(pool.map(_episode_job, jobs_args), 1):
-                results.append(r)
-                _progress(i, len(jobs_args), rid, progress)
-    seconds = time.perf_counter() - t0
-    groups = [g for gr, _ in results for g in gr]
-    task_recs = [t for _, tr in results for t in tr]
-    order = {tid: i for i, tid in enumerate(s["task_ids"])}
-    task_recs.sort(key=lambda t: order[t["task_id"]])
-    missing = suite_tasks - {t["task_id"] for t in task_recs}
-    if missing:
-        raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
     planner_config = make_planner(planner, seed=seed, **settings).config()
     if planner != label:
         planner_config = {**planner_config, "import_path": planner}
@@ -159,10 +144,30 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
                "seed": int(seed), "attempt_limit": int(attempt_limit),
                "cohort_sha256": cohort.fingerprint,
                "planner_config": {**planner_config, "runtime": cfg}}
+    journal = None
+    if resume and write:
+        journal = RunJournal(state_dir or default_state_dir(root), rid,
+                             {**run_rec, "planner_path": planner})
+    t0 = time.perf_counter()
+    results = run_episodes(_episode_job, jobs_args, list(s["episode_ids"]), jobs=jobs,
+                           threads=bool(getattr(planner_class(planner), "io_bound", False)),
+                           journal=journal,
+                           on_done=lambda n: _progress(n, len(jobs_args), rid, progress))
+    seconds = time.perf_counter() - t0
+    groups = [g for gr, _, _ in results for g in gr]
+    task_recs = [t for _, tr, _ in results for t in tr]
+    order = {tid: i for i, tid in enumerate(s["task_ids"])}
+    task_recs.sort(key=lambda t: order[t["task_id"]])
+    missing = suite_tasks - {t["task_id"] for t in task_recs}
+    if missing:
+        raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
     records = {"run": run_rec, "groups": groups, "tasks": task_recs}
     size = 0
     if write:
-        size = write_run(root, rid, records)
+        with export_lock(root):
+            size = write_run(root, rid, records)
+        if journal is not None:
+            journal.finish()
     return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(groups),
                       len(task_recs), seconds, size), records
 
@@ -200,7 +205,8 @@ def main_from_cfg(cfg) -> RunSummary:
         export_root=cfg.export_root, seed=int(cfg.seed), jobs=int(cfg.jobs),
         attempt_limit=int(cfg.attempt_limit),
         planner_settings=dict(cfg.planner.get("settings") or {}),
-        runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress))
+        runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress),
+        resume=bool(cfg.get("resume", True)), state_dir=cfg.get("state_dir"))
     print(f"{summary.run_id}: {summary.n_episodes} episodes, {summary.n_groups} groups, "
           f"{summary.n_tasks} tasks in {summary.seconds:.1f} s -> {summary.path} "
           f"({summary.bytes_written} bytes)")
@@ -225,6 +231,9 @@ def _hydra_main():
         except (ValueError, FileNotFoundError) as exc:
             print(f"run FAILED: {exc}", file=sys.stderr)
             sys.exit(2)
+        except RunIncomplete as exc:
+            print(f"run INCOMPLETE: {exc}", file=sys.stderr)
+            sys.exit(3)
 
     return main
 
