@@ -149,10 +149,15 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         journal = RunJournal(state_dir or default_state_dir(root), rid,
                              {**run_rec, "planner_path": planner})
     t0 = time.perf_counter()
-    results = run_episodes(_episode_job, jobs_args, list(s["episode_ids"]), jobs=jobs,
-                           threads=bool(getattr(planner_class(planner), "io_bound", False)),
-                           journal=journal,
-                           on_done=lambda n: _progress(n, len(jobs_args), rid, progress))
+    try:
+        results = run_episodes(_episode_job, jobs_args, list(s["episode_ids"]), jobs=jobs,
+                               threads=bool(getattr(planner_class(planner), "io_bound", False)),
+                               journal=journal,
+                               on_done=lambda n: _progress(n, len(jobs_args), rid, progress))
+    finally:
+        after = getattr(planner_class(planner), "after_run", None)
+        if after is not None:
+            after(seed=seed, **settings)  # e.g. the chat planner's accounting summary
     seconds = time.perf_counter() - t0
     groups = [g for gr, _, _ in results for g in gr]
     task_recs = [t for _, tr, _ in results for t in tr]

@@ -207,11 +207,18 @@ def test_cache_replay_makes_no_request_and_is_byte_identical(export, server, tmp
     run(again, tmp_path=tmp_path, **{**kw, "cache_mode": "replay",
                                       "base_url": "http://127.0.0.1:9/v1"})
     assert run_files(again) == first
-    calls = read_calls(tmp_path / "calls.jsonl")
-    s = summarize(calls)
-    n_second = s["calls"] // 2
-    assert s["cache_hits"] >= n_second and s["retries"] == len(srv.faults_sent)
-    assert s["prompt_tokens_endpoint"] > 0
+    s = json.loads((tmp_path / "calls.jsonl.summary.json").read_text())  # written by the run
+    n_records = sum(len(g["planner_calls"]) for g in json.loads(
+        "[" + ",".join(gzip.decompress(first["groups.jsonl.gz"]).decode().splitlines()) + "]"))
+    assert s["calls"] == 2 * n_records  # live run + replay, one log line per call
+    assert s["network_calls"] + s["retries"] == srv.requests  # every request accounted
+    assert s["retries"] == len(srv.faults_sent) > 0
+    assert s["cache_hits"] >= n_records  # the whole replay, plus repeats within the live run
+    prices = tmp_path / "prices.yaml"
+    prices.write_text("toy-model: {prompt_per_1k: 1.0, completion_per_1k: 0.0}\n")
+    from analysis.planners.chat import ChatPlanner
+    priced = ChatPlanner.after_run(call_log=str(tmp_path / "calls.jsonl"), price_table=str(prices))
+    assert priced["cost"] == pytest.approx(s["prompt_tokens_endpoint"] / 1000)
 
 
 def test_jobs4_equals_serial_with_faults_and_rate_limit(export, server, tmp_path):

@@ -76,6 +76,30 @@ class ChatPlanner:
                                completion_tokens=out.completion_tokens)
 
 
+    @classmethod
+    def after_run(cls, seed: int = 0, **settings) -> dict | None:
+        """Write the run's accounting summary beside its call log
+        (``<call_log>.summary.json``: totals over every call the log holds, including those
+        of an interrupted earlier attempt of the run) and print it in one line."""
+        import json
+        import sys
+        from pathlib import Path
+
+        from .llm.accounting import read_calls, summarize
+        log = settings.get("call_log")
+        if not log:
+            return None
+        prices = None
+        if settings.get("price_table"):
+            import yaml
+            prices = yaml.safe_load(Path(settings["price_table"]).read_text())
+        out = summarize(read_calls(log), prices)
+        Path(str(log) + ".summary.json").write_text(json.dumps(out, indent=1, sort_keys=True))
+        print(f"{cls.name} calls: " + ", ".join(f"{k}={v}" for k, v in sorted(out.items())),
+              file=sys.stderr)
+        return out
+
+
 class ChatSchemaPlanner(ChatPlanner):
     """The chat planner with output constrained by the view's typed schema."""
 

@@ -64,6 +64,7 @@ class ClientSettings:
     cache_mode: str = "readwrite"
     call_log: str | None = None
     require_usage: bool = True
+    price_table: str | None = None
 
     def __post_init__(self):
         if self.response_format not in RESPONSE_FORMATS:

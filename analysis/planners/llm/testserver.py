@@ -12,7 +12,7 @@ plan depends on the request, not on arrival order, so runs with several threads 
 same faults as serial runs. Every request is counted (``server.requests``) and its
 ``Authorization`` header kept (``server.auth``) so tests can check key handling.
 
->>> srv = LoopbackServer(); srv.start(); srv.url.startswith("http://127.0.0.1:")
+>>> srv = LoopbackServer().start(); srv.url.startswith("http://127.0.0.1:")
 True
 >>> srv.stop()
 """
