@@ -9,7 +9,7 @@ network endpoint (their class sets ``io_bound = True``).
 Resume: every finished episode is written to a journal folder
 (``<state_dir>/<run_id>-<fingerprint>/episodes/<n>.json.gz``, atomically) keyed by a
 fingerprint of everything that determines the records (cohort, planner configuration,
-seed, memory, runtime). A rerun of the same command after a crash or ``kill -9`` reads the
+seed, memory, runtime, and the executor's and planners' source code). A rerun of the same command after a crash or ``kill -9`` reads the
 finished episodes back and runs only the others; the final records are byte-identical to
 an uninterrupted run. An episode stopped by a provider error is not journaled (it reruns
 on resume); the run is then incomplete: :class:`RunIncomplete` names the failed groups
@@ -70,12 +70,24 @@ def export_lock(export_root: str | os.PathLike):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def code_fingerprint() -> str:
+    """SHA-256 over the executor's and planners' sources (and rules): a journal written
+    by other code is never resumed from."""
+    pkg = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for sub in ("executor", "planners"):
+        for p in sorted((pkg / sub).rglob("*")):
+            if p.suffix in (".py", ".yaml", ".json") and "__pycache__" not in p.parts:
+                h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
 class RunJournal:
-    """Finished episodes of one run configuration, on disk."""
+    """Finished episodes of one run configuration (and code version), on disk."""
 
     def __init__(self, state_dir: str | os.PathLike, run_id: str, key: Mapping):
-        self.dir = Path(state_dir) / f"{run_id}-{fingerprint(key)}"
-        self.key = dict(key)
+        self.key = {**dict(key), "code": code_fingerprint()}
+        self.dir = Path(state_dir) / f"{run_id}-{fingerprint(self.key)}"
 
     def _path(self, index: int) -> Path:
         return self.dir / "episodes" / f"{index:05d}.json.gz"
