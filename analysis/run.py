@@ -4,11 +4,14 @@ Runs a planner over every episode of a suite with the runtime loop
 (:mod:`analysis.executor.runtime`) and writes its records to
 ``frozen_exports/runs/<planner>__<suite>__<memory>/`` (``run.json``,
 ``groups.jsonl.gz``, ``tasks.jsonl``; docs/FORMAT.md), then updates the manifest.
-Episodes run in parallel with ``jobs=N`` (processes); results are identical to a serial
+Episodes run in parallel with ``jobs=N`` (processes, or threads for planners with
+``io_bound = True``); results are identical to a serial
 run because every episode starts from its own initial world with a fresh planner and
 belief, and planners seed from (seed, episode, group, call). Records are written to a
 temporary folder next to the target and renamed into place, so an interrupted run
-leaves no partial records.
+leaves no partial records; finished episodes are journaled so that rerunning the
+command continues (:mod:`analysis.episodes`). A run whose model endpoint failed
+(``provider_error``) is not written: the command exits 3 and can be rerun to resume.
 
 >>> run_id("belief_search", "memory", "reset")
 'belief_search__memory__reset'

@@ -26,8 +26,9 @@ For each group of an episode (the world is reset once per episode and carries ov
 Group status: ``completed`` (the queue emptied, even after rejected attempts),
 ``execution_blocked`` (the limit was reached with actions still queued),
 ``parse_failure``, ``empty_plan`` (the first usable plan had no action and no query, or
-only queries), ``provider_error`` (model planners only; the run is incomplete). None of these proves the goal: task contracts are evaluated after the
-task's last group from the world and the task's accepted events.
+only queries), ``provider_error`` (model planners only; the run is incomplete). None of
+these proves the goal: task contracts are evaluated after the task's last group from the
+world and the task's accepted events.
 
 >>> from analysis.executor import Rules
 >>> cfg = RuntimeConfig(attempt_limit=10)
