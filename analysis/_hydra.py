@@ -155,6 +155,17 @@ def compose_config(command: str, overrides: list[str]):
     finally:
         GlobalHydra.instance().clear()
     data.pop("hydra", None)
+    check_composed(command, data)
+    return OmegaConf.create(data)
+
+
+def check_composed(command: str, data: dict) -> None:
+    """Check every key of a composed configuration ``data`` (plain containers, resolved):
+    types, ranges, allowed values and the cross-key rules. Raises
+    :class:`analysis.config_check.ConfigError` naming the key."""
+    from .config_check import COMMANDS, cross_checks
+
+    spec = COMMANDS[command]
     for k in spec.keys:
         node = data
         for part in k.name.split("."):
@@ -164,7 +175,6 @@ def compose_config(command: str, overrides: list[str]):
     if command == "run":
         _check_planner_settings(data)
     cross_checks(command, data)
-    return OmegaConf.create(data)
 
 
 def _check_planner_settings(data: dict) -> None:

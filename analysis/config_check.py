@@ -313,6 +313,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Key("runtime.repair", "bool", "let the runtime insert repair actions", boolean),
          Key("progress", "bool", "progress bar on stderr", boolean),
          Key("overwrite", "bool", "replace an existing run of the same ID", boolean),
+         Key("resume", "bool", "journal finished episodes so that rerunning an interrupted "
+             "run continues (analysis/episodes.py)", boolean),
+         Key("state_dir", "path|null", "where the episode journal lives (null: .run_state "
+             "beside export_root)", lambda k, v: v is None or writable_dir_or_creatable(k, v)),
          EXPORT_ROOT),
         ("python -m analysis.run planner=belief_search suite=memory memory=reset",
          "python -m analysis.run planner=custom planner.name=mypkg.mod:MyPlanner "

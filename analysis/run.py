@@ -4,13 +4,18 @@ Runs a planner over every episode of a suite with the runtime loop
 (:mod:`analysis.executor.runtime`) and writes its records to
 ``frozen_exports/runs/<planner>__<suite>__<memory>/`` (``run.json``,
 ``groups.jsonl.gz``, ``tasks.jsonl``; docs/FORMAT.md), then updates the manifest.
-Episodes run in parallel with ``jobs=N`` (processes); results are identical to a serial
+Episodes run in parallel with ``jobs=N`` (processes, or threads for planners with
+``io_bound = True``); results are identical to a serial
 run because every episode starts from its own initial world with a fresh planner and
 belief, and planners seed from (seed, episode, group, call). The run folder and the
 manifest change in one journaled transaction (:mod:`analysis.transaction`): a kill at any
 instant leaves the export as it was or with the whole new run, and the next command
 rolls back or completes what it finds, and says which. An existing run is replaced only
-with ``overwrite=true``.
+with ``overwrite=true``. Finished episodes are journaled so that rerunning an
+interrupted command continues (:mod:`analysis.episodes`). A run whose model endpoint
+failed (``provider_error``) is not written: the command exits 3 and can be rerun to
+resume. ``-m`` (Hydra multirun) runs one job per combination of the swept values, each
+checked like a single run; writers of one export take a lock.
 
 >>> run_id("belief_search", "memory", "reset")
 'belief_search__memory__reset'
@@ -20,11 +25,11 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from .episodes import RunIncomplete, RunJournal, default_state_dir, export_lock, run_episodes
 from .executor.belief import MEMORY_MODES
 from .executor.rules import Rules
 from .executor.runtime import RuntimeConfig, run_episode
@@ -33,7 +38,7 @@ from .frozen.io import encode_records, read_records
 from .frozen.manifest import (FORMAT_VERSION, MANIFEST_NAME, cohort_fingerprint, file_entry,
                               read_manifest, write_manifest)
 from .transaction import Transaction, export_txn_dir, recover_export
-from .planners import make_planner, planner_label
+from .planners import make_planner, planner_class, planner_label
 
 __all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
 
@@ -98,7 +103,7 @@ def _episode_job(args):
     rules = Rules.from_dict(rules_json)
     res = run_episode(episode, tasks, make_planner(planner, seed=seed, **settings), rules,
                       memory, RuntimeConfig(**cfg), run_id=rid)
-    return res.group_records, res.task_records
+    return res.group_records, res.task_records, res.provider_error
 
 
 def _progress(done: int, total: int, rid: str, enabled: bool) -> None:
@@ -113,14 +118,19 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
               seed: int = 0, jobs: int = 1, attempt_limit: int = 80,
               planner_settings: Mapping | None = None, runtime: Mapping | None = None,
               progress: bool = True, write: bool = True, overwrite: bool = False,
-              verify_export: bool = False, say=_say) -> tuple[RunSummary, dict]:
+              verify_export: bool = False, resume: bool = True,
+              state_dir: str | os.PathLike | None = None,
+              say=_say) -> tuple[RunSummary, dict]:
     """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
 
     With ``write``, an interrupted earlier change of the export is rolled back or completed
     first, an existing run is refused unless ``overwrite``, and with ``verify_export`` (the
     command's default) the export is verified before the planner runs and again with the
-    new run before the commit point. Returns the summary and the records ``{"run": ..., "groups": [...],
-    "tasks": [...]}``.
+    new run before the commit point. With ``resume`` finished episodes are journaled under
+    ``state_dir`` (default ``.run_state`` beside the export) and a rerun continues from
+    them (:mod:`analysis.episodes`); a planner with ``io_bound = True`` runs its ``jobs``
+    episodes in threads. Returns the summary and the records ``{"run": ..., "groups":
+    [...], "tasks": [...]}``.
     """
     label = planner_label(planner)  # validates the name or the import path
     if memory not in MEMORY_MODES:
@@ -129,7 +139,10 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         raise ValueError(f"jobs={jobs!r}: expected a positive integer")
     root = Path(export_root)
     if write:
-        recover_export(root, say)
+        # parallel multirun jobs write one export: recovery and the first verification
+        # must not see another job's transaction in flight
+        with export_lock(root):
+            recover_export(root, say)
     cohort = load_cohort(root)
     if suite not in cohort.suites:
         raise ValueError(f"suite={suite!r}: expected one of {sorted(cohort.suites)}")
@@ -144,7 +157,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         if verify_export:
             from .frozen import verify
             say(f"verifying {root}")
-            verify(root)
+            with export_lock(root):
+                verify(root)
             check = lambda: verify(root)  # noqa: E731
     s = cohort.suites[suite]
     suite_tasks = set(s["task_ids"])
@@ -154,27 +168,6 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         tasks = [t for t in cohort.tasks.values() if t["task_id"] in suite_tasks
                  and t["episode_id"] == eid]
         jobs_args.append((ep, tasks, cohort.rules_json, planner, seed, settings, memory, cfg, rid))
-    t0 = time.perf_counter()
-    results = []
-    _progress(0, len(jobs_args), rid, progress)
-    if jobs == 1:
-        for i, a in enumerate(jobs_args, 1):
-            results.append(_episode_job(a))
-            _progress(i, len(jobs_args), rid, progress)
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            # map keeps episode order, so the records equal a serial run's.
-            for i, r in enumerate(pool.map(_episode_job, jobs_args), 1):
-                results.append(r)
-                _progress(i, len(jobs_args), rid, progress)
-    seconds = time.perf_counter() - t0
-    groups = [g for gr, _ in results for g in gr]
-    task_recs = [t for _, tr in results for t in tr]
-    order = {tid: i for i, tid in enumerate(s["task_ids"])}
-    task_recs.sort(key=lambda t: order[t["task_id"]])
-    missing = suite_tasks - {t["task_id"] for t in task_recs}
-    if missing:
-        raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
     planner_config = make_planner(planner, seed=seed, **settings).config()
     if planner != label:
         planner_config = {**planner_config, "import_path": planner}
@@ -182,10 +175,35 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
                "seed": int(seed), "attempt_limit": int(attempt_limit),
                "cohort_sha256": cohort.fingerprint,
                "planner_config": {**planner_config, "runtime": cfg}}
+    journal = None
+    if resume and write:
+        journal = RunJournal(state_dir or default_state_dir(root), rid,
+                             {**run_rec, "planner_path": planner})
+    t0 = time.perf_counter()
+    try:
+        results = run_episodes(_episode_job, jobs_args, list(s["episode_ids"]), jobs=jobs,
+                               threads=bool(getattr(planner_class(planner), "io_bound", False)),
+                               journal=journal,
+                               on_done=lambda n: _progress(n, len(jobs_args), rid, progress))
+    finally:
+        after = getattr(planner_class(planner), "after_run", None)
+        if after is not None:
+            after(seed=seed, **settings)  # e.g. the chat planner's accounting summary
+    seconds = time.perf_counter() - t0
+    groups = [g for gr, _, _ in results for g in gr]
+    task_recs = [t for _, tr, _ in results for t in tr]
+    order = {tid: i for i, tid in enumerate(s["task_ids"])}
+    task_recs.sort(key=lambda t: order[t["task_id"]])
+    missing = suite_tasks - {t["task_id"] for t in task_recs}
+    if missing:
+        raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
     records = {"run": run_rec, "groups": groups, "tasks": task_recs}
     size = 0
     if write:
-        size = write_run(root, rid, records, overwrite=overwrite, check=check)
+        with export_lock(root):
+            size = write_run(root, rid, records, overwrite=overwrite, check=check)
+        if journal is not None:
+            journal.finish()
     return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(groups),
                       len(task_recs), seconds, size), records
 
@@ -243,7 +261,8 @@ def main_from_cfg(cfg) -> RunSummary:
         attempt_limit=int(cfg.attempt_limit),
         planner_settings=dict(cfg.planner.get("settings") or {}),
         runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress),
-        overwrite=bool(cfg.overwrite), verify_export=True)
+        overwrite=bool(cfg.overwrite), verify_export=True,
+        resume=bool(cfg.get("resume", True)), state_dir=cfg.get("state_dir"))
     print(f"{summary.run_id}: {summary.n_episodes} episodes, {summary.n_groups} groups, "
           f"{summary.n_tasks} tasks in {summary.seconds:.1f} s -> {summary.path} "
           f"({summary.bytes_written} bytes); registered in the export's MANIFEST.json "
@@ -256,6 +275,9 @@ def _body(cfg) -> int:
     from .frozen import IntegrityError
     try:
         main_from_cfg(cfg)
+    except RunIncomplete as exc:
+        print(f"analysis.run: INCOMPLETE: {exc}", file=sys.stderr)
+        return 3
     except IntegrityError as exc:
         raise UserError(f"verification FAILED, nothing written: {exc}") from None
     except (ValueError, FileNotFoundError, RuntimeError) as exc:
@@ -263,7 +285,37 @@ def _body(cfg) -> int:
     return 0
 
 
+def _multirun(argv: list[str]) -> None:
+    """``-m``: Hydra's multirun (sweeps, launchers such as joblib); each job's composed
+    configuration passes the same checks as a single run before it starts."""
+    import hydra
+    from omegaconf import OmegaConf
+
+    from ._hydra import CONFIG_PATH, UserError, check_composed
+    from .config_check import ConfigError
+
+    @hydra.main(config_path=CONFIG_PATH, config_name="run", version_base="1.3")
+    def job(cfg) -> None:
+        data = OmegaConf.to_container(cfg, resolve=True)
+        data.pop("hydra", None)
+        try:
+            check_composed("run", data)
+            code = _body(OmegaConf.create(data))
+        except (ConfigError, UserError) as exc:
+            print(f"analysis.run: {exc}", file=sys.stderr)
+            raise SystemExit(2 if isinstance(exc, ConfigError) else 1) from None
+        if code:
+            raise SystemExit(code)
+
+    sys.argv = [sys.argv[0]] + argv
+    job()
+
+
 def main(argv=None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "-m" in argv or "--multirun" in argv:
+        _multirun(argv)
+        return
     from ._hydra import command_main
     command_main("run", _body, argv)
 

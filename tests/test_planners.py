@@ -157,9 +157,11 @@ def test_chat_adapter_against_local_stub_server():
     assert g["completion_tokens"] == 7 * len(g["planner_calls"])
 
 
-def test_chat_adapter_unreachable_endpoint_is_parse_failure():
+def test_chat_adapter_unreachable_endpoint_is_provider_error_not_parse_failure():
+    # issue 14: a provider failure is not the model's failure; the episode stops there
     ep = toy_episode()
-    ep["groups"] = ep["groups"][:1]
     res = run_episode(ep, [], make_planner("chat", base_url="http://127.0.0.1:9/v1",
-                                           timeout=2.0), RULES, "persistent")
-    assert res.group_records[0]["status"] == "parse_failure"
+                                           timeout=2.0, max_retries=1, backoff_base=0.01),
+                      RULES, "persistent")
+    assert [g["status"] for g in res.group_records] == ["provider_error"]
+    assert "connection error" in res.provider_error

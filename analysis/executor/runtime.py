@@ -3,11 +3,14 @@
 For each group of an episode (the world is reset once per episode and carries over):
 
 1. The belief enters the group (``reset`` clears it). The planner is called with a
-   :class:`~analysis.planners.base.PlannerView` (instruction, the group's objects and
+   :class:`~analysis.executor.protocol.PlannerView` (instruction, the group's objects and
    action hints, the local observation of the agent's region, recent feedback, its
    belief) and returns JSON text. Parsing is structural only
-   (:func:`~analysis.planners.base.parse_plan`); a planner that raises or returns text
-   that does not parse ends the group as ``parse_failure`` and the run goes on.
+   (:func:`~analysis.executor.protocol.parse_plan`); a planner that raises or returns text
+   that does not parse ends the group as ``parse_failure`` and the run goes on. A
+   :class:`~analysis.executor.protocol.ProviderError` (the model's endpoint failed after
+   its retries) ends the group as ``provider_error`` and stops the episode: the groups
+   after it would run on a world the missing reply should have changed.
 2. A plan's ``query`` (a region) is a visual query: it counts as an attempt against the
    limit and, when the region exists, returns its observation (anchor + delta); the
    planner is called again if it queued no action.
@@ -23,8 +26,9 @@ For each group of an episode (the world is reset once per episode and carries ov
 Group status: ``completed`` (the queue emptied, even after rejected attempts),
 ``execution_blocked`` (the limit was reached with actions still queued),
 ``parse_failure``, ``empty_plan`` (the first usable plan had no action and no query, or
-only queries). None of these proves the goal: task contracts are evaluated after the
-task's last group from the world and the task's accepted events.
+only queries), ``provider_error`` (model planners only; the run is incomplete). None of
+these proves the goal: task contracts are evaluated after the task's last group from the
+world and the task's accepted events.
 
 >>> from analysis.executor import Rules
 >>> cfg = RuntimeConfig(attempt_limit=10)
@@ -41,14 +45,19 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from .belief import Belief
 from .executor import Executor
 from .observation import Observer
+from .protocol import (PlannerResponse, PlannerView, ProviderError, count_tokens, parse_plan,
+                       render_prompt)
 from .rules import Rules
 from .world import World
 from . import contracts as _contracts
 
 __all__ = ["RuntimeConfig", "GroupResult", "EpisodeResult", "run_episode", "find_repair",
-           "failed_atoms", "BeliefReader", "GROUP_STATUSES", "query_record"]
+           "failed_atoms", "BeliefReader", "GROUP_STATUSES", "PROVIDER_ERROR", "query_record"]
 
 GROUP_STATUSES = ("completed", "execution_blocked", "parse_failure", "empty_plan")
+#: a group whose planner endpoint failed after every retry: never scored, the run is
+#: incomplete (kept out of GROUP_STATUSES, the statuses a finished run may hold)
+PROVIDER_ERROR = "provider_error"
 
 
 @dataclass(frozen=True)
@@ -82,9 +91,17 @@ class GroupResult:
 
 @dataclass
 class EpisodeResult:
+    """``provider_error``: the message of the endpoint failure that stopped the episode
+    (its last group record has status ``provider_error``; later groups were not run)."""
+
     group_records: list[dict]
     task_records: list[dict]
     final_world: World
+    provider_error: str | None = None
+
+
+class _GroupProviderError(Exception):
+    """Internal: carries a ProviderError out of a group's call loop."""
 
 
 class BeliefReader:
@@ -232,14 +249,13 @@ def query_record(region: str, responded: bool, obs, after_attempts: int) -> dict
 class _EpisodeRun:
     def __init__(self, episode: Mapping, planner, rules: Rules, executor: Executor,
                  memory: str, config: RuntimeConfig, run_id: str):
-        from analysis.planners.base import count_tokens, parse_plan, render_prompt  # noqa
-        self._count_tokens, self._parse_plan, self._render = count_tokens, parse_plan, render_prompt
         self.episode = episode
         self.planner = planner
         self.rules = rules
         self.executor = executor
         self.config = config
         self.run_id = run_id
+        self.provider_error: str | None = None
         self.world = World.from_json(episode["initial_world"])
         self.observer = Observer(episode, rules)
         self.belief = Belief(memory)
@@ -270,7 +286,6 @@ class _EpisodeRun:
         return out.accepted
 
     def _view(self, group: Mapping, feedback: deque, call_index: int, query_results: list):
-        from analysis.planners.base import PlannerView
         region = _agent_region(self.world)
         if region is not None:
             obs = self.observer.observe(region, self.world)
@@ -298,9 +313,11 @@ class _EpisodeRun:
             call_index=call_index, query_results=tuple(query_results))
 
     def _call(self, view, calls: list):
-        from analysis.planners.base import PlannerResponse
         try:
             resp = self.planner.propose(view)
+        except ProviderError as exc:
+            calls.append({"raw": "", "prompt_tokens": 0, "completion_tokens": 0})
+            raise _GroupProviderError(str(exc)) from None
         except Exception:  # noqa: BLE001 -- a crashing planner is a parse failure, not a crash
             resp = None
         if isinstance(resp, PlannerResponse):
@@ -309,9 +326,9 @@ class _EpisodeRun:
             text, pt, ct = resp, None, None
         raw = text if isinstance(text, str) else ""
         if pt is None:
-            pt = self._count_tokens(self._render(view))
+            pt = count_tokens(render_prompt(view))
         if ct is None:
-            ct = self._count_tokens(raw)
+            ct = count_tokens(raw)
         calls.append({"raw": raw, "prompt_tokens": int(pt), "completion_tokens": int(ct)})
         return text
 
@@ -338,10 +355,15 @@ class _EpisodeRun:
                     status = "completed" if queued_any else "empty_plan"
                     break
                 view = self._view(group, feedback, n_calls, query_results)
-                text = self._call(view, calls)
+                try:
+                    text = self._call(view, calls)
+                except _GroupProviderError as exc:
+                    status = PROVIDER_ERROR
+                    self.provider_error = str(exc)
+                    break
                 n_calls += 1
                 try:
-                    plan = self._parse_plan(text)
+                    plan = parse_plan(text)
                 except ValueError:
                     status = "parse_failure"
                     break
@@ -448,8 +470,10 @@ def run_episode(episode: Mapping, tasks: Sequence[Mapping], planner, rules: Rule
         group_records.append(res.record)
         events_by_group[g["group_id"]] = res.events
         status_by_group[g["group_id"]] = res.record["status"]
+        if res.record["status"] == PROVIDER_ERROR:
+            break  # later groups would run on a world the missing reply should have changed
         for t in last_of.get(g["group_id"], []):
             evs = [e for gid in t["group_ids"] for e in events_by_group.get(gid, [])]
             sts = [status_by_group.get(gid, "empty_plan") for gid in t["group_ids"]]
             task_records.append(evaluate_task(t, er.world, evs, sts, run_id))
-    return EpisodeResult(group_records, task_records, er.world)
+    return EpisodeResult(group_records, task_records, er.world, er.provider_error)

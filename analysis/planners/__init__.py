@@ -18,7 +18,7 @@ from .base import (Plan, PlanParseError, Planner, PlannerResponse, PlannerView, 
                    parse_plan, render_prompt)
 from .search import BeliefSearchPlanner, NoisyBindingPlanner, NoisySkipPlanner
 from .simple import GreedyHintsPlanner, LexiconPlanner, RandomHintsPlanner
-from .chat import ChatPlanner
+from .chat import ChatPlanner, ChatSchemaPlanner
 
 __all__ = ["PLANNERS", "ADAPTERS", "make_planner", "planner_class", "planner_label", "Planner", "PlannerView", "PlannerResponse", "Plan",
            "PlanParseError", "parse_plan", "render_prompt", "count_tokens"]
@@ -34,7 +34,7 @@ PLANNERS = {
 }
 
 #: planners that need an external service (configured in configs/planner/<name>.yaml)
-ADAPTERS = {"chat": ChatPlanner}
+ADAPTERS = {"chat": ChatPlanner, "chat-schema": ChatSchemaPlanner}
 
 
 def planner_class(name: str) -> type:

@@ -1,64 +1,118 @@
-"""Chat-model adapter for OpenAI-compatible endpoints (``POST {base_url}/chat/completions``).
+"""Chat-model planner for any OpenAI-compatible endpoint (docs/llm.md).
 
-The prompt is :func:`~analysis.planners.base.render_prompt` of the view (the same for
-every model); the reply's message content is returned as is (the runtime parses it
-structurally, no semantic repair here) with the endpoint's reported token usage. An
-HTTP or network error raises, which the runtime records as a ``parse_failure`` for that
-group; the run goes on. Deterministic only as far as the endpoint is (``temperature``
-0 and ``seed`` are sent).
+The prompt is :func:`~analysis.executor.protocol.render_prompt` of the view after a fixed
+system message (the same for every model); the reply's content is returned unchanged
+(the runtime parses it structurally) with the endpoint's ``usage`` token counts. The
+client (:mod:`analysis.planners.llm.client`) retries provider failures and, when they
+persist, raises :class:`~analysis.executor.protocol.ProviderError`, which the runtime
+records as ``provider_error`` (never ``parse_failure``). Requests and replies are
+cached content-addressed (``cache_dir``), so a rerun replays without the provider.
 
->>> ChatPlanner(base_url="http://127.0.0.1:9/v1", model="m").config()["model"]
-'m'
+``response_format`` selects constrained decoding: ``none`` (plain text), ``json_schema``
+or ``json_object_schema`` (a typed schema built from each view,
+:mod:`analysis.planners.llm.schema`). A typed schema is a different method, so such a
+run gets its own planner name (configs/planner/chat_schema.yaml: ``chat-schema``) and
+``planner_config.response_format`` records it.
+
+>>> p = ChatPlanner(base_url="http://127.0.0.1:9/v1", model="m")
+>>> p.config()["model"], p.config()["response_format"]
+('m', 'none')
 """
 from __future__ import annotations
 
-import json
-import os
-import urllib.request
+from analysis.executor.protocol import PlannerResponse, PlannerView, render_prompt
 
-from .base import PlannerResponse, PlannerView, render_prompt
+from .llm.client import ChatClient, ClientSettings
+from .llm.schema import response_format_payload
 
-__all__ = ["ChatPlanner"]
+__all__ = ["ChatPlanner", "ChatSchemaPlanner", "SYSTEM"]
 
 SYSTEM = ("You control a kitchen agent in a symbolic world. Answer with one JSON object "
           '{"actions": [{"type": <action type>, "args": [<entity ids>]}], '
           '"query": <region id or null>} and nothing else.')
 
+#: Clients are shared by every planner instance (one per episode) of the process with the
+#: same settings, so the rate limit and the HTTP connection pool are shared by threads.
+_CLIENTS: dict = {}
+
 
 class ChatPlanner:
     name = "chat"
+    #: waits on the network: ``jobs=N`` runs episodes in threads (analysis/episodes.py)
+    io_bound = True
 
-    def __init__(self, seed: int = 0, base_url: str = "http://127.0.0.1:8000/v1",
-                 model: str = "local-model", temperature: float = 0.0, max_tokens: int = 512,
-                 timeout: float = 60.0, api_key_env: str | None = None):
-        self.seed = int(seed)
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.temperature = float(temperature)
-        self.max_tokens = int(max_tokens)
-        self.timeout = float(timeout)
-        # The key is read from an environment variable the user names; never stored.
-        self.api_key_env = api_key_env
+    def __init__(self, seed: int = 0, **settings):
+        settings.setdefault("model", "local-model")
+        unknown = sorted(set(settings) - set(ClientSettings.__dataclass_fields__) - {"seed"})
+        if unknown:
+            raise ValueError(f"planner.settings.{unknown[0]}: unknown setting of the chat "
+                             f"planner (known: {sorted(ClientSettings.__dataclass_fields__)})")
+        self.settings = ClientSettings(seed=int(seed), **settings)
+        key = tuple(sorted(self.settings.__dict__.items()))
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = _CLIENTS[key] = ChatClient(self.settings)
+        self.client = client
 
     def config(self) -> dict:
-        return {"seed": self.seed, "base_url": self.base_url, "model": self.model,
-                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        """What determines the replies (stored in ``run.json``); endpoint URL, retries,
+        cache and log paths are operational and left out, the key is never stored."""
+        s = self.settings
+        return {"seed": s.seed, "model": s.model, "temperature": s.temperature,
+                "max_tokens": s.max_tokens, "response_format": s.response_format,
+                "system_prompt_sha256": _sha(SYSTEM),
+                "token_counter": "endpoint usage" if s.require_usage else
+                "endpoint usage, word pieces where the endpoint reported none"}
+
+    def messages(self, view: PlannerView) -> list[dict]:
+        return [{"role": "system", "content": SYSTEM},
+                {"role": "user", "content": render_prompt(view)}]
 
     def propose(self, view: PlannerView) -> PlannerResponse:
-        body = {"model": self.model, "temperature": self.temperature, "seed": self.seed,
-                "max_tokens": self.max_tokens,
-                "messages": [{"role": "system", "content": SYSTEM},
-                             {"role": "user", "content": render_prompt(view)}]}
-        headers = {"Content-Type": "application/json"}
-        if self.api_key_env and os.environ.get(self.api_key_env):
-            headers["Authorization"] = f"Bearer {os.environ[self.api_key_env]}"
-        req = urllib.request.Request(f"{self.base_url}/chat/completions",
-                                     data=json.dumps(body).encode("utf-8"), headers=headers,
-                                     method="POST")
-        with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-            data = json.loads(resp.read().decode("utf-8"))
-        text = data["choices"][0]["message"]["content"]
-        usage = data.get("usage") or {}
-        return PlannerResponse(text=text if isinstance(text, str) else "",
-                               prompt_tokens=usage.get("prompt_tokens"),
-                               completion_tokens=usage.get("completion_tokens"))
+        out = self.client.complete(self.messages(view),
+                                   response_format_payload(self.settings.response_format, view),
+                                   tag=view.key)
+        return PlannerResponse(text=out.text, prompt_tokens=out.prompt_tokens,
+                               completion_tokens=out.completion_tokens)
+
+
+    @classmethod
+    def after_run(cls, seed: int = 0, **settings) -> dict | None:
+        """Write the run's accounting summary beside its call log
+        (``<call_log>.summary.json``: totals over every call the log holds, including those
+        of an interrupted earlier attempt of the run) and print it in one line."""
+        import json
+        import sys
+        from pathlib import Path
+
+        from .llm.accounting import read_calls, summarize
+        log = settings.get("call_log")
+        if not log:
+            return None
+        prices = None
+        if settings.get("price_table"):
+            import yaml
+            prices = yaml.safe_load(Path(settings["price_table"]).read_text())
+        out = summarize(read_calls(log), prices)
+        Path(str(log) + ".summary.json").write_text(json.dumps(out, indent=1, sort_keys=True))
+        print(f"{cls.name} calls: " + ", ".join(f"{k}={v}" for k, v in sorted(out.items())),
+              file=sys.stderr)
+        return out
+
+
+class ChatSchemaPlanner(ChatPlanner):
+    """The chat planner with output constrained by the view's typed schema."""
+
+    name = "chat-schema"
+
+    def __init__(self, seed: int = 0, **settings):
+        settings.setdefault("response_format", "json_schema")
+        if settings["response_format"] == "none":
+            raise ValueError("planner chat-schema: planner.settings.response_format must be "
+                             "json_schema or json_object_schema (use planner=chat for none)")
+        super().__init__(seed=seed, **settings)
+
+
+def _sha(text: str) -> str:
+    import hashlib
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

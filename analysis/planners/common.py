@@ -1,6 +1,6 @@
 """Shared planning machinery of the baselines: a believed state and argument binding.
 
-Everything here works from the :class:`~analysis.planners.base.PlannerView` only. The
+Everything here works from the :class:`~analysis.executor.protocol.PlannerView` only. The
 :class:`BelievedState` is three-valued: an atom is known true, known false or unknown
 (``None``). It is built from the local observation, query results and the agent's
 belief, and advanced by simulating the rules' effects of the actions a planner plans.

@@ -1,0 +1,192 @@
+"""Running a suite's episodes: serial, in processes or in threads, with a resume journal.
+
+Episodes are independent (each starts from its own initial world with a fresh planner and
+belief; planners seed from ``(seed, episode, group, call)``), so they may run in any order
+and in parallel; results are returned in the suite's episode order, so the records equal a
+serial run's. Processes suit CPU-bound planners; threads suit planners that wait on a
+network endpoint (their class sets ``io_bound = True``).
+
+Resume: every finished episode is written to a journal folder
+(``<state_dir>/<run_id>-<fingerprint>/episodes/<n>.json.gz``, atomically) keyed by a
+fingerprint of everything that determines the records (cohort, planner configuration,
+seed, memory, runtime, and the executor's and planners' source code). A rerun of the same command after a crash or ``kill -9`` reads the
+finished episodes back and runs only the others; the final records are byte-identical to
+an uninterrupted run. An episode stopped by a provider error is not journaled (it reruns
+on resume); the run is then incomplete: :class:`RunIncomplete` names the failed groups
+and ``incomplete.json`` in the journal keeps their records. The journal is removed once
+the run is written.
+
+>>> fingerprint({"a": 1}) == fingerprint({"a": 1})
+True
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+__all__ = ["RunIncomplete", "RunJournal", "run_episodes", "fingerprint", "default_state_dir",
+           "export_lock"]
+
+
+class RunIncomplete(RuntimeError):
+    """Some groups ended ``provider_error``: nothing is written to the export; rerunning
+    the same command resumes from the journal."""
+
+
+def fingerprint(obj: Any) -> str:
+    """SHA-256 of the canonical JSON of ``obj`` (first 16 hex digits)."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def default_state_dir(export_root: str | os.PathLike) -> Path:
+    """``.run_state`` beside the export (never inside it: verification lists every file)."""
+    return Path(export_root).resolve().parent / ".run_state"
+
+
+@contextmanager
+def export_lock(export_root: str | os.PathLike):
+    """Serialize writers of one export (Hydra multirun jobs in parallel processes): an
+    exclusive ``flock`` on a file beside the export, so the manifest's read-modify-write
+    of one run never loses another's entries. Merging is then deterministic: the
+    manifest lists runs by path, whatever order the jobs finished in."""
+    import fcntl
+    root = Path(export_root).resolve()
+    lock = default_state_dir(root) / f"{root.name}-{fingerprint(str(root))}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def code_fingerprint() -> str:
+    """SHA-256 over the executor's and planners' sources (and rules): a journal written
+    by other code is never resumed from."""
+    pkg = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for sub in ("executor", "planners"):
+        for p in sorted((pkg / sub).rglob("*")):
+            if p.suffix in (".py", ".yaml", ".json") and "__pycache__" not in p.parts:
+                h.update(p.relative_to(pkg).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+class RunJournal:
+    """Finished episodes of one run configuration (and code version), on disk."""
+
+    def __init__(self, state_dir: str | os.PathLike, run_id: str, key: Mapping):
+        self.key = {**dict(key), "code": code_fingerprint()}
+        self.dir = Path(state_dir) / f"{run_id}-{fingerprint(self.key)}"
+
+    def _path(self, index: int) -> Path:
+        return self.dir / "episodes" / f"{index:05d}.json.gz"
+
+    def load(self, index: int, episode_id: str):
+        p = self._path(index)
+        if not p.exists():
+            return None
+        try:
+            data = json.loads(gzip.decompress(p.read_bytes()).decode("utf-8"))
+        except (OSError, ValueError):
+            return None  # a damaged entry is rerun, never trusted
+        if data.get("episode_id") != episode_id:
+            return None
+        return data["groups"], data["tasks"], None
+
+    def save(self, index: int, episode_id: str, result) -> None:
+        groups, tasks, _ = result
+        p = self._path(index)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if not (self.dir / "key.json").exists():
+            _atomic_write(self.dir / "key.json", json.dumps(self.key, sort_keys=True).encode())
+        body = json.dumps({"episode_id": episode_id, "groups": groups, "tasks": tasks},
+                          sort_keys=True, separators=(",", ":")).encode("utf-8")
+        _atomic_write(p, gzip.compress(body, mtime=0))
+
+    def record_incomplete(self, failures: list[dict]) -> Path:
+        p = self.dir / "incomplete.json"
+        _atomic_write(p, json.dumps(failures, sort_keys=True, indent=1).encode("utf-8"))
+        return p
+
+    def finish(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def run_episodes(job: Callable, args: Sequence, episode_ids: Sequence[str], jobs: int = 1,
+                 threads: bool = False, journal: RunJournal | None = None,
+                 on_done: Callable[[int], None] | None = None) -> list:
+    """``[job(a) for a in args]`` (each ``(groups, tasks, provider_error)``), in order,
+    with ``jobs`` workers and the resume journal; raises :class:`RunIncomplete` when an
+    episode ended with a provider error (after every other episode finished)."""
+    results: list = [None] * len(args)
+    todo = []
+    for i, eid in enumerate(episode_ids):
+        got = journal.load(i, eid) if journal is not None else None
+        if got is not None:
+            results[i] = got
+        else:
+            todo.append(i)
+    done = len(args) - len(todo)
+    if on_done:
+        on_done(done)
+
+    def finish(i: int, res) -> None:
+        nonlocal done
+        res = tuple(res)
+        results[i] = res
+        if journal is not None and res[2] is None:
+            journal.save(i, episode_ids[i], res)
+        done += 1
+        if on_done:
+            on_done(done)
+
+    if jobs == 1 or len(todo) <= 1:
+        for i in todo:
+            finish(i, job(args[i]))
+    else:
+        pool_cls = ThreadPoolExecutor if threads else ProcessPoolExecutor
+        with pool_cls(max_workers=jobs) as pool:
+            pending = {pool.submit(job, args[i]): i for i in todo}
+            while pending:
+                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in ready:
+                    finish(pending.pop(fut), fut.result())
+    failures = [{"episode_id": episode_ids[i], "group_id": r[0][-1]["group_id"] if r[0] else None,
+                 "error": r[2], "groups": r[0]}
+                for i, r in enumerate(results) if r[2] is not None]
+    if failures:
+        where = journal.record_incomplete(failures) if journal is not None else None
+        first = failures[0]
+        raise RunIncomplete(
+            f"{len(failures)} episode(s) stopped by provider_error (first: episode "
+            f"{first['episode_id']} group {first['group_id']}: {first['error']}); nothing "
+            f"written to the export; {len(args) - len(failures)} finished episode(s) kept"
+            + (f" in {journal.dir}" if journal is not None else "")
+            + "; rerun the same command to resume"
+            + (f" (failed groups' records: {where})" if where else ""))
+    return results

@@ -1,0 +1,101 @@
+"""Per-call accounting of a chat run and its summary.
+
+Every call (network or cache) appends one JSON line: ``call`` (the view key
+``episode/group/call``), ``key`` (cache key prefix), ``model``, ``cached``, ``retries``,
+``latency_s``, ``prompt_tokens`` / ``completion_tokens`` as the endpoint's ``usage``
+reported them (the endpoint's own tokenizer: not comparable with the word-piece counts
+of :func:`analysis.executor.protocol.count_tokens`), and ``error``. Latencies are
+wall-clock and vary between runs, which is why they live here and not in the records.
+
+``python -m analysis.planners.llm.accounting CALL_LOG [PRICES.yaml]`` prints the summary;
+a price table maps model -> ``{prompt_per_1k, completion_per_1k}`` (any currency) and adds
+a ``cost`` column.
+
+>>> summarize([{"model": "m", "cached": False, "retries": 2, "latency_s": 1.5,
+...             "prompt_tokens": 1000, "completion_tokens": 10, "error": None}],
+...           {"m": {"prompt_per_1k": 0.5, "completion_per_1k": 2.0}})["cost"]
+0.52
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+from typing import Iterable, Mapping
+
+__all__ = ["CallLog", "read_calls", "summarize"]
+
+
+class CallLog:
+    """Append-only JSON lines, safe across threads (one lock) and processes (one
+    ``O_APPEND`` write per line)."""
+
+    _locks: dict = {}
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock = CallLog._locks.setdefault(str(self.path), threading.Lock())
+
+    def add(self, entry: Mapping) -> None:
+        line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
+        with self.lock:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+
+
+def read_calls(path: str | os.PathLike) -> list[dict]:
+    p = Path(path)
+    if not p.exists():
+        return []
+    return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line]
+
+
+def summarize(calls: Iterable[Mapping], prices: Mapping | None = None) -> dict:
+    """Totals over ``calls``; ``cost`` only with a price table covering every model."""
+    calls = list(calls)
+    net = [c for c in calls if not c.get("cached")]
+    lat = sorted(c["latency_s"] for c in net if c.get("error") is None)
+    out = {
+        "calls": len(calls), "cache_hits": sum(1 for c in calls if c.get("cached")),
+        "network_calls": len(net), "retries": sum(int(c.get("retries") or 0) for c in calls),
+        "errors": sum(1 for c in calls if c.get("error")),
+        "prompt_tokens_endpoint": sum(int(c.get("prompt_tokens") or 0) for c in calls),
+        "completion_tokens_endpoint": sum(int(c.get("completion_tokens") or 0) for c in calls),
+        "latency_s_total": round(sum(lat), 3),
+        "latency_s_median": round(lat[len(lat) // 2], 3) if lat else None,
+        "latency_s_max": round(lat[-1], 3) if lat else None,
+    }
+    if prices is not None:
+        cost = 0.0
+        for c in calls:
+            p = prices.get(c.get("model"))
+            if p is None:
+                raise ValueError(f"price table: no entry for model {c.get('model')!r}")
+            cost += (int(c.get("prompt_tokens") or 0) * float(p["prompt_per_1k"])
+                     + int(c.get("completion_tokens") or 0) * float(p["completion_per_1k"])) / 1000
+        out["cost"] = round(cost, 6)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print("usage: python -m analysis.planners.llm.accounting CALL_LOG [PRICES.yaml]",
+              file=sys.stderr)
+        return 2
+    prices = None
+    if len(argv) > 1:
+        import yaml
+        prices = yaml.safe_load(Path(argv[1]).read_text())
+    print(json.dumps(summarize(read_calls(argv[0]), prices), indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

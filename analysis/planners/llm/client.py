@@ -1,0 +1,278 @@
+"""A chat-completions client on the ``openai`` SDK that survives providers.
+
+* Retries HTTP 408/409/429/5xx, timeouts, connection resets, truncated or malformed
+  response bodies, and replies without ``usage`` (when ``require_usage``): exponential
+  backoff ``min(backoff_max, backoff_base * 2**n)`` scaled by a jitter factor in
+  [0.5, 1) drawn from a generator seeded by ``(seed, request key, n)`` (so the waits are
+  reproducible), and at least the server's ``Retry-After``. It gives up after
+  ``max_retries`` retries or when the next wait would take the total past
+  ``retry_budget`` seconds, raising :class:`~analysis.executor.protocol.ProviderError`.
+  Other 4xx (bad request, authentication) fail at once, also as a provider error.
+* ``requests_per_minute`` (0 = unlimited) spaces request starts across every thread of
+  the process that uses the same endpoint and model.
+* The API key is read from the environment variable named by ``api_key_env`` at request
+  time, passed to the SDK, and scrubbed from every error message; it is never stored.
+* Every call is cached by :mod:`.cache` and logged by :mod:`.accounting`.
+
+>>> s = ClientSettings(model="m", backoff_base=1.0, backoff_max=8.0)
+>>> [round(backoff_delay(s, "k", n, 0.0), 3) for n in range(3)] == [
+...     round(backoff_delay(s, "k", n, 0.0), 3) for n in range(3)]
+True
+>>> backoff_delay(s, "k", 0, retry_after=5.0) >= 5.0
+True
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import threading
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable, Mapping
+
+from analysis.executor.protocol import ProviderError
+
+from .accounting import CallLog
+from .cache import CACHE_MODES, ResponseCache, request_key
+from .schema import RESPONSE_FORMATS
+
+__all__ = ["ClientSettings", "ChatClient", "Completion", "backoff_delay"]
+
+RETRY_STATUS = {408, 409, 429}
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """Every setting is a Hydra key under ``planner.settings`` (configs/planner/chat*.yaml)."""
+
+    model: str
+    base_url: str = "http://127.0.0.1:8000/v1"
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int = 512
+    timeout: float = 180.0
+    response_format: str = "none"
+    max_retries: int = 6
+    backoff_base: float = 2.0
+    backoff_max: float = 60.0
+    retry_budget: float = 600.0
+    requests_per_minute: float = 0.0
+    cache_dir: str | None = None
+    cache_mode: str = "readwrite"
+    call_log: str | None = None
+    require_usage: bool = True
+    price_table: str | None = None
+
+    def __post_init__(self):
+        if self.response_format not in RESPONSE_FORMATS:
+            raise ValueError(f"planner.settings.response_format={self.response_format!r}: "
+                             f"expected one of {list(RESPONSE_FORMATS)}")
+        if self.cache_mode not in CACHE_MODES:
+            raise ValueError(f"planner.settings.cache_mode={self.cache_mode!r}: expected one "
+                             f"of {list(CACHE_MODES)}")
+        if self.cache_mode == "replay" and not self.cache_dir:
+            raise ValueError("planner.settings.cache_mode=replay needs planner.settings.cache_dir")
+        for name in ("timeout", "backoff_base", "backoff_max", "retry_budget"):
+            if float(getattr(self, name)) <= 0:
+                raise ValueError(f"planner.settings.{name}={getattr(self, name)!r}: expected > 0")
+        if int(self.max_retries) < 0 or float(self.requests_per_minute) < 0:
+            raise ValueError("planner.settings.max_retries and requests_per_minute must be >= 0")
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+    retries: int
+    latency: float
+
+
+def backoff_delay(s: ClientSettings, key: str, retry: int, retry_after: float | None) -> float:
+    """The wait before retry number ``retry`` (0-based) of the request ``key``."""
+    digest = hashlib.sha256(f"{s.seed}:{key}:{retry}".encode()).digest()
+    jitter = 0.5 + 0.5 * random.Random(int.from_bytes(digest[:8], "big")).random()
+    delay = min(float(s.backoff_max), float(s.backoff_base) * 2 ** retry) * jitter
+    if retry_after is not None:
+        delay = max(delay, float(retry_after))
+    return delay
+
+
+class _RateLimiter:
+    """Spaces request starts ``60 / rpm`` seconds apart (shared by threads)."""
+
+    _registry: dict = {}
+    _registry_lock = threading.Lock()
+
+    def __init__(self, rpm: float):
+        self.interval = 60.0 / rpm
+        self.lock = threading.Lock()
+        self.next = 0.0
+
+    @classmethod
+    def get(cls, key, rpm: float) -> "_RateLimiter | None":
+        if not rpm:
+            return None
+        with cls._registry_lock:
+            lim = cls._registry.get((key, rpm))
+            if lim is None:
+                lim = cls._registry[(key, rpm)] = cls(rpm)
+            return lim
+
+    def acquire(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next)
+            self.next = start + self.interval
+        if start > now:
+            sleep(start - now)
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def _retry_after(headers) -> float | None:
+    try:
+        value = headers.get("retry-after") if headers is not None else None
+        return max(0.0, float(value)) if value is not None else None
+    except (TypeError, ValueError):
+        return None  # an HTTP date is not honoured (rare); the backoff applies
+
+
+class ChatClient:
+    """One endpoint + model; thread-safe (the SDK client is shared)."""
+
+    def __init__(self, settings: ClientSettings, sleep: Callable[[float], None] = time.sleep):
+        self.s = settings
+        self.sleep = sleep
+        self.cache = (ResponseCache(settings.cache_dir)
+                      if settings.cache_dir and settings.cache_mode != "off" else None)
+        self.log = CallLog(settings.call_log) if settings.call_log else None
+        self.limiter = _RateLimiter.get((settings.base_url, settings.model),
+                                        float(settings.requests_per_minute))
+        self._sdk = None
+        self._sdk_lock = threading.Lock()
+
+    # -- request ------------------------------------------------------------------
+    def request(self, messages: list[dict], response_format: Mapping | None) -> dict:
+        """The JSON-ready request body (what the cache key hashes)."""
+        body = {"model": self.s.model, "messages": messages,
+                "temperature": float(self.s.temperature), "seed": int(self.s.seed),
+                "max_tokens": int(self.s.max_tokens)}
+        if response_format is not None:
+            body["response_format"] = response_format
+        return body
+
+    def _key(self) -> str | None:
+        return os.environ.get(self.s.api_key_env) if self.s.api_key_env else None
+
+    def _scrub(self, text: str) -> str:
+        key = self._key()
+        return text.replace(key, "***") if key else text
+
+    def _client(self):
+        with self._sdk_lock:
+            if self._sdk is None:
+                try:
+                    import openai
+                except ImportError as exc:
+                    raise ProviderError("the chat planner needs the openai package: "
+                                        "pip install -e '.[llm]'") from exc
+                self._sdk = openai.OpenAI(base_url=self.s.base_url,
+                                          api_key=self._key() or "no-key",
+                                          timeout=float(self.s.timeout), max_retries=0)
+            return self._sdk
+
+    def _send(self, body: dict) -> dict:
+        import openai
+        client = self._client()
+        kwargs = {k: v for k, v in body.items() if k != "response_format"}
+        if "response_format" in body:
+            # through extra_body: the SDK would reshape the llama-cpp-python variant
+            kwargs["extra_body"] = {"response_format": body["response_format"]}
+        try:
+            raw = client.chat.completions.with_raw_response.create(**kwargs)
+            text = raw.http_response.text
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            msg = f"HTTP {code}"
+            if code in RETRY_STATUS or code >= 500:
+                raise _Retryable(msg, _retry_after(exc.response.headers)) from None
+            raise ProviderError(self._scrub(f"{msg}: {exc.message}")[:300]) from None
+        except openai.APITimeoutError:
+            raise _Retryable(f"timeout after {self.s.timeout} s") from None
+        except openai.APIConnectionError as exc:
+            raise _Retryable(self._scrub(f"connection error ({type(exc.__cause__).__name__})")) \
+                from None
+        try:
+            data = json.loads(text)
+            content = data["choices"][0]["message"]["content"]
+            usage = data.get("usage") or {}
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise _Retryable("malformed response body") from None
+        pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if self.s.require_usage and not (isinstance(pt, int) and isinstance(ct, int)):
+            raise _Retryable("response without usage token counts")
+        return {"content": content if isinstance(content, str) else "",
+                "prompt_tokens": pt, "completion_tokens": ct,
+                "finish_reason": data["choices"][0].get("finish_reason")}
+
+    def complete(self, messages: list[dict], response_format: Mapping | None = None,
+                 tag: str = "") -> Completion:
+        """Send (or replay) one request; ``tag`` names the call in the log (view key)."""
+        body = self.request(messages, response_format)
+        key = request_key(body)
+        t0 = time.monotonic()
+        hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None:
+            return self._done(tag, key, hit, True, 0, t0)
+        if self.s.cache_mode == "replay":
+            self._log(tag, key, None, False, 0, t0, "not in the cache (cache_mode=replay)")
+            raise ProviderError(f"request {key[:12]} not in the cache (cache_mode=replay)")
+        retries, waited = 0, 0.0
+        while True:
+            if self.limiter is not None:
+                self.limiter.acquire(self.sleep)
+            try:
+                resp = self._send(body)
+                break
+            except _Retryable as exc:
+                delay = backoff_delay(self.s, key, retries, exc.retry_after)
+                if retries >= int(self.s.max_retries) or waited + delay > float(self.s.retry_budget):
+                    err = f"{exc} after {retries + 1} attempt(s)"
+                    self._log(tag, key, None, False, retries, t0, err)
+                    raise ProviderError(err) from None
+                retries += 1
+                waited += delay
+                self.sleep(delay)
+            except ProviderError as exc:
+                self._log(tag, key, None, False, retries, t0, str(exc))
+                raise
+        if self.cache is not None:
+            self.cache.put(key, body, resp)
+        return self._done(tag, key, resp, False, retries, t0)
+
+    def _done(self, tag, key, resp, cached, retries, t0) -> Completion:
+        latency = time.monotonic() - t0
+        self._log(tag, key, resp, cached, retries, t0, None)
+        pt, ct = resp.get("prompt_tokens"), resp.get("completion_tokens")
+        return Completion(resp.get("content") or "", pt, ct, cached, retries, latency)
+
+    def _log(self, tag, key, resp, cached, retries, t0, error) -> None:
+        if self.log is None:
+            return
+        self.log.add({"call": tag, "key": key[:16], "model": self.s.model, "cached": cached,
+                      "retries": retries, "latency_s": round(time.monotonic() - t0, 4),
+                      "prompt_tokens": (resp or {}).get("prompt_tokens"),
+                      "completion_tokens": (resp or {}).get("completion_tokens"),
+                      "error": self._scrub(error) if error else None})
+
+    def settings_dict(self) -> dict:
+        return asdict(self.s)
