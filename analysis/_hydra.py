@@ -125,8 +125,10 @@ def compose_config(command: str, overrides: list[str]):
     try:
         with initialize_config_dir(config_dir=CONFIG_PATH, version_base="1.3",
                                    job_name=command):
-            base = compose(config_name=command, overrides=groups)
-            base_data = OmegaConf.to_container(base, resolve=False)
+            base_data = _plain_config(command) if not groups else None
+            if base_data is None:  # config groups: only Hydra knows the composed keys
+                base = compose(config_name=command, overrides=groups)
+                base_data = OmegaConf.to_container(base, resolve=False)
             known = set(_flat_keys(base_data))
             sections = {k for k in known if isinstance(_get(base_data, k), dict)}
             fixed = []
@@ -175,6 +177,14 @@ def check_composed(command: str, data: dict) -> None:
     if command == "run":
         _check_planner_settings(data)
     cross_checks(command, data)
+
+
+def _plain_config(command: str) -> dict | None:
+    """``configs/<command>.yaml`` unresolved, when it has no defaults list (then it is
+    exactly what Hydra composes without overrides, at a quarter of the cost); else None."""
+    data = OmegaConf.to_container(OmegaConf.load(Path(CONFIG_PATH) / f"{command}.yaml"),
+                                  resolve=False)
+    return None if "defaults" in data else data
 
 
 def _check_planner_settings(data: dict) -> None:
