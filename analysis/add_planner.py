@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .frozen import IntegrityError, read_records, validate
+from .executor.runtime import PROVIDER_ERROR
 from .frozen.io import RecordParseError
 from .frozen.integrity import verify_records
 from .config_check import MAX_NAME_LENGTH
@@ -57,6 +58,19 @@ class AddResult:
     messages: tuple
 
 
+def _refuse_incomplete(path: Path, groups: list) -> None:
+    """A run with ``provider_error`` groups is incomplete (its endpoint failed after every
+    retry): it is resumed by rerunning its ``analysis.run`` command, never added or scored."""
+    failed = [i for i, g in enumerate(groups, 1)
+              if isinstance(g, dict) and g.get("status") == PROVIDER_ERROR]
+    if failed:
+        raise AddPlannerError(f"{path} line {failed[0]}: the run is incomplete: "
+                              f"{len(failed)} of {len(groups)} groups ended provider_error "
+                              "(the model endpoint failed after every retry); rerun its "
+                              "python -m analysis.run command to resume it; incomplete runs "
+                              "are never added to an export or scored")
+
+
 def _read(folder: Path):
     if not folder.is_dir():
         raise AddPlannerError(f"records={folder}: not a folder (expected run.json, "
@@ -71,6 +85,8 @@ def _read(folder: Path):
             recs = read_records(path)
         except (RecordParseError, OSError, EOFError) as exc:
             raise AddPlannerError(f"{path}: unreadable ({exc})") from exc
+        if fname == "groups.jsonl.gz":
+            _refuse_incomplete(path, recs)
         for i, rec in enumerate(recs, 1):
             try:
                 validate(rtype, rec)

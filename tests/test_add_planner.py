@@ -156,3 +156,21 @@ def test_overlong_name_is_refused_with_one_line_and_nothing_written(setup, tmp_p
     with pytest.raises(AddPlannerError, match=r"name='a{37}\.\.\.': use at most 64 "):
         add_planner(ex, rec_dir, "a" * 300)
     assert _snapshot(ex) == before
+
+
+def test_incomplete_run_with_provider_errors_is_refused(setup, tmp_path):
+    """Issue 14: a run whose model endpoint failed is incomplete; it is resumed, never
+    added or scored. add_planner says so, naming the file, the first such group's line and
+    the count, and writes nothing."""
+    base, rec_dir = setup
+    ex = _copy(base, tmp_path / "ex")
+    before = _snapshot(ex)
+    bad = _copy(rec_dir, tmp_path / "bad")
+    groups = read_records(bad / "groups.jsonl.gz")
+    for i in (2, 5):
+        groups[i]["status"] = "provider_error"
+    write_records(bad / "groups.jsonl.gz", groups)
+    with pytest.raises(AddPlannerError, match=r"groups\.jsonl\.gz line 3: the run is "
+                       r"incomplete: 2 of \d+ groups ended provider_error"):
+        add_planner(ex, bad, "mine")
+    assert _snapshot(ex) == before
