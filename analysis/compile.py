@@ -19,7 +19,7 @@ with ``python -m analysis.run``). A byte-identical recompile keeps every run.
 from __future__ import annotations
 
 import re
-import tempfile
+import shutil
 from pathlib import Path
 from typing import Callable
 
@@ -76,8 +76,14 @@ def compile_export(source, out_dir, stale_runs: str = "refuse",
         recover_export(out, say)
     old = (read_manifest(out) if (out / MANIFEST_NAME).is_file()
            else {"format_version": FORMAT_VERSION, "files": {}, "runs": {}})
-    with tempfile.TemporaryDirectory(prefix="e2w_compile.") as tmp:
-        staging = Path(tmp) / "export"
+    # staged beside the export (like its transaction folder), so that what a killed
+    # compile left is found and removed by the next one instead of piling up elsewhere
+    work = out.resolve().parent / f".{out.name}.e2w_compile"
+    if work.exists():
+        shutil.rmtree(work)
+        say(f"removed {work}: the staging of an interrupted compile")
+    staging = work / "export"
+    try:
         kwargs = {} if progress is None else {"progress": progress}
         report = compile_cohort(source, staging, **kwargs)
         fresh = read_manifest(staging)
@@ -106,6 +112,8 @@ def compile_export(source, out_dir, stale_runs: str = "refuse",
             txn.abort()
             raise
         txn.commit()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     if runs:
         say(f"removed {len(runs)} run(s) produced on the previous cohort: {runs}; rerun "
             "them with python -m analysis.run")

@@ -116,4 +116,12 @@ def test_kill_at_every_write_point_leaves_old_or_new(export, template, tmp_path,
         outcomes.add("new" if snap == new else "old")
         assert _leftovers(work) == [], labels[n - 1]
         verify(work)
+        # the compile staging a kill left beside the export goes with the next compile
+        staging = work.parent / ".work.e2w_compile"
+        if staging.exists():
+            said = []
+            compile_mod.compile_export("src", work, stale_runs="drop", say=said.append)
+            assert not staging.exists() and "interrupted compile" in said[0]
+            assert _snapshot(work) == new
     assert outcomes == {"old", "new"}
+    assert sorted(p.name for p in tmp_path.iterdir() if "e2w" in p.name) == []
