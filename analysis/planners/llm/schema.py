@@ -21,7 +21,7 @@ a run that uses it is a different planner setting (``response_format`` in
 """
 from __future__ import annotations
 
-from typing import Mapping
+from ...executor.rules import is_subtype
 
 __all__ = ["plan_schema", "response_format_payload", "RESPONSE_FORMATS"]
 
@@ -29,16 +29,6 @@ __all__ = ["plan_schema", "response_format_payload", "RESPONSE_FORMATS"]
 #: (``{"type": "json_schema", "json_schema": {...}}``); ``json_object_schema``:
 #: llama-cpp-python's server (``{"type": "json_object", "schema": {...}}``).
 RESPONSE_FORMATS = ("none", "json_schema", "json_object_schema")
-
-
-def _is_subtype(ty: str, parent: str, types: Mapping[str, str]) -> bool:
-    seen = set()
-    while ty is not None and ty not in seen:
-        if ty == parent:
-            return True
-        seen.add(ty)
-        ty = types.get(ty)
-    return False
 
 
 def plan_schema(view) -> dict:
@@ -49,7 +39,7 @@ def plan_schema(view) -> dict:
         params = view.action_schema[name].get("params", [])
         slots = []
         for _pname, pty in params:
-            ids = [e for e, ty in entities if _is_subtype(ty, pty, view.types)]
+            ids = [e for e, ty in entities if is_subtype(view.types, ty, pty)]
             if not ids:
                 break
             slots.append({"enum": ids})
