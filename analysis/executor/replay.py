@@ -232,20 +232,14 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
 
 def _group_differences(rec: Mapping, derived: Mapping, with_counters: bool, overrun):
     """``(field, recorded, replayed)`` for each difference, in a fixed order."""
-    ra, da = rec["attempts"], derived["attempts"]
-    for i, (a, b) in enumerate(zip(ra, da)):
-        for f in ATTEMPT_FIELDS:
-            if a.get(f) != b[f]:
-                yield f"attempts[{i}].{f}", a.get(f), b[f]
-    if len(ra) != len(da):
-        yield "attempts", f"{len(ra)} attempts", f"{len(da)} attempts"
-    rq, dq = rec["queries"], derived["queries"]
-    for j, (a, b) in enumerate(zip(rq, dq)):
-        for f in QUERY_FIELDS:
-            if a.get(f) != b[f]:
-                yield f"queries[{j}].{f}", a.get(f), b[f]
-    if len(rq) != len(dq):
-        yield "queries", f"{len(rq)} queries", f"{len(dq)} queries"
+    for name, fields in (("attempts", ATTEMPT_FIELDS), ("queries", QUERY_FIELDS)):
+        r, d = rec[name], derived[name]
+        for i, (a, b) in enumerate(zip(r, d)):
+            for f in fields:
+                if a.get(f) != b[f]:
+                    yield f"{name}[{i}].{f}", a.get(f), b[f]
+        if len(r) != len(d):
+            yield name, f"{len(r)} {name}", f"{len(d)} {name}"
     if overrun is not None:
         yield ("planner_calls", f"{len(rec['planner_calls'])} calls",
                f"the loop asks for call {overrun}")
