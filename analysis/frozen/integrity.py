@@ -24,15 +24,18 @@ Outcomes themselves (group status, truths) are derived by re-execution
 """
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import json
 import os
 import re
 import stat
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 import msgspec
 
@@ -43,7 +46,8 @@ from .manifest import (KNOWN_FORMAT_VERSIONS, MANIFEST_NAME, UNLISTED_FILES, coh
 from .schemas import (ID_FIELDS, PLANNER_NAME, check_numbers, decoder, error_path,
                       first_extra_field, manifest_decoder)
 
-__all__ = ["IntegrityError", "VerificationReport", "verify", "verify_records", "check_relpath"]
+__all__ = ["IntegrityError", "VerificationReport", "StreamedRecords", "verify", "verify_records",
+           "check_relpath"]
 
 
 class IntegrityError(Exception):
@@ -79,6 +83,56 @@ class VerificationReport:
         return (f"verified {self.n_files} files, {self.n_records} records, "
                 f"{len(self.suites)} suites ({', '.join(self.suites) or 'none'}), "
                 f"{len(self.runs)} runs in {self.root}")
+
+
+@functools.lru_cache(maxsize=None)
+def _projection(fields: tuple[str, ...]) -> msgspec.json.Decoder:
+    """A decoder that keeps only ``fields`` of already verified records."""
+    return msgspec.json.Decoder(TypedDict("projection", {f: NotRequired[Any] for f in fields}))
+
+
+class StreamedRecords(Sequence):
+    """The records of a verified file that were handed to a callback instead of kept
+    (``verify_records(stream=...)``): iterating decodes them again, one at a time, from
+    the very bytes that were verified (held compressed in memory), never from disk.
+    Decoding the group records of a run takes a fraction of a second; keeping them all
+    decoded would take several times the memory of the export's text."""
+
+    def __init__(self, rel: str, entry: dict, raw: bytes, n: int):
+        self.rel, self._entry, self._raw, self._n = rel, entry, raw, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        return iter(self.decode())
+
+    def decode(self, fields: tuple[str, ...] | None = None) -> list[dict]:
+        """All records of the file, decoded again (without the cyclic collector, which
+        would otherwise rescan everything in memory several times per file). ``fields``:
+        keep only these top-level fields (the others are skipped while parsing, which
+        saves their memory)."""
+        content = _content(self.rel, self._raw, self._entry)
+        decode = (decoder(self._entry["record_type"]) if fields is None else
+                  _projection(tuple(fields))).decode
+        out, view, start, end = [], memoryview(content), 0, len(content)
+        with _no_gc():
+            while start < end:  # line by line: no second copy of the content
+                stop = content.index(b"\n", start)
+                out.append(decode(view[start:stop]))
+                start = stop + 1
+        return out
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return list(self)[i]
+        n = self._n
+        if not -n <= i < n:
+            raise IndexError(f"{self.rel}: record index {i} out of range ({n} records)")
+        return self.decode()[i]
+
+    def __repr__(self) -> str:
+        return f"<StreamedRecords {self.rel}: {self._n} records>"
 
 
 def _record_id(record_type: str, record) -> str | None:
@@ -447,7 +501,11 @@ def _locate_difference(rel: str, entry: dict, content: bytes) -> IntegrityError:
 _SLACK = 1 << 16
 
 
-def _verify_file(root: Path, rel: str, entry: dict, follow: bool) -> list[dict]:
+def _verify_file(root: Path, rel: str, entry: dict, follow: bool, stream: bool = False,
+                 sink: Callable | None = None, keys: list | None = None):
+    """Verify one file; return its records, or (``stream``) a :class:`StreamedRecords`
+    after handing each record to ``sink`` (if any). ``keys`` (group records) receives
+    ``(run_id, episode_id, group_id, status)`` per record for the cross-file checks."""
     try:
         # a little past the listed size, to name the record of a small edit
         raw = _read_regular(root / rel, rel, follow=follow, limit=entry["size"] + _SLACK)
@@ -485,30 +543,43 @@ def _verify_file(root: Path, rel: str, entry: dict, follow: bool) -> list[dict]:
                 raise IntegrityError(rel, f"duplicate ID (first at line {seen[key]})", line=i,
                                      record_id=rid)
             seen[key] = i
-        records.append(rec)
+        if keys is not None:
+            keys.append((rec["run_id"], rec["episode_id"], rec["group_id"], rec["status"]))
+        if not stream:
+            records.append(rec)
+        elif sink is not None:
+            sink(rec)
+    if stream:
+        return StreamedRecords(rel, entry, raw, len(lines))
     return records
 
 
-def verify_records(root: str | os.PathLike, *, follow_symlinks: bool = False
+def verify_records(root: str | os.PathLike, *, follow_symlinks: bool = False,
+                   stream: dict[str, Callable | None] | None = None
                    ) -> tuple[VerificationReport, dict, dict]:
     """Verify and return ``(report, manifest, {relpath: records})``.
 
     ``follow_symlinks`` is for views assembled from links to verified folders (the
     pre-check of ``analysis.add_planner``); an export itself holds no links.
+    ``stream`` maps record types to a callback (or None): each verified record of those
+    types is handed to it as it is decoded and not kept; ``records[relpath]`` is then a
+    :class:`StreamedRecords` that decodes them again on demand. A callback sees the
+    records of a file before the cross-file checks ran; if verification fails, what it
+    built must be discarded (the exception says so by being raised).
     """
     root = Path(root)
     if not root.is_dir():
         raise IntegrityError(str(root), "export folder does not exist")
     try:
         with _no_gc():
-            return _verify(root, follow_symlinks)
+            return _verify(root, follow_symlinks, stream or {})
     except RecursionError:
         raise IntegrityError(str(root), "a record is nested too deeply") from None
     except MemoryError:
         raise IntegrityError(str(root), "out of memory while verifying") from None
 
 
-def _verify(root: Path, follow: bool):
+def _verify(root: Path, follow: bool, stream: dict):
     manifest = _read_manifest(root, follow)
     listed = set(manifest["files"])
     on_disk = _files_on_disk(root, follow)
@@ -518,9 +589,14 @@ def _verify(root: Path, follow: bool):
     missing = sorted(listed - on_disk)
     if missing:
         raise IntegrityError(missing[0], "missing: listed in the manifest but not on disk")
-    records = {rel: _verify_file(root, rel, manifest["files"][rel], follow)
-               for rel in sorted(listed)}
-    suites, runs = _check_cross_file(manifest, records)
+    records, group_keys = {}, {}
+    for rel in sorted(listed):
+        entry = manifest["files"][rel]
+        rtype = entry["record_type"]
+        keys = group_keys[rel] = [] if rtype == "group_record" else None
+        records[rel] = _verify_file(root, rel, entry, follow, stream=rtype in stream,
+                                    sink=stream.get(rtype), keys=keys)
+    suites, runs = _check_cross_file(manifest, records, group_keys)
     report = VerificationReport(
         root=str(root), n_files=len(records), n_records=sum(map(len, records.values())),
         suites=tuple(sorted(suites)), runs=tuple(sorted(runs)), records=records)
@@ -529,7 +605,7 @@ def _verify(root: Path, follow: bool):
 
 # --- across files ------------------------------------------------------------------------
 
-def _check_cross_file(manifest: dict, records: dict) -> tuple[dict, dict]:
+def _check_cross_file(manifest: dict, records: dict, group_keys: dict) -> tuple[dict, dict]:
     """Runs cover every task and group of their suite, and belong to this cohort."""
     by_type: dict[str, list[str]] = {}
     for rel, entry in manifest["files"].items():
@@ -616,7 +692,7 @@ def _check_cross_file(manifest: dict, records: dict) -> tuple[dict, dict]:
                                  f"{run['cohort_sha256'][:12]}... != {fingerprint[:12]}...)",
                                  line=1, record_id=run_id)
         suite = suites[run["suite"]]
-        _check_run_files(folder, run, suite, tasks, episodes, records, manifest)
+        _check_run_files(folder, run, suite, tasks, episodes, records, group_keys, manifest)
         runs[run_id] = run
     for run_id in manifest.get("runs", {}):
         if run_id not in runs:
@@ -629,7 +705,7 @@ def _first(by_type, rtype):
     return sorted(by_type.get(rtype, ["?"]))[0]
 
 
-def _check_run_files(folder, run, suite, tasks, episodes, records, manifest):
+def _check_run_files(folder, run, suite, tasks, episodes, records, group_keys, manifest):
     run_id = run["run_id"]
     names = {"tasks.jsonl": "task_record", "groups.jsonl.gz": "group_record"}
     task_rel, group_rel = f"{folder}/tasks.jsonl", f"{folder}/groups.jsonl.gz"
@@ -650,19 +726,19 @@ def _check_run_files(folder, run, suite, tasks, episodes, records, manifest):
         episodes_of.setdefault(g, []).append(e)
     wanted = set(expected)
     status = {}
-    for line, rec in enumerate(records[group_rel], start=1):
-        gid = rec["group_id"]
-        if rec["run_id"] != run_id:
-            raise IntegrityError(group_rel, f"run_id {rec['run_id']!r} != {run_id!r}",
+    for line, (rec_run, rec_episode, gid, rec_status) in enumerate(group_keys[group_rel],
+                                                                    start=1):
+        if rec_run != run_id:
+            raise IntegrityError(group_rel, f"run_id {rec_run!r} != {run_id!r}",
                                  line=line, record_id=gid)
-        if (rec["episode_id"], gid) not in wanted:
+        if (rec_episode, gid) not in wanted:
             if gid in episodes_of:
-                raise IntegrityError(group_rel, f"episode_id {rec['episode_id']!r}: the group "
+                raise IntegrityError(group_rel, f"episode_id {rec_episode!r}: the group "
                                      f"belongs to {episodes_of[gid][0]!r}", line=line,
                                      record_id=gid)
             raise IntegrityError(group_rel, f"group not of suite {run['suite']!r} of this "
                                  "cohort", line=line, record_id=gid)
-        status[(rec["episode_id"], gid)] = rec["status"]
+        status[(rec_episode, gid)] = rec_status
     missing = [g for e, g in expected if (e, g) not in status]
     if missing:
         raise IntegrityError(group_rel, f"run {run_id!r} lacks {len(missing)} group record(s), "
@@ -721,4 +797,6 @@ def verify(root: str | os.PathLike = "frozen_exports") -> VerificationReport:
     >>> verify("frozen_exports").summary()  # doctest: +SKIP
     'verified 12 files, 20345 records, 2 suites (memory, planner), 8 runs in frozen_exports'
     """
-    return verify_records(root)[0]
+    # the group records are checked and dropped one by one: verification alone keeps
+    # none of them (a tenth of the memory)
+    return verify_records(root, stream={"group_record": None})[0]

@@ -35,8 +35,9 @@ class FrozenExport:
     condition_records: pd.DataFrame = field(repr=False)
     _records: dict = field(repr=False, default_factory=dict)
 
-    def raw(self, relpath: str) -> list[dict]:
-        """The parsed records of one file, e.g. ``export.raw("cohort/tasks.jsonl")``."""
+    def raw(self, relpath: str):
+        """The parsed records of one file, e.g. ``export.raw("cohort/tasks.jsonl")``: a
+        list, or for group records a sequence that decodes them on demand."""
         try:
             return self._records[relpath]
         except KeyError:
@@ -48,7 +49,18 @@ class FrozenExport:
                       if e["record_type"] == record_type)
 
     def records_of(self, record_type: str) -> list[dict]:
+        """Every record of ``record_type``, in file order. For ``group_record`` this
+        decodes all of them again: prefer :meth:`group_records_of` one run at a time."""
         return [r for rel in self.files_of(record_type) for r in self._records[rel]]
+
+    def group_records_of(self, run_id: str):
+        """The group records of run ``run_id`` (an iterable, decoded on demand from the
+        verified bytes)."""
+        rel = f"runs/{run_id}/groups.jsonl.gz"
+        if self.manifest["files"].get(rel, {}).get("record_type") != "group_record":
+            raise KeyError(f"run_id {run_id!r}: no group records in the export; runs: "
+                           f"{sorted(self.runs.run_id)}")
+        return self._records[rel]
 
 
 def _frame(cols: dict[str, list], columns: list[str]) -> pd.DataFrame:
@@ -69,14 +81,17 @@ def load(root: str | os.PathLike = "frozen_exports") -> FrozenExport:
     >>> export = load("frozen_exports")  # doctest: +SKIP
     >>> export.task_records.groupby("run_id").completed.mean()  # doctest: +SKIP
     """
-    report, manifest, records = verify_records(root)
+    groups = _GroupColumns()
+    # The group records (nine tenths of the export) go into the columns as each is
+    # verified and are not kept: ``raw``/``records_of`` decode them again on demand.
+    report, manifest, records = verify_records(root, stream={"group_record": groups.add})
     # The tables are built from the decoded records without the cyclic collector: it
-    # would scan the million verified objects again at every generation-2 collection
-    # (two thirds of the build time), and nothing built here forms a cycle.
+    # would scan the verified objects again at every generation-2 collection, and
+    # nothing built here forms a cycle.
     was = gc.isenabled()
     gc.disable()
     try:
-        frames = _build(manifest, records)
+        frames = _build(manifest, records, groups)
     finally:
         # promote what was built to the oldest generation without scanning it (as
         # verification does): re-enabling would otherwise start a full collection
@@ -88,7 +103,69 @@ def load(root: str | os.PathLike = "frozen_exports") -> FrozenExport:
                         **frames)
 
 
-def _build(manifest: dict, records: dict) -> dict[str, pd.DataFrame]:
+class _GroupColumns:
+    """The ``group_records`` and ``attempts`` columns, filled one verified group record at
+    a time. Repeated strings (IDs, statuses, action types) are stored once: the decoder
+    makes a new string for every occurrence, and the attempts table holds a hundred
+    thousand rows of them."""
+
+    GROUP = ("run_id episode_id group_id status n_attempts n_accepted n_repair_attempts "
+             "attempted_types prompt_tokens completion_tokens query_attempts query_responses "
+             "cross_group_hits repeated_region_queries anchor_delta_conflicts").split()
+    ATTEMPT = "run_id episode_id group_id index source action_type status n_failed_checks".split()
+
+    def __init__(self):
+        self.g = {k: [] for k in self.GROUP}
+        self.a = {k: [] for k in self.ATTEMPT}
+        self._strings: dict = {}
+
+    def add(self, g: dict) -> None:
+        one = self._strings.setdefault
+        g_cols, a_cols = self.g, self.a
+        (a_run, a_ep, a_group, a_index, a_source, a_type, a_status,
+         a_failed) = a_cols.values()
+        run_id, eid, gid = one(g["run_id"], g["run_id"]), one(g["episode_id"],
+                                                              g["episode_id"]), g["group_id"]
+        gid = one(gid, gid)
+        atts = g["attempts"]
+        n_acc = n_rep = 0
+        types = set()
+        for a in atts:
+            status, source, action = one(a["status"], a["status"]), one(a["source"],
+                                                                        a["source"]), a["action"]
+            n_acc += status == "accepted"
+            n_rep += source == "repair"
+            a_run.append(run_id)
+            a_ep.append(eid)
+            a_group.append(gid)
+            a_index.append(a["index"])
+            a_source.append(source)
+            a_status.append(status)
+            a_failed.append(len(a["failed_checks"]))
+            if action is not None:
+                t = one(action["type"], action["type"])
+                types.add(t)
+                a_type.append(t)
+            else:
+                a_type.append(None)
+        g_cols["run_id"].append(run_id)
+        g_cols["episode_id"].append(eid)
+        g_cols["group_id"].append(gid)
+        g_cols["status"].append(one(g["status"], g["status"]))
+        g_cols["n_attempts"].append(len(atts))
+        g_cols["n_accepted"].append(n_acc)
+        g_cols["n_repair_attempts"].append(n_rep)
+        g_cols["attempted_types"].append(sorted(types))
+        g_cols["prompt_tokens"].append(g["prompt_tokens"])
+        g_cols["completion_tokens"].append(g["completion_tokens"])
+        g_cols["query_attempts"].append(len(g["queries"]))
+        g_cols["query_responses"].append(sum(q["responded"] for q in g["queries"]))
+        belief = g["belief"]
+        for k in ("cross_group_hits", "repeated_region_queries", "anchor_delta_conflicts"):
+            g_cols[k].append(belief[k])
+
+
+def _build(manifest: dict, records: dict, groups: _GroupColumns) -> dict[str, pd.DataFrame]:
     def of(rtype):
         return [r for rel, e in sorted(manifest["files"].items())
                 if e["record_type"] == rtype for r in records[rel]]
@@ -149,54 +226,12 @@ def _build(manifest: dict, records: dict) -> dict[str, pd.DataFrame]:
         for k in run_keys:
             r_cols[k].append(r[k])
 
-    gr_cols = _columns("run_id episode_id group_id group_index n_groups_in_episode status "
-                       "n_attempts n_accepted n_repair_attempts attempted_types prompt_tokens "
-                       "completion_tokens query_attempts query_responses cross_group_hits "
-                       "repeated_region_queries anchor_delta_conflicts")
-    a_cols = _columns("run_id episode_id group_id index source action_type status "
-                      "n_failed_checks")
-    belief_keys = ("cross_group_hits", "repeated_region_queries", "anchor_delta_conflicts")
-    (a_run, a_ep, a_group, a_index, a_source, a_type, a_status,
-     a_failed) = a_cols.values()
-    for g in of("group_record"):
-        index, n = group_pos[g["group_id"]]
-        atts = g["attempts"]
-        run_id, eid, gid = g["run_id"], g["episode_id"], g["group_id"]
-        n_acc = n_rep = 0
-        types = set()
-        for a in atts:
-            status, source, action = a["status"], a["source"], a["action"]
-            n_acc += status == "accepted"
-            n_rep += source == "repair"
-            a_run.append(run_id)
-            a_ep.append(eid)
-            a_group.append(gid)
-            a_index.append(a["index"])
-            a_source.append(source)
-            a_status.append(status)
-            a_failed.append(len(a["failed_checks"]))
-            if action is not None:
-                types.add(action["type"])
-                a_type.append(action["type"])
-            else:
-                a_type.append(None)
-        gr_cols["run_id"].append(run_id)
-        gr_cols["episode_id"].append(eid)
-        gr_cols["group_id"].append(gid)
-        gr_cols["group_index"].append(index)
-        gr_cols["n_groups_in_episode"].append(n)
-        gr_cols["status"].append(g["status"])
-        gr_cols["n_attempts"].append(len(atts))
-        gr_cols["n_accepted"].append(n_acc)
-        gr_cols["n_repair_attempts"].append(n_rep)
-        gr_cols["attempted_types"].append(sorted(types))
-        gr_cols["prompt_tokens"].append(g["prompt_tokens"])
-        gr_cols["completion_tokens"].append(g["completion_tokens"])
-        gr_cols["query_attempts"].append(len(g["queries"]))
-        gr_cols["query_responses"].append(sum(q["responded"] for q in g["queries"]))
-        belief = g["belief"]
-        for k in belief_keys:
-            gr_cols[k].append(belief[k])
+    # position of each group in its episode (the verified records name only the group)
+    gr_cols = dict(groups.g)
+    pos = [group_pos[gid] for gid in gr_cols["group_id"]]
+    gr_cols["group_index"] = [p[0] for p in pos]
+    gr_cols["n_groups_in_episode"] = [p[1] for p in pos]
+    a_cols = groups.a
 
     tr_cols = _columns("run_id task_id episode_id completed n_conditions n_true")
     cr_cols = _columns("run_id task_id condition_id truth")

@@ -55,9 +55,14 @@ def step_level_execution(export, results) -> Table:
                + runs_note(results)))
 
 
+#: What the excerpts read of a group record (the planner calls are most of the rest).
+_FIELDS = ("group_id", "episode_id", "status", "attempts", "queries")
+
+
 class _Groups:
-    """Raw group records indexed by run and group, in episode order (built once per
-    export: the three excerpts share it)."""
+    """Group records indexed by run and group, in episode order (built once per export:
+    the three excerpts share it). The records of one run at a time are decoded on
+    demand (:meth:`record`); the excerpts walk the runs one after the other."""
 
     _last: tuple = (None, None)  # (export, index) of the latest export
 
@@ -70,17 +75,31 @@ class _Groups:
         return self
 
     def _build(self, export):
-        self.by_key = {}
-        for g in export.records_of("group_record"):
-            self.by_key[(g["run_id"], g["group_id"])] = g
+        self.export = export
         gr = export.group_records.sort_values(["run_id", "episode_id", "group_index"])
         self.order = list(zip(gr.run_id, gr.group_id))
+        self.keys = set(self.order)
+        self.n_attempts = dict(zip(self.order, gr.n_attempts))
+        # from the columns, so that the excerpts decode only the runs that can qualify
+        self.n_repairs = dict(zip(self.order, gr.n_repair_attempts))
+        responded = gr.groupby(["run_id", "episode_id"]).query_responses.sum()
+        self.requery_runs = set(responded[responded >= 2].index.get_level_values("run_id"))
         self.by_run: dict = {}  # run -> its group IDs in episode order
         for r, gid in self.order:
             self.by_run.setdefault(r, []).append(gid)
         self.groups = {g["group_id"]: g for e in export.records_of("episode")
                        for g in e["groups"]}
         self.anchors = {e["episode_id"]: e["anchors"] for e in export.records_of("episode")}
+        self._run, self._records = None, {}
+
+    def record(self, run_id: str, gid: str) -> dict:
+        """The group record of ``gid`` in run ``run_id``."""
+        if run_id != self._run:
+            self._records = {}  # drop the previous run before decoding the next
+            records = self.export.group_records_of(run_id).decode(fields=_FIELDS)
+            self._records = {g["group_id"]: g for g in records}
+            self._run = run_id
+        return self._records[gid]
 
 
 def _run_order(export) -> list[str]:
@@ -112,7 +131,7 @@ def trace_excerpt(export, results=None) -> Table:
     try:
         task = find_example_task(export)
         for run_id in runs:
-            if all((run_id, gid) in idx.by_key for gid in task["group_ids"]):
+            if all((run_id, gid) in idx.keys for gid in task["group_ids"]):
                 chosen = (run_id, task["group_ids"])
                 why = f"the groups of task {task['task_id']} ({task['title']})"
                 break
@@ -121,7 +140,7 @@ def trace_excerpt(export, results=None) -> Table:
     if chosen is None:
         for run_id in runs:
             for gid in idx.by_run.get(run_id, []):
-                if len(idx.by_key[(run_id, gid)]["attempts"]) >= 2:
+                if idx.n_attempts[(run_id, gid)] >= 2:
                     chosen, why = (run_id, [gid]), "the first group with two or more attempts"
                     break
             if chosen:
@@ -131,7 +150,7 @@ def trace_excerpt(export, results=None) -> Table:
     run_id, gids = chosen
     rows, total = [], 0
     for gid in gids:
-        g = idx.by_key[(run_id, gid)]
+        g = idx.record(run_id, gid)
         total += len(g["attempts"])
         first = True
         for a in g["attempts"]:
@@ -144,7 +163,7 @@ def trace_excerpt(export, results=None) -> Table:
                          idx.groups[gid]["instruction"], "attempt": pd.NA, "source": "",
                          "action": f"(no attempt; group status {g['status']})", "status": "",
                          "failed checks": ""})
-    status = ", ".join(f"{gid.rsplit('/', 1)[-1]}: {idx.by_key[(run_id, gid)]['status']}"
+    status = ", ".join(f"{gid.rsplit('/', 1)[-1]}: {idx.record(run_id, gid)['status']}"
                        for gid in gids)
     return Table(
         name="table13_trace_excerpt", title="Trace excerpt", paper_ref="paper Table 19 and E.3",
@@ -160,7 +179,9 @@ def repair_excerpt(export, results=None) -> Table:
     fallback = None
     for run_id in _run_order(export):
         for gid in idx.by_run.get(run_id, []):
-            g = idx.by_key[(run_id, gid)]
+            if not idx.n_repairs[(run_id, gid)]:
+                continue  # no repair attempt: neither a choice nor a fallback
+            g = idx.record(run_id, gid)
             atts = g["attempts"]
             # prefer a repair that follows a rejected planner action (paper E.4)
             pos = [i for i, a in enumerate(atts) if a["source"] == "repair"
@@ -177,7 +198,7 @@ def repair_excerpt(export, results=None) -> Table:
 
 
 def _repair_table(idx, run_id, gid, first):
-    g = idx.by_key[(run_id, gid)]
+    g = idx.record(run_id, gid)
     lo, hi = max(0, first - 4), min(len(g["attempts"]), first + 5)
     rows = [_attempt_row(run_id, g, a, "") for a in g["attempts"][lo:hi]]
     rows[0]["instruction"] = idx.groups[gid]["instruction"]
@@ -210,16 +231,18 @@ def _reobservations(idx, run_id):
     """Every responded query of a region whose reported items differ from the previous
     responded query of that region in the same episode (so accepted actions changed the
     region in between): ``dict`` per pair, in episode and time order."""
+    if run_id not in idx.requery_runs:
+        return []  # no episode of the run has two responded queries
     by_episode: dict = {}
     for gid in idx.by_run.get(run_id, []):
-        by_episode.setdefault(idx.by_key[(run_id, gid)]["episode_id"], []).append(gid)
+        by_episode.setdefault(idx.record(run_id, gid)["episode_id"], []).append(gid)
     found = []
     for ep, gids in by_episode.items():
         last: dict = {}      # region -> (group, query, accepted attempts before, reports before)
         accepted: list = []  # (group, attempt) in episode order
         reported: list = []  # (item, region, group) for every item a query reported added
         for gid in gids:
-            for kind, x in _timeline(idx.by_key[(run_id, gid)]):
+            for kind, x in _timeline(idx.record(run_id, gid)):
                 if kind == "attempt":
                     if x["status"] == "accepted":
                         accepted.append((gid, x))
