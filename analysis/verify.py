@@ -76,7 +76,8 @@ def run_verify(export_root, copy_to=None, keep: list | None = None) -> int:
     root = resolve_path(export_root)
     try:
         recover_export(root, _say)
-        report = verify(root)
+        # two processes: the command has the machine to itself (the library default is one)
+        report = verify(root, workers=2)
     except (IntegrityError, TransactionBusy) as exc:
         print(f"verification FAILED: {exc}", file=sys.stderr)
         return 1

@@ -20,11 +20,13 @@ targets (issue 13):
   under new planner names ``<planner>-x<k>``, records re-hashed through the package's
   manifest code, ``analysis.frozen.update_manifest``) takes <= 4.5 x the time (both
   commands; the ratio is also shown per record);
-* peak resident memory of every child < 400 MiB.
+* peak resident memory of every child < 400 MiB (printed for both exports; the grown
+  one has 24 planners, whose pairwise family of 828 contrasts dominates its peak).
 
 Every child is timed with ``os.wait4`` (its own rusage, which includes the processes it
-waited for: ``analysis.tables`` renders two figures in a forked child; maximum resident
-set size is the largest of them). The machine load is printed with the results.
+waited for: ``analysis.tables`` draws its figures in a forked worker and
+``analysis.verify`` verifies in two processes; maximum resident set size is the largest
+of them). The machine load is printed with the results.
 If the export does not verify, a synthetic one from tests/export_factory.py is used.
 """
 from __future__ import annotations
@@ -266,9 +268,10 @@ def main() -> None:
         print(f"  {k} growth with x{rec:.2f} records = x{g:.2f} (target <= x{GROWTH_TARGET} "
               f"for x4 records; per record x{g / rec * 4:.2f} scaled to x4): "
               f"{_verdict(g / rec * 4 <= GROWTH_TARGET)}")
-    peak = max(r[k]["peak"] for r in (r1, r4) for k in ("verify", "tables"))
-    print(f"  peak memory {peak:.0f} MiB (target < {PEAK_MIB:.0f} MiB): "
-          f"{_verdict(peak < PEAK_MIB)}")
+    for tag, r in (("x1, the export measured", r1), (f"x{args.factor}", r4)):
+        peak = max(r[k]["peak"] for k in ("verify", "tables"))
+        print(f"  peak memory {tag}: {peak:.0f} MiB (target < {PEAK_MIB:.0f} MiB): "
+              f"{_verdict(peak < PEAK_MIB)}")
 
 
 if __name__ == "__main__":

@@ -66,6 +66,10 @@ class IntegrityError(Exception):
         # one line, whatever a message quotes
         super().__init__(f"{where}: {message}".replace("\n", "\\n").replace("\r", "\\r"))
         self.file, self.line, self.record_id = file, line, record_id
+        self.message = message
+
+    def __reduce__(self):  # sent whole from a verifying child process
+        return type(self), (self.file, self.message, self.line, self.record_id)
 
 
 @dataclass(frozen=True)
@@ -555,7 +559,7 @@ def _verify_file(root: Path, rel: str, entry: dict, follow: bool, stream: bool =
 
 
 def verify_records(root: str | os.PathLike, *, follow_symlinks: bool = False,
-                   stream: dict[str, Callable | None] | None = None
+                   stream: dict[str, Callable | None] | None = None, workers: int = 1
                    ) -> tuple[VerificationReport, dict, dict]:
     """Verify and return ``(report, manifest, {relpath: records})``.
 
@@ -566,20 +570,97 @@ def verify_records(root: str | os.PathLike, *, follow_symlinks: bool = False,
     :class:`StreamedRecords` that decodes them again on demand. A callback sees the
     records of a file before the cross-file checks ran; if verification fails, what it
     built must be discarded (the exception says so by being raised).
+    ``workers=2`` verifies about half of the streamed files without a callback in a
+    forked process (where ``os.fork`` exists): the same checks, and the same first
+    error (that of the first failing file in path order).
     """
     root = Path(root)
     if not root.is_dir():
         raise IntegrityError(str(root), "export folder does not exist")
     try:
         with _no_gc():
-            return _verify(root, follow_symlinks, stream or {})
+            return _verify(root, follow_symlinks, stream or {}, workers)
     except RecursionError:
         raise IntegrityError(str(root), "a record is nested too deeply") from None
     except MemoryError:
         raise IntegrityError(str(root), "out of memory while verifying") from None
 
 
-def _verify(root: Path, follow: bool, stream: dict):
+def _split(manifest: dict, stream: dict) -> set[str]:
+    """The files a second process verifies: streamed files without a callback (their
+    records stay in that process), largest first, up to half of all decompressed bytes."""
+    files = manifest["files"]
+    size = {rel: e.get("decompressed_size", e["size"]) for rel, e in files.items()}
+    half = sum(size.values()) / 2
+    chosen, load = set(), 0
+    for rel in sorted(files, key=lambda r: (-size[r], r)):
+        rtype = files[rel]["record_type"]
+        if rtype in stream and stream[rtype] is None and load + size[rel] <= half:
+            chosen.add(rel)
+            load += size[rel]
+    return chosen
+
+
+def _verify_in_child(root: Path, follow: bool, manifest: dict, rels: list[str]):
+    """Fork a process that verifies ``rels`` (streamed, no callback). Returns
+    ``collect()``: ``{rel: (StreamedRecords, group keys)}``, or the ``IntegrityError``
+    of its first failing file (returned, not raised: the caller orders the errors)."""
+    import pickle
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        code = 0
+        try:
+            os.close(rfd)
+            out: dict = {}
+            try:
+                for rel in rels:
+                    entry = manifest["files"][rel]
+                    keys = [] if entry["record_type"] == "group_record" else None
+                    n = len(_verify_file(root, rel, entry, follow, stream=True, keys=keys))
+                    out[rel] = (n, keys)
+                payload = pickle.dumps(("ok", out))
+            except IntegrityError as exc:
+                payload = pickle.dumps(("error", exc))
+            except BaseException as exc:  # noqa: BLE001 - handed to the parent
+                payload = pickle.dumps(("crash", f"{type(exc).__name__}: {exc}"))
+            with os.fdopen(wfd, "wb") as f:
+                f.write(payload)
+        except BaseException:  # noqa: BLE001 - the parent reports the missing answer
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(wfd)
+
+    def collect():
+        try:
+            with os.fdopen(rfd, "rb") as f:
+                payload = f.read()
+        finally:
+            os.waitpid(pid, 0)
+        if not payload:
+            raise RuntimeError("the verifying process ended without an answer")
+        kind, value = pickle.loads(payload)
+        if kind == "crash":
+            raise RuntimeError(f"the verifying process failed: {value}")
+        if kind == "error":
+            return value
+        return {rel: (_verified_view(root, rel, manifest["files"][rel], n, follow), keys)
+                for rel, (n, keys) in value.items()}
+
+    return collect
+
+
+def _verified_view(root: Path, rel: str, entry: dict, n: int, follow: bool):
+    """The :class:`StreamedRecords` of a file the child verified: its bytes are read
+    here again and must still be the manifest's (else the file changed meanwhile)."""
+    raw = _read_regular(root / rel, rel, follow=follow, limit=entry["size"] + _SLACK)
+    if len(raw) != entry["size"] or hashlib.sha256(raw).hexdigest() != entry["sha256"]:
+        raise IntegrityError(rel, "changed while the export was being verified")
+    return StreamedRecords(rel, entry, raw, n)
+
+
+def _verify(root: Path, follow: bool, stream: dict, workers: int = 1):
     manifest = _read_manifest(root, follow)
     listed = set(manifest["files"])
     on_disk = _files_on_disk(root, follow)
@@ -590,12 +671,29 @@ def _verify(root: Path, follow: bool, stream: dict):
     if missing:
         raise IntegrityError(missing[0], "missing: listed in the manifest but not on disk")
     records, group_keys = {}, {}
-    for rel in sorted(listed):
-        entry = manifest["files"][rel]
-        rtype = entry["record_type"]
-        keys = group_keys[rel] = [] if rtype == "group_record" else None
-        records[rel] = _verify_file(root, rel, entry, follow, stream=rtype in stream,
-                                    sink=stream.get(rtype), keys=keys)
+    elsewhere = _split(manifest, stream) if workers > 1 and hasattr(os, "fork") else set()
+    collect = _verify_in_child(root, follow, manifest, sorted(elsewhere)) if elsewhere else None
+    error = None
+    try:
+        for rel in sorted(listed - elsewhere):
+            entry = manifest["files"][rel]
+            rtype = entry["record_type"]
+            keys = group_keys[rel] = [] if rtype == "group_record" else None
+            records[rel] = _verify_file(root, rel, entry, follow, stream=rtype in stream,
+                                        sink=stream.get(rtype), keys=keys)
+    except IntegrityError as exc:
+        error = exc
+    finally:
+        theirs = collect() if collect else {}
+    # the first failing file in path order, as one process would have reported it
+    if isinstance(theirs, IntegrityError) and (error is None or theirs.file < error.file):
+        error = theirs
+    if error is not None:
+        raise error
+    for rel, (view, keys) in theirs.items():
+        records[rel] = view
+        group_keys[rel] = keys
+    records = {rel: records[rel] for rel in sorted(records)}
     suites, runs = _check_cross_file(manifest, records, group_keys)
     report = VerificationReport(
         root=str(root), n_files=len(records), n_records=sum(map(len, records.values())),
@@ -791,12 +889,13 @@ def _check_run_files(folder, run, suite, tasks, episodes, records, group_keys, m
                              record_id=missing[0])
 
 
-def verify(root: str | os.PathLike = "frozen_exports") -> VerificationReport:
+def verify(root: str | os.PathLike = "frozen_exports", workers: int = 1) -> VerificationReport:
     """Verify the export at ``root``; raise :class:`IntegrityError` on the first problem.
+    ``workers=2`` shares the work with a forked process (see :func:`verify_records`).
 
     >>> verify("frozen_exports").summary()  # doctest: +SKIP
     'verified 12 files, 20345 records, 2 suites (memory, planner), 8 runs in frozen_exports'
     """
     # the group records are checked and dropped one by one: verification alone keeps
     # none of them (a tenth of the memory)
-    return verify_records(root, stream={"group_record": None})[0]
+    return verify_records(root, stream={"group_record": None}, workers=workers)[0]
