@@ -284,6 +284,9 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
         sys.exit(EXIT_CONFIG)
     try:
         cfg = compose_config(command, argv)
+    except KeyboardInterrupt:  # checking a value may import libraries (seconds)
+        print(f"{prog}: interrupted", file=sys.stderr)
+        sys.exit(130)
     except ConfigError as exc:
         if _debug():
             traceback.print_exc()
