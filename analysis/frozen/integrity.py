@@ -31,6 +31,7 @@ import json
 import os
 import re
 import stat
+from sys import intern
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -397,21 +398,36 @@ def _content(rel: str, raw: bytes, entry: dict) -> bytes:
         raise IntegrityError(rel, str(exc)) from None
 
 
-def _lines(rel: str, content: bytes) -> list[bytes]:
-    """The record lines of canonical content: each ends with exactly one ``\\n``."""
+def _line_count(rel: str, content: bytes) -> int:
+    """The number of record lines of canonical content: each ends with exactly one
+    ``\\n``, none is blank."""
     if not content:
-        return []
+        return 0
     if not content.endswith(b"\n"):
         n = content.count(b"\n") + 1
         raise IntegrityError(rel, "last line does not end with \\n (not canonical)", line=n)
-    lines = content[:-1].split(b"\n")
-    if b"" in lines:
+    if content.startswith(b"\n"):
+        blank = 0  # where the first blank line starts
+    else:
+        pos = content.find(b"\n\n")
+        blank = pos + 1 if pos >= 0 else -1
+    if blank >= 0:
         raise IntegrityError(rel, "blank line (not canonical: one record a line)",
-                             line=lines.index(b"") + 1)
-    if rel.endswith(".json") and len(lines) != 1:
-        raise IntegrityError(rel, f"a .json file holds exactly one record line, found "
-                             f"{len(lines)}", line=2)
-    return lines
+                             line=content.count(b"\n", 0, blank) + 1)
+    n = content.count(b"\n")
+    if rel.endswith(".json") and n != 1:
+        raise IntegrityError(rel, f"a .json file holds exactly one record line, found {n}",
+                             line=2)
+    return n
+
+
+def _lines(content: bytes):
+    """The record lines of checked content (:func:`_line_count`), as views: no copy."""
+    view, start, end, find = memoryview(content), 0, len(content), content.find
+    while start < end:
+        stop = find(b"\n", start)
+        yield view[start:stop]
+        start = stop + 1
 
 
 def _decode_line(rel: str, rtype: str, i: int, line: bytes, dec) -> dict:
@@ -421,6 +437,7 @@ def _decode_line(rel: str, rtype: str, i: int, line: bytes, dec) -> dict:
     except RecursionError:
         raise IntegrityError(rel, "nested too deeply", line=i) from None
     except msgspec.ValidationError as exc:
+        line = bytes(line)
         why = _diagnose_json(line)
         if why:
             raise IntegrityError(rel, why, line=i, record_id=_guess_id(rtype, line)) from None
@@ -428,10 +445,10 @@ def _decode_line(rel: str, rtype: str, i: int, line: bytes, dec) -> dict:
         raise IntegrityError(rel, f"schema violation for {rtype}: field {where!r}: "
                              f"{_msg(msg)}", line=i, record_id=_guess_id(rtype, line)) from None
     except msgspec.DecodeError as exc:
-        why = _diagnose_json(line) or f"not valid JSON ({_short(exc)})"
+        why = _diagnose_json(bytes(line)) or f"not valid JSON ({_short(exc)})"
         raise IntegrityError(rel, why, line=i) from None
     if _ENCODE(rec) != line:
-        _slow_canonical(rel, rtype, i, line, rec)
+        _slow_canonical(rel, rtype, i, bytes(line), rec)
     bad = check_numbers(rtype, rec)
     if bad:
         raise IntegrityError(rel, f"schema violation for {rtype}: field {bad!r}: expected a "
@@ -526,16 +543,16 @@ def _verify_file(root: Path, rel: str, entry: dict, follow: bool, stream: bool =
         raise IntegrityError(rel, f"decompresses to {len(content)} bytes, the manifest says "
                              f"{entry['decompressed_size']}")
     rtype = entry["record_type"]
-    lines = _lines(rel, content)
-    if len(lines) != entry["records"]:
-        raise IntegrityError(rel, f"{len(lines)} records, the manifest lists "
-                             f"{entry['records']}", line=min(len(lines), entry["records"]) + 1)
+    n_lines = _line_count(rel, content)
+    if n_lines != entry["records"]:
+        raise IntegrityError(rel, f"{n_lines} records, the manifest lists "
+                             f"{entry['records']}", line=min(n_lines, entry["records"]) + 1)
     dec = decoder(rtype)
     expected = entry["record_hashes"]
     records = []
     seen: dict[str, int] = {}
     sha = hashlib.sha256
-    for i, line in enumerate(lines, start=1):
+    for i, line in enumerate(_lines(content), start=1):
         rec = _decode_line(rel, rtype, i, line, dec)
         if sha(line).hexdigest() != expected[i - 1]:
             raise _locate_difference(rel, entry, content)
@@ -548,13 +565,16 @@ def _verify_file(root: Path, rel: str, entry: dict, follow: bool, stream: bool =
                                      record_id=rid)
             seen[key] = i
         if keys is not None:
-            keys.append((rec["run_id"], rec["episode_id"], rec["group_id"], rec["status"]))
+            # shared strings (the loader's columns use the same ones): not one copy per
+            # record kept alive for the cross-file checks
+            keys.append((intern(rec["run_id"]), intern(rec["episode_id"]),
+                         intern(rec["group_id"]), intern(rec["status"])))
         if not stream:
             records.append(rec)
         elif sink is not None:
             sink(rec)
     if stream:
-        return StreamedRecords(rel, entry, raw, len(lines))
+        return StreamedRecords(rel, entry, raw, n_lines)
     return records
 
 

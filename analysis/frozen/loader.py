@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import os
+from sys import intern
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -68,7 +69,12 @@ def _frame(cols: dict[str, list], columns: list[str]) -> pd.DataFrame:
     building one dict per row for the 100k+ attempts)."""
     if not cols[columns[0]]:
         return pd.DataFrame([], columns=columns)  # object columns, as from no rows
-    return pd.DataFrame({c: cols[c] for c in columns}, columns=columns)
+    # one column at a time, each list dropped once converted: the lists and the arrays
+    # of a 500k-row table are never all alive together
+    df = pd.DataFrame({columns[0]: pd.Series(cols.pop(columns[0]))})
+    for c in columns[1:]:
+        df[c] = pd.Series(cols.pop(c))
+    return df
 
 
 def _columns(names: str) -> dict[str, list]:
@@ -117,22 +123,17 @@ class _GroupColumns:
     def __init__(self):
         self.g = {k: [] for k in self.GROUP}
         self.a = {k: [] for k in self.ATTEMPT}
-        self._strings: dict = {}
 
     def add(self, g: dict) -> None:
-        one = self._strings.setdefault
         g_cols, a_cols = self.g, self.a
         (a_run, a_ep, a_group, a_index, a_source, a_type, a_status,
          a_failed) = a_cols.values()
-        run_id, eid, gid = one(g["run_id"], g["run_id"]), one(g["episode_id"],
-                                                              g["episode_id"]), g["group_id"]
-        gid = one(gid, gid)
+        run_id, eid, gid = intern(g["run_id"]), intern(g["episode_id"]), intern(g["group_id"])
         atts = g["attempts"]
         n_acc = n_rep = 0
         types = set()
         for a in atts:
-            status, source, action = one(a["status"], a["status"]), one(a["source"],
-                                                                        a["source"]), a["action"]
+            status, source, action = intern(a["status"]), intern(a["source"]), a["action"]
             n_acc += status == "accepted"
             n_rep += source == "repair"
             a_run.append(run_id)
@@ -143,7 +144,7 @@ class _GroupColumns:
             a_status.append(status)
             a_failed.append(len(a["failed_checks"]))
             if action is not None:
-                t = one(action["type"], action["type"])
+                t = intern(action["type"])
                 types.add(t)
                 a_type.append(t)
             else:
@@ -151,7 +152,7 @@ class _GroupColumns:
         g_cols["run_id"].append(run_id)
         g_cols["episode_id"].append(eid)
         g_cols["group_id"].append(gid)
-        g_cols["status"].append(one(g["status"], g["status"]))
+        g_cols["status"].append(intern(g["status"]))
         g_cols["n_attempts"].append(len(atts))
         g_cols["n_accepted"].append(n_acc)
         g_cols["n_repair_attempts"].append(n_rep)
