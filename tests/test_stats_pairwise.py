@@ -167,3 +167,25 @@ def test_errors():
         pairwise_simultaneous(df.iloc[1:], ["success"])
     with pytest.raises(ValueError, match="duplicates"):
         pairwise_simultaneous(pd.concat([df, df.iloc[:1]]), ["success"])
+
+
+def test_stepdown_from_row_blocks_equals_the_whole_matrix():
+    # pins the memory fix of issue 13: the multiplier null is processed in row blocks
+    rng = np.random.default_rng(3)
+    null = np.abs(rng.standard_normal((1003, 7)))
+    obs = np.abs(rng.standard_normal(7)) * 2
+    whole = _stepdown(null, obs)
+    blocks = _stepdown((null[i:i + 100] for i in range(0, 1003, 100)), obs)
+    assert np.array_equal(whole, blocks)
+
+
+def test_default_family_does_not_depend_on_the_null_block_size(monkeypatch):
+    """The default's max-|z| quantile, p-values and intervals are the same whether the
+    multiplier null is built in one block or in many (pins the x4-planner memory fix)."""
+    import analysis.stats.pairwise as pw
+    df = make_df(seed=11, planners=("A", "B", "C", "D", "E"), shift={"B": 0.8})
+    monkeypatch.setattr(pw, "NULL_BLOCK", 10**9)
+    one = pairwise_simultaneous(df, ["success", "validity"], n_resamples=2000, seed=4).table
+    monkeypatch.setattr(pw, "NULL_BLOCK", 7)
+    many = pairwise_simultaneous(df, ["success", "validity"], n_resamples=2000, seed=4).table
+    pd.testing.assert_frame_equal(one, many, check_exact=True)

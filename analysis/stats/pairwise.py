@@ -98,14 +98,19 @@ def contrast_matrix(n_planners: int, n_metrics: int):
     return pairs, C
 
 
-def _stepdown(null_abs: np.ndarray, obs_abs: np.ndarray) -> np.ndarray:
-    """Romano-Wolf stepdown p-values from a (B, m) null matrix of |statistics|."""
+def _stepdown(null_abs, obs_abs: np.ndarray) -> np.ndarray:
+    """Romano-Wolf stepdown p-values from a (B, m) null matrix of |statistics|, or from
+    an iterable of row blocks of it (the same p-values, exactly: counts are summed)."""
     if obs_abs.size == 0:
         return obs_abs.copy()
     order = np.argsort(-obs_abs, kind="stable")
-    srt = null_abs[:, order]
-    rev = np.maximum.accumulate(srt[:, ::-1], axis=1)[:, ::-1]
-    p = (rev >= obs_abs[order][None, :]).mean(axis=0)
+    hits, n = np.zeros(obs_abs.size), 0
+    for block in ([null_abs] if isinstance(null_abs, np.ndarray) else null_abs):
+        srt = block[:, order]
+        rev = np.maximum.accumulate(srt[:, ::-1], axis=1)[:, ::-1]
+        hits += np.count_nonzero(rev >= obs_abs[order][None, :], axis=0)
+        n += block.shape[0]
+    p = hits / n
     p = np.maximum.accumulate(p)
     out = np.empty_like(p)
     out[order] = p
@@ -313,12 +318,25 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
         r = np.where((den > 0) & ~zero, (e1[:, ia] * e1[:, ib]).sum(axis=0) / np.where(den > 0, den, 1), 0.0)
     active = ~zero
     alpha = 1 - confidence_level
-    Zfull = np.zeros((n_resamples, C))
     if active.any():
         dev = D[:, active] - theta[active] * N[:, active]
         xi = rng.standard_normal((n_resamples, G))
-        Zfull[:, active] = np.abs((xi @ dev) / np.sqrt((dev * dev).sum(axis=0)))
-        mxz = Zfull.max(axis=1)
+        scale = np.sqrt((dev * dev).sum(axis=0))
+    else:
+        xi = np.zeros((n_resamples, 0))
+
+    def null_blocks():
+        """|z| of every contrast under the multipliers (0 where inactive), in blocks of
+        replicates: with 24 planners the whole (B, C) matrix and its temporaries would
+        take several hundred MiB."""
+        for b0 in range(0, n_resamples, NULL_BLOCK):
+            Z = np.zeros((len(xi[b0:b0 + NULL_BLOCK]), C))
+            if active.any():
+                Z[:, active] = np.abs((xi[b0:b0 + NULL_BLOCK] @ dev) / scale)
+            yield Z
+
+    if active.any():
+        mxz = np.concatenate([Z.max(axis=1) for Z in null_blocks()])
         cz = float(quantile(mxz, confidence_level))
     else:
         cz = float(-special.ndtri(alpha / (2 * C)))
@@ -374,9 +392,14 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
         psd[order] = np.maximum.accumulate(adj)
         psd = np.minimum(psd, p1)
     else:
-        psd = np.minimum(_stepdown(Zfull, zj), p1)
+        psd = np.minimum(_stepdown(null_blocks(), zj), p1)
     return dict(theta=theta, se=se, zero=zero, low=low, high=high, p1=p1, psd=psd, cz=cz,
                 level=float(1 - 2 * special.ndtr(-cz)), pairs=pairs)
+
+
+#: replicates per block of the multiplier null (mover_family): 1,000 x 828 contrasts is
+#: 6.6 MiB
+NULL_BLOCK = 1000
 
 
 def _is_int(X) -> bool:
