@@ -31,11 +31,11 @@ import json
 import os
 import re
 import stat
-from sys import intern
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import Any, NotRequired, TypedDict
 
 import msgspec

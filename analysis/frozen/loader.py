@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import gc
 import os
-from sys import intern
 from dataclasses import dataclass, field
+from sys import intern
 
 import pandas as pd
 
