@@ -2,9 +2,9 @@
 
 Drawing the figures needs matplotlib, its PDF backend (which imports fontTools) and
 the figure builders: about a second of imports, then about 0.8 s of drawing, and
-nothing of it depends on the export. :meth:`FigureWorker.start` forks a process before
-the command imports pandas and scipy; it prepares matplotlib on the second core while
-the command verifies the export, then draws every figure from the computed results
+nothing of it depends on the export. :meth:`FigureWorker.start` forks a process as the
+command starts its work; it prepares matplotlib on the second core while the command
+verifies the export, then draws every figure from the computed results
 (:meth:`FigureWorker.submit`) while the command builds the tables. The figures only
 read the results: the worker never sees the export.
 

@@ -28,9 +28,9 @@ from .figure_worker import FigureWorker
 from .frozen import IntegrityError
 from .transaction import Transaction, TransactionBusy, recover, recover_export
 
-# pandas, scipy and the report builders (analysis.report, analysis.frozen.loader) are
-# imported where they are used: the command forks its figure process first, so that
-# process prepares matplotlib while this one imports them and verifies the export.
+# The loader and the report builders are imported where they are used, after the
+# figure process is forked (analysis.figure_worker): a process forked later would have
+# to import them again or wait for this one.
 
 __all__ = ["RegenerationReport", "OutputDirError", "regenerate", "build_generation",
            "write_generation", "check_out_dir", "main"]
