@@ -29,8 +29,8 @@ from .frozen import IntegrityError
 from .transaction import Transaction, TransactionBusy, recover, recover_export
 
 # The loader and the report builders are imported where they are used, after the
-# figure process is forked (analysis.figure_worker): a process forked later would have
-# to import them again or wait for this one.
+# figure process is forked (analysis.figure_worker): both processes then import in
+# parallel, instead of this one importing first while the other core idles.
 
 __all__ = ["RegenerationReport", "OutputDirError", "regenerate", "build_generation",
            "write_generation", "check_out_dir", "main"]
