@@ -80,7 +80,7 @@ def main() -> None:
         cmd = _median(lambda: subprocess.run(env_cmd, cwd=cwd, check=True,
                                              capture_output=True), args.repeat)
         floor = _median(lambda: subprocess.run(
-            [sys.executable, "-m", "analysis.verify", "--cfg", "job"], cwd=cwd, check=True,
+            [sys.executable, "-m", "analysis.verify", "--cfg"], cwd=cwd, check=True,
             capture_output=True), args.repeat)
     print(f"export: {root}   (median of {args.repeat}; wall s / CPU s)")
     print(f"naive standard-library pass   {naive[0]:6.3f} / {naive[1]:6.3f}")
