@@ -20,24 +20,26 @@ def step_level_execution(export, results) -> Table:
         raise Skip(results.skipped.get("planner", "no planner-suite runs") if results
                    else "no statistics results")
     runs = results.planner_tasks.drop_duplicates("run_id").set_index("run_id").label
-    a = export.attempts[export.attempts.run_id.isin(runs.index)]
-    g = export.group_records[export.group_records.run_id.isin(runs.index)]
-    # one pass over the attempts (not one filter per run: linear in the number of runs)
-    a_by, g_by = dict(tuple(a.groupby("run_id"))), dict(tuple(g.groupby("run_id")))
+    # counts from one grouping of the columns: no copy of the (large) attempts table, and
+    # linear in the number of runs
+    att, gr = export.attempts, export.group_records
+    by_kind = att.groupby(["run_id", "source", "status"]).size().to_dict()
+    n_att = att.groupby("run_id").size().to_dict()
+    n_groups = gr.groupby("run_id").size().to_dict()
+    n_completed = gr[gr.status == "completed"].groupby("run_id").size().to_dict()
     rows = []
     for run_id, label in sorted(runs.items(), key=lambda kv: kv[1]):
-        x = a_by.get(run_id, a.iloc[:0])
-        gg = g_by.get(run_id, g.iloc[:0])
-        row = {"planner": label, "groups": len(gg),
-               "groups completed": int((gg.status == "completed").sum()),
-               "attempts": len(x)}
+        total = int(n_att.get(run_id, 0))
+        row = {"planner": label, "groups": int(n_groups.get(run_id, 0)),
+               "groups completed": int(n_completed.get(run_id, 0)), "attempts": total}
         for src in ("planner", "repair"):
             for st in ("accepted", "invalid"):
-                row[f"{src} {st}"] = int(((x.source == src) & (x.status == st)).sum())
-        row["accepted (pooled share)"] = (float((x.status == "accepted").mean())
-                                          if len(x) else float("nan"))
-        row["repair share of attempts"] = (float((x.source == "repair").mean())
-                                           if len(x) else float("nan"))
+                row[f"{src} {st}"] = int(by_kind.get((run_id, src, st), 0))
+        accepted = sum(v for (r, _src, st), v in by_kind.items()
+                       if r == run_id and st == "accepted")
+        repair = sum(v for (r, src, _st), v in by_kind.items() if r == run_id and src == "repair")
+        row["accepted (pooled share)"] = accepted / total if total else float("nan")
+        row["repair share of attempts"] = repair / total if total else float("nan")
         rows.append(row)
     data = pd.DataFrame(rows)
     disp = data.copy()
