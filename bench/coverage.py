@@ -228,6 +228,14 @@ def calibration_record(bounds, s0, theta, tdiff, excl=True):
     per contrast the factor up to which its interval excludes 0 (0 if it never does).
     """
     C = len(theta)
+    se = getattr(bounds, "symmetric_se", None)
+    if se is not None:  # theta +- s se: closed form (a zero SE covers only its own value)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            need = np.where(se > 0, np.abs(theta - tdiff) / np.where(se > 0, se, 1),
+                            np.where(theta == tdiff, 0.0, np.inf))
+            ex = np.where(se > 0, np.abs(theta) / np.where(se > 0, se, 1),
+                          np.where(theta == 0, 0.0, np.inf))
+        return float(need.max() / s0), (ex / s0 if excl else None)
 
     def covers(s):
         lo, hi = bounds(s)
@@ -288,8 +296,9 @@ def family_intervals(S, Q, n_g, M, Cm, bounded, rng, rng_c, B_mult, candidates, 
         s = se.copy()
         s[~zero] = su
         fams[meth] = (np.where(zero, th, th - crit * s), np.where(zero, th, th + crit * s))
-        bnds[meth] = ((lambda c, s=s: (np.where(zero, th, th - c * s), np.where(zero, th, th + c * s))),
-                      crit)
+        bf = (lambda c, s=s: (np.where(zero, th, th - c * s), np.where(zero, th, th + c * s)))
+        bf.symmetric_se = np.where(zero, 0.0, s)  # closed-form calibration (no bisection)
+        bnds[meth] = (bf, crit)
     return th, fams, bnds
 
 
@@ -313,8 +322,11 @@ def null_calibration(dz, n_sims, seed, B_mult, candidates, t_meths):
         n_g = np.bincount(cl, minlength=G).astype(float)
         th, _, bnds = family_intervals(S, Q, n_g, M, Cm, np.ones(M, bool), rng, rng_c, B_mult,
                                        candidates, True, t_meths)
+        done = {}
         for k, (bf, s0) in bnds.items():
-            need.setdefault(k, []).append(calibration_record(bf, s0, th, t0, excl=False)[0])
+            if id(bf) not in done:
+                done[id(bf)] = calibration_record(bf, 1.0, th, t0, excl=False)[0]
+            need.setdefault(k, []).append(done[id(bf)] / s0)
     return {k: float(np.quantile(v, 0.95, method="higher")) for k, v in need.items()}
 
 
@@ -372,9 +384,12 @@ def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False, candidates
                                           calibrate, t_meths)
         fams.update(more)
         if calibrate:
+            done = {}  # the default at its own and at the Bonferroni level share bounds
             for k, (bf, s0) in bnds.items():
-                need, excl = calibration_record(bf, s0, th, tdiff)
-                cal.setdefault(k, []).append((need, excl, th))
+                if id(bf) not in done:
+                    done[id(bf)] = calibration_record(bf, 1.0, th, tdiff)
+                need, excl = done[id(bf)]
+                cal.setdefault(k, []).append((need / s0, excl / s0, th))
         for k, (lo, hi) in fams.items():
             add(f"fw:{k}", float(np.all((lo <= tdiff) & (tdiff <= hi))))
             # the side of the misses: some interval entirely above / below its truth
@@ -495,6 +510,7 @@ def summarise(df: pd.DataFrame) -> str:
         rng_ = f"{min(gap):+.3f} to {max(gap):+.3f}" if gap else ""
         out.append(f"| {fam} | {mn(sm):.3f} | {mn(fw[DEF]):.3f} | "
                    f"{mn(fw['bonferroni_t']):.3f} | {nwin} of {len(wins)} | {rng_} |")
+    out += summarise_power(df, designs, info)
     if "run" in df.columns:
         out += ["", "| run (CSV column `run`) | designs | datasets per design | methods |",
                 "|---|---|---|---|"]
@@ -503,6 +519,81 @@ def summarise(df: pd.DataFrame) -> str:
             out.append(f"| {run} | {r.design.nunique()} | {ns} | "
                        f"{', '.join(dict.fromkeys(r.method))} |")
     return "\n".join(out)
+
+
+#: the power round of issue 11: candidates and the matched-power comparison
+CANDIDATES = ("cr2bm_mover_maxz", "mover_wilson_maxz")
+BONF_LEVEL = "mover_kg_maxz at Bonferroni level"
+
+
+def summarise_power(df, designs, info):
+    """Tables of the power round (candidates, size- and coverage-matched power)."""
+    cands = [c for c in CANDIDATES if ((df.quantity == "fw") & (df.method == c)).any()]
+    if not cands:
+        return []
+    DEF, BT = "mover_kg_maxz (default)", "bonferroni_t"
+
+    def get(q, m):
+        r = df[(df.quantity == q) & (df.method == m)].set_index("design")
+        return r.value, r.mc_se
+
+    def f(pair, d, se=False):
+        v, s = pair
+        if d not in v.index or not np.isfinite(v[d]):
+            return "n/a" if d in v.index else ""
+        return f"{v[d]:.3f} ({s[d]:.3f})" if se else f"{v[d]:.3f}"
+
+    meths = [DEF, *cands, BT]
+    out = ["", "Power round: family-wise coverage and power of the candidates, the default and "
+           "Bonferroni-t on the same datasets.", "",
+           "| design | " + " | ".join(f"cov. {m}" for m in meths) + " | "
+           + " | ".join(f"power {m}" for m in meths) + " |", "|" + "---|" * (1 + 2 * len(meths))]
+    fw = {m: get("fw", m) for m in meths}
+    pw = {m: get("power", m) for m in meths}
+    for d in designs:
+        if d not in fw[DEF][0].index:
+            continue
+        out.append(f"| {d} | " + " | ".join(f(fw[m], d) for m in meths) + " | "
+                   + " | ".join(f(pw[m], d, True) for m in meths) + " |")
+    out += ["", "| method | worst family-wise cov. (design) | designs with cov. >= 0.93 | "
+            "designs where power >= Bonferroni-t | ... not below it by 2 MC SE |", "|---|---|---|---|---|"]
+    for m in meths:
+        v = fw[m][0]
+        eff = [d for d in pw[BT][0].index if d in pw[m][0].index]
+        ge = sum(pw[m][0][d] >= pw[BT][0][d] for d in eff)
+        nb = sum(pw[m][0][d] - pw[BT][0][d] >= -2 * np.hypot(pw[m][1][d], pw[BT][1][d]) for d in eff)
+        out.append(f"| {m} | {v.min():.3f} ({v.idxmin()}) | {int((v >= 0.93).sum())} of {len(v)} | "
+                   f"{ge} of {len(eff)} | {nb} of {len(eff)} |")
+    if not (df.quantity == "power_size").any():
+        return out
+    cm = [DEF, BONF_LEVEL, *cands, BT]
+    cm = [m for m in cm if ((df.quantity == "power_size") & (df.method == m)).any()]
+    ps = {m: get("power_size", m) for m in cm}
+    pc = {m: get("power_cal", m) for m in cm}
+    nf = {m: get("null_factor", m) for m in cm}
+    cf = {m: get("cal_factor", m) for m in cm}
+    out += ["", "Matched power (designs with effects): `size-matched` scales each method's critical "
+            "value by the factor (in brackets) that gives family-wise coverage 0.95 under the "
+            "design's null; `coverage-matched` by the factor that gives 0.95 on the design's own "
+            "datasets (n/a: no factor does, some interval is a point that misses).", "",
+            "| design | " + " | ".join(f"size-matched {m}" for m in cm) + " | "
+            + " | ".join(f"coverage-matched {m}" for m in cm) + " |", "|" + "---|" * (1 + 2 * len(cm))]
+    for d in designs:
+        if d not in ps[DEF][0].index:
+            continue
+        out.append(f"| {d} | " + " | ".join(f"{f(ps[m], d)} [{f(nf[m], d)}]" for m in cm) + " | "
+                   + " | ".join(f"{f(pc[m], d)} [{f(cf[m], d)}]" for m in cm) + " |")
+    out += ["", "| method | size-matched power >= Bonferroni-t's | coverage-matched power >= "
+            "Bonferroni-t's (n/a counts as below for Bonferroni-t) |", "|---|---|---|"]
+    for m in cm:
+        if m == BT:
+            continue
+        eff = list(ps[BT][0].index)
+        ge = sum(ps[m][0][d] >= ps[BT][0][d] for d in eff)
+        gc = sum(np.isfinite(pc[m][0][d]) and (not np.isfinite(pc[BT][0][d])
+                                               or pc[m][0][d] >= pc[BT][0][d]) for d in eff)
+        out.append(f"| {m} | {ge} of {len(eff)} | {gc} of {len(eff)} |")
+    return out
 
 
 def main(argv=None):
