@@ -32,6 +32,16 @@ replaces that CSV's rows with the same (design, quantity, method) and labels eve
 with its run (``run`` column, ``--run-label``). ``fw_miss_above`` / ``fw_miss_below``:
 share of datasets where some interval lies entirely above / below its truth.
 
+Power round of issue 11: ``--candidates cr2bm_mover_maxz,mover_wilson_maxz`` adds those
+non-default family methods on the same datasets (their multipliers from a generator of
+their own, so the other rows are unchanged); ``--calibrate`` adds matched power
+(``power_size`` at the factor on each method's critical value that gives family-wise
+coverage 0.95 on as many null datasets of the design, ``null_factor``; ``power_cal`` at
+the factor that gives 0.95 on the design's own datasets, ``cal_factor``; inf / NaN when no
+factor does) for the default, the default's construction at the Bonferroni level
+alpha/m, the candidates and Bonferroni-t; ``--quantities`` keeps only the named
+quantities of a run before merging.
+
 Resamples inside the simulation: 1000 Gaussian multipliers for the max-|z| / max-|t|
 quantiles, 400 episode resamples for ``bootstrap_t`` (the tables use 10,000).
 """

@@ -455,6 +455,11 @@ def pairwise_simultaneous(
       the intervals, so single-step p < level exactly
       when the interval excludes 0. Holds family-wise coverage under true differences
       and rare success in ``bench/coverage.py`` (docs/statistics.md).
+    * ``mover_wilson_maxz``, ``cr2bm_mover_maxz`` (issue 11's power round, not the
+      default; :func:`mover_family`): as the default with each mean's Korn-Graubard
+      Wilson interval in place of Clopper-Pearson, or with ``d +- t_nu se_CR2``
+      (Bell-McCaffrey df) for contrasts whose means are away from 0 and 1. Neither both
+      covers 0.93 in every design and matches Bonferroni-t's power (docs/statistics.md).
     * ``satt_maxt_tcal`` (the previous default): CR1 SEs; the contrasts' joint correlation from a
       Gaussian multiplier on the episode scores gives a max-|z| quantile, whose
       per-contrast tail probability is converted to a t quantile with Satterthwaite
