@@ -32,6 +32,16 @@ replaces that CSV's rows with the same (design, quantity, method) and labels eve
 with its run (``run`` column, ``--run-label``). ``fw_miss_above`` / ``fw_miss_below``:
 share of datasets where some interval lies entirely above / below its truth.
 
+Power round of issue 11: ``--candidates cr2bm_mover_maxz,mover_wilson_maxz`` adds those
+non-default family methods on the same datasets (their multipliers from a generator of
+their own, so the other rows are unchanged); ``--calibrate`` adds matched power
+(``power_size`` at the factor on each method's critical value that gives family-wise
+coverage 0.95 on as many null datasets of the design, ``null_factor``; ``power_cal`` at
+the factor that gives 0.95 on the design's own datasets, ``cal_factor``; inf / NaN when no
+factor does) for the default, the default's construction at the Bonferroni level
+alpha/m, the candidates and Bonferroni-t; ``--quantities`` keeps only the named
+quantities of a run before merging.
+
 Resamples inside the simulation: 1000 Gaussian multipliers for the max-|z| / max-|t|
 quantiles, 400 episode resamples for ``bootstrap_t`` (the tables use 10,000).
 """
@@ -48,7 +58,7 @@ from scipy import special, stats
 from analysis.stats._core import cr1_se, pairs_weights
 from analysis.stats.bootstrap import interval_from_replicates
 from analysis.stats.intervals import column_df, kg_interval
-from analysis.stats.pairwise import contrast_matrix, family_inference, mover_family
+from analysis.stats.pairwise import MOVER_METHODS, contrast_matrix, family_inference, mover_family
 
 SIZES18 = np.array([2, 2, 3, 3, 3, 4, 4, 5, 5, 5, 6, 6, 7, 7, 8, 9, 11, 15])
 EXTREME18 = np.array([1, 1, 1, 1, 1, 2, 2, 3, 4, 5, 8, 10, 12, 12, 12, 12, 12, 12])
@@ -204,8 +214,136 @@ DEFAULTS_ONLY = ("mover_kg_maxz (default)", "mover_kg_maxz no floor (first-round
                  "bonferroni_t")
 
 
-def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False):
+def _bisect(ok, C, hi=8.0, iters=16):
+    """Smallest s in [0, hi] with ``ok(s)`` (vector over C contrasts, monotone in s);
+    ``inf`` where even ``hi`` fails (a per-contrast level beyond 1 - 1e-15 counts as
+    never)."""
+    lo_s, hi_s = np.zeros(C), np.full(C, hi)
+    good_hi = ok(hi_s)
+    for _ in range(iters):
+        mid = (lo_s + hi_s) / 2
+        g = ok(mid)
+        hi_s = np.where(g, mid, hi_s)
+        lo_s = np.where(g, lo_s, mid)
+    return np.where(good_hi, hi_s, np.inf)
+
+
+def calibration_record(bounds, s0, theta, tdiff, excl=True):
+    """One dataset's pieces of the size-matched comparison of a family method.
+
+    ``bounds(s)`` gives the (low, high) of every contrast at critical value ``s``
+    (per-contrast normal quantile for the max-|z| methods, |t| for Bonferroni-t), ``s0``
+    the method's own critical value. Returns ``(lam_need, lam_excl)``: the smallest
+    factor ``lam`` on ``s0`` at which every interval contains its true difference, and
+    per contrast the factor up to which its interval excludes 0 (0 if it never does).
+    """
+    C = len(theta)
+    se = getattr(bounds, "symmetric_se", None)
+    if se is not None:  # theta +- s se: closed form (a zero SE covers only its own value)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            need = np.where(se > 0, np.abs(theta - tdiff) / np.where(se > 0, se, 1),
+                            np.where(theta == tdiff, 0.0, np.inf))
+            ex = np.where(se > 0, np.abs(theta) / np.where(se > 0, se, 1),
+                          np.where(theta == 0, 0.0, np.inf))
+        return float(need.max() / s0), (ex / s0 if excl else None)
+
+    def covers(s):
+        lo, hi = bounds(s)
+        return (lo <= tdiff) & (tdiff <= hi)
+
+    def includes0(s):
+        lo, hi = bounds(s)
+        return (lo <= 0) & (0 <= hi)
+
+    hi = max(8.0, 2.5 * s0)  # z up to 8 (a level of 1 - 1e-15); |t| up to 2.5 times its own
+    need = _bisect(covers, C, hi)
+    if not excl:  # the null pass needs lam_need only
+        return float(need.max() / s0), None
+    ex = np.where(theta == 0, 0.0, _bisect(includes0, C, hi))
+    return float(need.max() / s0), ex / s0
+
+
+def calibrated_power(records, tdiff, nonzero, level=0.95, lam=None):
+    """Coverage-matched power: the factor ``lam*`` (the ``level`` quantile over datasets
+    of ``lam_need``) makes the method's family-wise coverage ``level`` in this design;
+    power is then the share of truly nonzero contrasts whose interval at ``lam* s0``
+    excludes 0 with the right sign. ``lam`` given (e.g. from the design's null): power
+    at that factor. Returns ``(lam*, power per dataset)``."""
+    if lam is None:
+        need = np.array([r[0] for r in records])
+        lam = float(np.quantile(need, level, method="higher"))
+    if not np.isfinite(lam):
+        return lam, np.full(len(records), np.nan)
+    pw = [float(((ex > lam) & (np.sign(th) == np.sign(tdiff)))[nonzero].mean())
+          for ex, th in ((r[1], r[2]) for r in records)]
+    return lam, np.array(pw)
+
+
+def family_intervals(S, Q, n_g, M, Cm, bounded, rng, rng_c, B_mult, candidates, calibrate, t_meths):
+    """The family methods' intervals on one dataset: ``(theta, {name: (low, high)},
+    {name: (bounds, s0)})``. ``rng`` draws the default's multipliers, ``rng_c`` those of
+    the candidates (so adding a candidate leaves the datasets and the default unchanged)."""
+    fams, bnds = {}, {}
+    f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="satt", pvalues=False)
+    fams["mover_kg_maxz (default)"] = (f["low"], f["high"])
+    bnds["mover_kg_maxz (default)"] = (f["bounds"], f["cz"])
+    C = len(f["theta"])
+    if calibrate:
+        # the default's own per-contrast construction at the Bonferroni level alpha/m
+        zb = float(-special.ndtri(0.05 / (2 * C)))
+        fams["mover_kg_maxz at Bonferroni level"] = f["bounds"](np.full(C, zb))
+        bnds["mover_kg_maxz at Bonferroni level"] = (f["bounds"], zb)
+    for cand in candidates:
+        fc = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng_c, pvalues=False,
+                          **MOVER_METHODS[cand])
+        fams[cand] = (fc["low"], fc["high"])
+        bnds[cand] = (fc["bounds"], fc["cz"])
+    D = S @ Cm
+    Nd = np.repeat(np.asarray(n_g, float)[:, None], D.shape[1], axis=1)
+    th, se, zero = cr1_se(D, Nd)
+    for meth in t_meths:
+        crit, _, _, su = family_inference(meth, D, Nd, th, se, ~zero, 0.05, B_mult, rng)
+        s = se.copy()
+        s[~zero] = su
+        fams[meth] = (np.where(zero, th, th - crit * s), np.where(zero, th, th + crit * s))
+        bf = (lambda c, s=s: (np.where(zero, th, th - c * s), np.where(zero, th, th + c * s)))
+        bf.symmetric_se = np.where(zero, 0.0, s)  # closed-form calibration (no bisection)
+        bnds[meth] = (bf, crit)
+    return th, fams, bnds
+
+
+def null_calibration(dz, n_sims, seed, B_mult, candidates, t_meths):
+    """Per family method, the factor on its critical value at which its family-wise
+    coverage is 0.95 under this design's null (every planner equal, same rates, sizes,
+    ICC and correlation), on ``n_sims`` null datasets of their own."""
+    dz0 = dict(dz, effect="null", size_dep=False)
+    mu0, truth0 = setup(dz0)
+    M, G = len(dz["ps"]), len(dz["sizes"])
+    _, Cm = contrast_matrix(P, M)
+    t0 = truth0.reshape(-1) @ Cm
+    rng, rng_c = np.random.default_rng([seed, 2]), np.random.default_rng([seed, 3])
+    need = {}
+    for _ in range(n_sims):
+        X, cl = simulate(rng, dz0, mu0)
+        S = np.zeros((G, X.shape[1]))
+        np.add.at(S, cl, X)
+        Q = np.zeros_like(S)
+        np.add.at(Q, cl, X * X)
+        n_g = np.bincount(cl, minlength=G).astype(float)
+        th, _, bnds = family_intervals(S, Q, n_g, M, Cm, np.ones(M, bool), rng, rng_c, B_mult,
+                                       candidates, True, t_meths)
+        done = {}
+        for k, (bf, s0) in bnds.items():
+            if id(bf) not in done:
+                done[id(bf)] = calibration_record(bf, 1.0, th, t0, excl=False)[0]
+            need.setdefault(k, []).append(done[id(bf)] / s0)
+    return {k: float(np.quantile(v, 0.95, method="higher")) for k, v in need.items()}
+
+
+def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False, candidates=(),
+               calibrate=False):
     rng = np.random.default_rng(seed)
+    rng_c = np.random.default_rng([seed, 1])
     mu, truth = setup(dz)
     M = len(dz["ps"])
     G = len(dz["sizes"])
@@ -216,6 +354,7 @@ def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False):
     bounded = np.ones(M, bool)
     rows = []
     acc = {}
+    cal = {}  # method -> per-dataset calibration records
 
     def add(key, val):
         acc.setdefault(key, []).append(val)
@@ -251,16 +390,16 @@ def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False):
             f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="g1", pvalues=False)
             fams["mover_kg_maxz df=G-1"] = (f["low"], f["high"])
             t_meths = ("satt_maxt_tcal", "bonferroni_t")
-        f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="satt", pvalues=False)
-        fams["mover_kg_maxz (default)"] = (f["low"], f["high"])
-        D = S @ Cm
-        Nd = np.repeat(n_g[:, None], D.shape[1], axis=1)
-        th, se, zero = cr1_se(D, Nd)
-        for meth in t_meths:
-            crit, _, _, su = family_inference(meth, D, Nd, th, se, ~zero, 0.05, B_mult, rng)
-            s = se.copy()
-            s[~zero] = su
-            fams[meth] = (np.where(zero, th, th - crit * s), np.where(zero, th, th + crit * s))
+        th, more, bnds = family_intervals(S, Q, n_g, M, Cm, bounded, rng, rng_c, B_mult, candidates,
+                                          calibrate, t_meths)
+        fams.update(more)
+        if calibrate:
+            done = {}  # the default at its own and at the Bonferroni level share bounds
+            for k, (bf, s0) in bnds.items():
+                if id(bf) not in done:
+                    done[id(bf)] = calibration_record(bf, 1.0, th, tdiff)
+                need, excl = done[id(bf)]
+                cal.setdefault(k, []).append((need / s0, excl / s0, th))
         for k, (lo, hi) in fams.items():
             add(f"fw:{k}", float(np.all((lo <= tdiff) & (tdiff <= hi))))
             # the side of the misses: some interval entirely above / below its truth
@@ -271,6 +410,22 @@ def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False):
             if nonzero.any():
                 add(f"power:{k}", float(right[nonzero].mean()))
             add(f"wrong:{k}", float(wrong.mean()))
+    if cal:
+        t_meths = ("bonferroni_t",) if defaults_only else ("satt_maxt_tcal", "bonferroni_t")
+        null_lam = (null_calibration(dz, n_sims, seed, B_mult, candidates, t_meths)
+                    if nonzero.any() else None)
+    for k, recs in cal.items():
+        # coverage-matched: the factor giving 0.95 family-wise coverage on these datasets
+        lam, pw = calibrated_power(recs, tdiff, nonzero)
+        add(f"cal_factor:{k}", lam)  # one value per design (mc_se NaN)
+        if nonzero.any():
+            for v in pw:
+                add(f"power_cal:{k}", v)
+            # size-matched: the factor giving 0.95 under the design's null
+            lam0 = null_lam[k]
+            add(f"null_factor:{k}", lam0)
+            for v in calibrated_power(recs, tdiff, nonzero, lam=lam0)[1]:
+                add(f"power_size:{k}", v)
     for key, vals in acc.items():
         kind, meth = key.split(":", 1)
         v = np.asarray(vals)
@@ -278,7 +433,8 @@ def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False):
                          icc=dz["icc"], corr=dz["corr"], effect=dz["effect"],
                          rates="/".join(f"{p:g}" for p in dz["ps"]), kinds="/".join(dz["kinds"]),
                          quantity=kind, method=meth, value=v.mean(),
-                         mc_se=v.std(ddof=1) / np.sqrt(len(v)), n_sims=len(v)))
+                         mc_se=v.std(ddof=1) / np.sqrt(len(v)) if len(v) > 1 else np.nan,
+                         n_sims=len(v) if not kind.endswith("_factor") else n_sims))
     return rows
 
 
@@ -364,6 +520,7 @@ def summarise(df: pd.DataFrame) -> str:
         rng_ = f"{min(gap):+.3f} to {max(gap):+.3f}" if gap else ""
         out.append(f"| {fam} | {mn(sm):.3f} | {mn(fw[DEF]):.3f} | "
                    f"{mn(fw['bonferroni_t']):.3f} | {nwin} of {len(wins)} | {rng_} |")
+    out += summarise_power(df, designs, info)
     if "run" in df.columns:
         out += ["", "| run (CSV column `run`) | designs | datasets per design | methods |",
                 "|---|---|---|---|"]
@@ -372,6 +529,81 @@ def summarise(df: pd.DataFrame) -> str:
             out.append(f"| {run} | {r.design.nunique()} | {ns} | "
                        f"{', '.join(dict.fromkeys(r.method))} |")
     return "\n".join(out)
+
+
+#: the power round of issue 11: candidates and the matched-power comparison
+CANDIDATES = ("cr2bm_mover_maxz", "mover_wilson_maxz")
+BONF_LEVEL = "mover_kg_maxz at Bonferroni level"
+
+
+def summarise_power(df, designs, info):
+    """Tables of the power round (candidates, size- and coverage-matched power)."""
+    cands = [c for c in CANDIDATES if ((df.quantity == "fw") & (df.method == c)).any()]
+    if not cands:
+        return []
+    DEF, BT = "mover_kg_maxz (default)", "bonferroni_t"
+
+    def get(q, m):
+        r = df[(df.quantity == q) & (df.method == m)].set_index("design")
+        return r.value, r.mc_se
+
+    def f(pair, d, se=False):
+        v, s = pair
+        if d not in v.index or not np.isfinite(v[d]):
+            return "n/a" if d in v.index else ""
+        return f"{v[d]:.3f} ({s[d]:.3f})" if se else f"{v[d]:.3f}"
+
+    meths = [DEF, *cands, BT]
+    out = ["", "Power round: family-wise coverage and power of the candidates, the default and "
+           "Bonferroni-t on the same datasets.", "",
+           "| design | " + " | ".join(f"cov. {m}" for m in meths) + " | "
+           + " | ".join(f"power {m}" for m in meths) + " |", "|" + "---|" * (1 + 2 * len(meths))]
+    fw = {m: get("fw", m) for m in meths}
+    pw = {m: get("power", m) for m in meths}
+    for d in designs:
+        if d not in fw[DEF][0].index:
+            continue
+        out.append(f"| {d} | " + " | ".join(f(fw[m], d) for m in meths) + " | "
+                   + " | ".join(f(pw[m], d, True) for m in meths) + " |")
+    out += ["", "| method | worst family-wise cov. (design) | designs with cov. >= 0.93 | "
+            "designs where power >= Bonferroni-t | ... not below it by 2 MC SE |", "|---|---|---|---|---|"]
+    for m in meths:
+        v = fw[m][0]
+        eff = [d for d in pw[BT][0].index if d in pw[m][0].index]
+        ge = sum(pw[m][0][d] >= pw[BT][0][d] for d in eff)
+        nb = sum(pw[m][0][d] - pw[BT][0][d] >= -2 * np.hypot(pw[m][1][d], pw[BT][1][d]) for d in eff)
+        out.append(f"| {m} | {v.min():.3f} ({v.idxmin()}) | {int((v >= 0.93).sum())} of {len(v)} | "
+                   f"{ge} of {len(eff)} | {nb} of {len(eff)} |")
+    if not (df.quantity == "power_size").any():
+        return out
+    cm = [DEF, BONF_LEVEL, *cands, BT]
+    cm = [m for m in cm if ((df.quantity == "power_size") & (df.method == m)).any()]
+    ps = {m: get("power_size", m) for m in cm}
+    pc = {m: get("power_cal", m) for m in cm}
+    nf = {m: get("null_factor", m) for m in cm}
+    cf = {m: get("cal_factor", m) for m in cm}
+    out += ["", "Matched power (designs with effects): `size-matched` scales each method's critical "
+            "value by the factor (in brackets) that gives family-wise coverage 0.95 under the "
+            "design's null; `coverage-matched` by the factor that gives 0.95 on the design's own "
+            "datasets (n/a: no factor does, some interval is a point that misses).", "",
+            "| design | " + " | ".join(f"size-matched {m}" for m in cm) + " | "
+            + " | ".join(f"coverage-matched {m}" for m in cm) + " |", "|" + "---|" * (1 + 2 * len(cm))]
+    for d in designs:
+        if d not in ps[DEF][0].index:
+            continue
+        out.append(f"| {d} | " + " | ".join(f"{f(ps[m], d)} [{f(nf[m], d)}]" for m in cm) + " | "
+                   + " | ".join(f"{f(pc[m], d)} [{f(cf[m], d)}]" for m in cm) + " |")
+    out += ["", "| method | size-matched power >= Bonferroni-t's | coverage-matched power >= "
+            "Bonferroni-t's (n/a counts as below for Bonferroni-t) |", "|---|---|---|"]
+    for m in cm:
+        if m == BT:
+            continue
+        eff = list(ps[BT][0].index)
+        ge = sum(ps[m][0][d] >= ps[BT][0][d] for d in eff)
+        gc = sum(np.isfinite(pc[m][0][d]) and (not np.isfinite(pc[BT][0][d])
+                                               or pc[m][0][d] >= pc[BT][0][d]) for d in eff)
+        out.append(f"| {m} | {ge} of {len(eff)} | {gc} of {len(eff)} |")
+    return out
 
 
 def main(argv=None):
@@ -389,6 +621,16 @@ def main(argv=None):
                     help="CSV whose rows with the same (design, quantity, method) are replaced by "
                          "this run's rows (written back to --out)")
     ap.add_argument("--run-label", default=None, help="label of this run in the CSV's run column")
+    ap.add_argument("--candidates", default="",
+                    help="comma-separated non-default family methods of "
+                         "analysis.stats.pairwise.MOVER_METHODS to run on the same datasets")
+    ap.add_argument("--quantities", default=None,
+                    help="comma-separated quantities kept from this run (e.g. "
+                         "power_cal,cal_factor,power_size,null_factor), so a calibration run "
+                         "merges without replacing the rows of a larger run")
+    ap.add_argument("--calibrate", action="store_true",
+                    help="size-matched power: each family method's critical value scaled per "
+                         "design so its family-wise coverage is 0.95 on these datasets")
     ap.add_argument("--out", default=None, help="CSV path for the long table")
     ap.add_argument("--summary", default=None, help="print the markdown summary of a CSV and exit")
     a = ap.parse_args(argv)
@@ -402,14 +644,21 @@ def main(argv=None):
             continue
         if a.designs and dz["name"] not in a.designs.split(","):
             continue
-        r = run_design(dz, a.n_sims, a.seed + i, a.multipliers, a.boot, a.defaults_only)
+        cands = tuple(c for c in a.candidates.split(",") if c)
+        r = run_design(dz, a.n_sims, a.seed + i, a.multipliers, a.boot, a.defaults_only, cands,
+                       a.calibrate)
         rows += r
         summ = {x["quantity"] + ":" + x["method"]: round(x["value"], 3) for x in r}
         print(f"[{time.perf_counter() - t0:6.0f}s] {dz['name']}: {summ}", flush=True)
     df = pd.DataFrame(rows)
+    if a.quantities:
+        df = df[df.quantity.isin(a.quantities.split(","))].reset_index(drop=True)
     label = a.run_label or time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     df["run"] = f"{label}: " + " ".join(["--n-sims", str(a.n_sims), "--multipliers", str(a.multipliers)]
-                                        + (["--defaults-only"] if a.defaults_only else []))
+                                        + (["--defaults-only"] if a.defaults_only else [])
+                                        + (["--candidates", a.candidates] if a.candidates else [])
+                                        + (["--calibrate"] if a.calibrate else [])
+                                        + (["--quantities", a.quantities] if a.quantities else []))
     if a.merge_into:
         old = pd.read_csv(a.merge_into)
         if "run" not in old.columns:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..stats.pairwise import MOVER_METHODS
 from .common import CLIP_NOTE, DOUBLE_COLUMN, MARKERS, Skip, new_figure, pct_ci, runs_note
 from .context import METRIC_LABELS, few_clusters_note
 from .output import FigureOutput, Table
@@ -29,6 +30,12 @@ METHOD_TEXT = {
                      "its two means' exact bounds; every other half-width at least t(G-1) "
                      "times the contrast's CR1 standard error; with fewer than 8 episodes "
                      "the family level is at least Sidak's)",
+    "mover_wilson_maxz": "as mover_kg_maxz with each mean's Korn-Graubard Wilson score "
+                         "interval in place of Clopper-Pearson",
+    "cr2bm_mover_maxz": "as mover_kg_maxz, except that a contrast whose two means each have "
+                        "at least 10 effective successes and failures gets the symmetric "
+                        "interval with the CR2 standard error and Bell-McCaffrey degrees of "
+                        "freedom",
     "satt_maxt_tcal": "max-|t| with CR1 standard errors, the Gaussian max-|z| quantile "
                       "carried to a t quantile with Satterthwaite degrees of freedom",
     "pairs_maxt_studentized": "episode pairs bootstrap of max-|t|, re-studentised with CR1 "
@@ -48,7 +55,7 @@ def _n_pairs(r) -> int:
 
 def _method_note(results, r) -> str:
     cfg = results.config
-    if r.method == "mover_kg_maxz":
+    if r.method in MOVER_METHODS:
         fam = (f"{r.family_size} contrasts ({_n_pairs(r)} pairs \u00d7 "
                f"{r.table.metric.nunique()} metrics = {len(r.table)}; "
                f"{int(r.table.zero_se.sum())} with zero standard "
@@ -70,7 +77,7 @@ def _method_note(results, r) -> str:
 
 #: Methods whose critical value comes from Gaussian multiplier draws on the episode
 #: scores (not from resampling episodes).
-_MULTIPLIER = {"mover_kg_maxz", "satt_maxt_tcal", "gauss_maxt_tcal", "cr3_maxt_tcal", "geff_maxt_tcal"}
+_MULTIPLIER = {*MOVER_METHODS, "satt_maxt_tcal", "gauss_maxt_tcal", "cr3_maxt_tcal", "geff_maxt_tcal"}
 
 
 def draws_text(method: str, n: int, seed) -> str:

@@ -114,3 +114,75 @@ def mover_difference(pa, la, ua, pb, lb, ub, r):
     low = d - np.sqrt(np.maximum(a1 * a1 + a2 * a2 - 2 * r * a1 * a2, 0.0))
     high = d + np.sqrt(np.maximum(b1 * b1 + b2 * b2 - 2 * r * b1 * b2, 0.0))
     return low, high
+
+
+def kg_wilson_interval(theta, v_cr1, s2, n, df, alpha):
+    """Wilson score bounds with a Korn-Graubard effective sample size (one-sided ``alpha``).
+
+    ``n_eff = theta (1 - theta) / max(v_CR1, s^2 / n)`` as in :func:`kg_interval`
+    (``n`` at 0 or 1) and the Wilson score interval at ``x = theta n_eff`` of ``n_eff``
+    with the t quantile ``q = t_df(1 - alpha)`` in place of the normal one (the
+    design-effect Wilson interval with a df correction, Dean and Pagano 2015;
+    Franco, Little, Louis and Slud 2019). Using ``t_df`` with ``n_eff`` is the same as
+    the normal quantile with ``n_eff (z / t_df)^2``, the Korn-Graubard df factor.
+    Less conservative than Clopper-Pearson inside (0, 1); at 0 successes the upper
+    bound ``q^2 / (n + q^2)`` is wider than the exact one at extreme levels.
+    Returns ``(low, high, n_eff)``.
+
+    >>> lo, hi, _ = kg_wilson_interval(0.5, 0.0025, 0.0, 100, 1e9, 0.025)  # 50 of 100
+    >>> round(float(lo), 4), round(float(hi), 4)
+    (0.4038, 0.5962)
+    """
+    theta = np.clip(np.asarray(theta, float), 0.0, 1.0)
+    n = np.asarray(n, float)
+    v = np.maximum(np.asarray(v_cr1, float), np.asarray(s2, float) / np.maximum(n, 1))
+    inner = (theta > 0) & (theta < 1) & (v > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        neff = np.where(inner, theta * (1 - theta) / np.where(inner, v, 1.0), n)
+    q = -special.stdtrit(df, alpha)
+    fin = np.isfinite(q)  # an infinite quantile (level 1) gives [0, 1]
+    q = np.where(fin, q, 0.0)
+    q2 = q * q
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centre = (theta * neff + q2 / 2) / (neff + q2)
+        half = q / (neff + q2) * np.sqrt(theta * (1 - theta) * neff + q2 / 4)
+    lo = np.where(fin & (theta > 0), np.maximum(centre - half, 0.0), 0.0)
+    hi = np.where(fin & (theta < 1), np.minimum(centre + half, 1.0), 1.0)
+    return lo, hi, neff
+
+
+def bell_mccaffrey_df(sizes) -> float:
+    """Bell-McCaffrey degrees of freedom of the CR2 variance of a mean over clusters.
+
+    For the intercept-only model (a task-macro mean, or a mean of task differences)
+    the CR2 (bias-reduced linearisation) variance is
+    ``sum_g E_g^2 / (1 - n_g / n) / n^2`` (``E_g`` the episode's summed residuals), a
+    quadratic form ``sum_g (b_g' y)^2`` with ``b_g = c_g (1_g - n_g / n)``,
+    ``c_g = (1 - n_g / n)^(-1/2) / n``. Under the working model of independent
+    tasks (Bell and McCaffrey 2002; the CR2 default of Pustejovsky and Tipton 2018)
+    ``df = (tr K)^2 / tr K^2`` with ``K_gh = b_g' b_h = c_g c_h n_g (delta_gh - n_h / n)``
+    (``G - 1`` for equal clusters).
+
+    >>> round(bell_mccaffrey_df([3] * 10), 9)
+    9.0
+    """
+    n_g = np.asarray(sizes, float)
+    n = n_g.sum()
+    c = 1.0 / np.sqrt(1.0 - n_g / n) / n
+    K = (c[:, None] * c[None, :]) * n_g[:, None] * (np.eye(len(n_g)) - n_g[None, :] / n)
+    return float(np.trace(K) ** 2 / np.sum(K * K.T))
+
+
+def cr2_se(E, n_g) -> np.ndarray:
+    """CR2 standard error of a mean from its (G, C) episode residual sums ``E``.
+
+    ``sqrt(sum_g E_g^2 / (1 - n_g / n)) / n`` (the intercept-only CR2, see
+    :func:`bell_mccaffrey_df`); equals CR1 for equal clusters.
+
+    >>> float(cr2_se(np.array([[1.0], [-1.0]]), [2, 2])[0]) == float(np.sqrt(4.0) / 4)
+    True
+    """
+    n_g = np.asarray(n_g, float)
+    n = n_g.sum()
+    w = 1.0 / (1.0 - n_g / n)
+    return np.sqrt((w[:, None] * E * E).sum(axis=0)) / n

@@ -28,11 +28,14 @@ from ._core import (
     replicate_ratio_se,
     studentize,
 )
-from .intervals import column_df, kg_interval, mover_difference
+from .intervals import (bell_mccaffrey_df, column_df, cr2_se, kg_interval, kg_wilson_interval,
+                        mover_difference)
 from .intervals import satterthwaite_df  # noqa: F401  (public here since the first release)
 
 METHODS = (
     "mover_kg_maxz",
+    "mover_wilson_maxz",
+    "cr2bm_mover_maxz",
     "satt_maxt_tcal",
     "pairs_maxt_studentized",
     "gauss_maxt_tcal",
@@ -228,17 +231,30 @@ def family_inference(method, D, N, theta, se, active, alpha_fw, B, rng):
     raise AssertionError(method)
 
 
-def _single_limits(theta, se, s2, n, df, bounded, a):
-    """Per-column bounds at one-sided level ``a``: Korn-Graubard CP for [0, 1] columns,
-    ``theta +- t_df se`` otherwise."""
-    lo, hi, _ = kg_interval(np.clip(theta, 0, 1), se * se, s2, n, df, a)
+#: family methods computed by :func:`mover_family`, with its options
+MOVER_METHODS = {
+    "mover_kg_maxz": dict(single="cp", contrast="mover"),
+    "mover_wilson_maxz": dict(single="wilson", contrast="mover"),
+    "cr2bm_mover_maxz": dict(single="cp", contrast="cr2bm"),
+}
+#: cr2bm_mover_maxz: a contrast uses MOVER when one of its means has fewer than this
+#: many effective successes or failures (theta n_eff or (1 - theta) n_eff)
+NEAR_BOUND_COUNT = 10.0
+
+
+def _single_limits(theta, se, s2, n, df, bounded, a, single="cp"):
+    """Per-column bounds at one-sided level ``a``: Korn-Graubard CP (``single="cp"``) or
+    Korn-Graubard Wilson (``"wilson"``) for [0, 1] columns, ``theta +- t_df se``
+    otherwise."""
+    fn = kg_interval if single == "cp" else kg_wilson_interval
+    lo, hi, _ = fn(np.clip(theta, 0, 1), se * se, s2, n, df, a)
     q = -special.stdtrit(df, a)
     return np.where(bounded, lo, theta - q * se), np.where(bounded, hi, theta + q * se)
 
 
 def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_resamples, rng,
                  df_mode: str = "satt", pvalues: bool = True, floor: str | None = "g1",
-                 few_sidak: bool = True):
+                 few_sidak: bool = True, single: str = "cp", contrast: str = "mover"):
     """The default family inference (``mover_kg_maxz``) on per-episode arrays.
 
     ``S``, ``Q`` (G, P*M): per-episode sums and sums of squares, planner-major columns
@@ -273,6 +289,16 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
        0.724 -> 0.976 with 4 episodes. A zero-SE contrast has no floor (its MOVER
        interval stands).
        ``floor=None, few_sidak=False`` is the first-round default.
+       Candidates of issue 11's power round (non-default): ``single="wilson"``
+       (``mover_wilson_maxz``) takes each mean's Korn-Graubard *Wilson* score interval
+       (:func:`analysis.stats.intervals.kg_wilson_interval`, same n_eff and df) in
+       place of Clopper-Pearson (Newcombe's hybrid score method, 1998, with the
+       cluster design effect); ``contrast="cr2bm"`` (``cr2bm_mover_maxz``) gives every
+       contrast whose two means each have at least ``NEAR_BOUND_COUNT`` effective
+       successes and failures the symmetric interval ``d +- t_nu se_CR2`` (CR2 SE,
+       Bell-McCaffrey df ``nu`` under independent tasks, Pustejovsky and Tipton 2018)
+       at the same per-contrast level, and the MOVER interval to the others (rates at or
+       near 0 or 1, zero SE); the floor of step 3 applies to both.
     4. Few episodes (G < 8): the multiplier's max-|z| comes from a correlation of rank
        at most G - 1, far below the family size, and understates the family's maximum
        (4 episodes: 45 contrasts behave like 3); the family level is then at least
@@ -345,9 +371,26 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
     def bounds(z):
         """MOVER bounds of every contrast at per-contrast normal quantile(s) ``z``."""
         a1 = special.ndtr(-np.asarray(z, float))
-        la, ua = _single_limits(th1[ia], se1[ia], s2[ia], n1[ia], df1[ia], bnd1[ia], a1)
-        lb, ub = _single_limits(th1[ib], se1[ib], s2[ib], n1[ib], df1[ib], bnd1[ib], a1)
+        la, ua = _single_limits(th1[ia], se1[ia], s2[ia], n1[ia], df1[ia], bnd1[ia], a1, single)
+        lb, ub = _single_limits(th1[ib], se1[ib], s2[ib], n1[ib], df1[ib], bnd1[ib], a1, single)
         return mover_difference(th1[ia], la, ua, th1[ib], lb, ub, r)
+
+    if contrast == "cr2bm":
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v1 = np.maximum(se1 * se1, s2 / np.maximum(n1, 1))
+            neff1 = np.where(v1 > 0, th1 * (1 - th1) / np.where(v1 > 0, v1, 1), 0.0)
+        few = bnd1 & (np.minimum(th1, 1 - th1) * neff1 < NEAR_BOUND_COUNT)
+        use_t = ~(few[ia] | few[ib] | zero)
+        se2 = cr2_se(D - theta * N, N1[:, 0])
+        nu = bell_mccaffrey_df(N1[:, 0])
+        mover_only = bounds
+
+        def bounds(z):  # noqa: F811  (t with CR2 / Bell-McCaffrey where no mean is near 0 or 1)
+            lo_m, hi_m = mover_only(z)
+            q = -special.stdtrit(nu, special.ndtr(-np.asarray(z, float)))
+            return (np.where(use_t, theta - q * se2, lo_m), np.where(use_t, theta + q * se2, hi_m))
+    elif contrast != "mover":
+        raise ValueError(f"contrast={contrast!r}; valid: 'mover', 'cr2bm'")
 
     sidak = few_sidak and G < WARN_CLUSTERS
     if sidak:
@@ -368,8 +411,9 @@ def mover_family(S, Q, n_g, n_planners, n_metrics, bounded, confidence_level, n_
         return floored(z, mover_bounds(z))
 
     low, high = bounds(np.full(C, cz))
-    if not pvalues:  # the coverage study needs the intervals only
-        return dict(theta=theta, se=se, zero=zero, low=low, high=high, cz=cz, pairs=pairs)
+    if not pvalues:  # the coverage study needs the intervals only (and the bounds at any z)
+        return dict(theta=theta, se=se, zero=zero, low=low, high=high, cz=cz, pairs=pairs,
+                    bounds=bounds)
     # invert: the z at which the interval touches 0 (monotone in z)
     lo_z, hi_z = np.zeros(C), np.full(C, 37.0)
     sign = np.sign(theta)
@@ -434,6 +478,11 @@ def pairwise_simultaneous(
       the intervals, so single-step p < level exactly
       when the interval excludes 0. Holds family-wise coverage under true differences
       and rare success in ``bench/coverage.py`` (docs/statistics.md).
+    * ``mover_wilson_maxz``, ``cr2bm_mover_maxz`` (issue 11's power round, not the
+      default; :func:`mover_family`): as the default with each mean's Korn-Graubard
+      Wilson interval in place of Clopper-Pearson, or with ``d +- t_nu se_CR2``
+      (Bell-McCaffrey df) for contrasts whose means are away from 0 and 1. Neither both
+      covers 0.93 in every design and matches Bonferroni-t's power (docs/statistics.md).
     * ``satt_maxt_tcal`` (the previous default): CR1 SEs; the contrasts' joint correlation from a
       Gaussian multiplier on the episode scores gives a max-|z| quantile, whose
       per-contrast tail probability is converted to a t quantile with Satterthwaite
@@ -516,11 +565,11 @@ def pairwise_simultaneous(
     n_g = np.bincount(cl_idx, minlength=G).astype(float)
     pairs, Cm = contrast_matrix(P, M)
     alpha_fw = 1 - conf
-    if method == "mover_kg_maxz":
+    if method in MOVER_METHODS:
         Q = np.zeros((G, P * M))
         np.add.at(Q, cl_idx, X * X)
         bounded = np.array([bool(np.all((X[:, k::M] >= 0) & (X[:, k::M] <= 1))) for k in range(M)])
-        f = mover_family(S, Q, n_g, P, M, bounded, conf, B, rng)
+        f = mover_family(S, Q, n_g, P, M, bounded, conf, B, rng, **MOVER_METHODS[method])
         theta, se, zero = f["theta"], f["se"], f["zero"]
         low, high, p1, psd = f["low"], f["high"], f["p1"], f["psd"]
         crit, set_aside = f["cz"], np.zeros(len(theta), bool)
@@ -566,6 +615,6 @@ def pairwise_simultaneous(
         family_size=family_size,
         per_contrast_level=level,
         warnings=warn,
-        note=STEPDOWN_NOTE + (FEW_EPISODES_NOTE if method == "mover_kg_maxz" and G < WARN_CLUSTERS
+        note=STEPDOWN_NOTE + (FEW_EPISODES_NOTE if method in MOVER_METHODS and G < WARN_CLUSTERS
                               else ""),
     )
