@@ -92,7 +92,7 @@ def compose_config(command: str, overrides: list[str]):
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    from .config_check import COMMANDS, ConfigError, cross_checks, suggest
+    from .config_check import COMMANDS, ConfigError, suggest
 
     spec = COMMANDS[command]
     try:
@@ -262,6 +262,15 @@ def render_help(command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _leave(prog: str, message: str, code: int, show_traceback: bool = True):
+    """One line on stderr (the traceback first with ``E2W_DEBUG=1``), then exit ``code``;
+    called inside an ``except`` block."""
+    if show_traceback and _debug():
+        traceback.print_exc()
+    print(f"{prog}: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
 def command_main(command: str, body: Callable, argv: list[str] | None = None) -> None:
     """Parse ``argv``, check the configuration, run ``body(cfg)`` and exit.
 
@@ -285,36 +294,22 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
     try:
         cfg = compose_config(command, argv)
     except KeyboardInterrupt:  # checking a value may import libraries (seconds)
-        print(f"{prog}: interrupted", file=sys.stderr)
-        sys.exit(130)
+        _leave(prog, "interrupted", 130, show_traceback=False)
     except ConfigError as exc:
-        if _debug():
-            traceback.print_exc()
-        print(f"{prog}: {exc} (nothing was done)", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+        _leave(prog, f"{exc} (nothing was done)", EXIT_CONFIG)
     if show_cfg:
         sys.stdout.write(OmegaConf.to_yaml(cfg))
         sys.exit(0)
     try:
         code = body(cfg)
     except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        sys.exit(130)
+        _leave(prog, "interrupted", 130, show_traceback=False)
     except ConfigError as exc:
-        if _debug():
-            traceback.print_exc()
-        print(f"{prog}: {exc}", file=sys.stderr)
-        sys.exit(EXIT_CONFIG)
+        _leave(prog, str(exc), EXIT_CONFIG)
     except UserError as exc:
-        if _debug():
-            traceback.print_exc()
-        print(f"{prog}: {exc}", file=sys.stderr)
-        sys.exit(EXIT_REFUSED)
+        _leave(prog, str(exc), EXIT_REFUSED)
     except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
-        if _debug():
-            traceback.print_exc()
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"{prog}: failed: {type(exc).__name__}: {first} (set {DEBUG_ENV}=1 for the "
-              "traceback)", file=sys.stderr)
-        sys.exit(EXIT_REFUSED)
+        _leave(prog, f"failed: {type(exc).__name__}: {first} (set {DEBUG_ENV}=1 for the "
+               "traceback)", EXIT_REFUSED)
     sys.exit(code or 0)

@@ -21,7 +21,6 @@ from ._core import (
     check_resamples,
     cr1_se,
     pairs_weights,
-    quantile,
 )
 from .bootstrap import interval_from_replicates
 from .intervals import column_df, kg_interval, mover_difference
