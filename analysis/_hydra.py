@@ -278,6 +278,7 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
     :class:`analysis.config_check.ConfigError` for a one-line refusal.
     """
     from .config_check import ConfigError
+    from .confine import state_refusals
 
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = f"analysis.{command}"
@@ -307,6 +308,8 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
     except ConfigError as exc:
         _leave(prog, str(exc), EXIT_CONFIG)
     except UserError as exc:
+        _leave(prog, str(exc), EXIT_REFUSED)
+    except state_refusals() as exc:  # planted state, a busy lock, a disk fault: named already
         _leave(prog, str(exc), EXIT_REFUSED)
     except Exception as exc:  # noqa: BLE001 - the last line of defence against a traceback
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

@@ -174,6 +174,12 @@ def add_planner(export_root, records, name: str, reexecute: bool = True,
         raise AddPlannerError(f"name={shown!r}: use at most {MAX_NAME_LENGTH} lowercase "
                               "letters, digits, '_' and '-' (no '__', which separates the "
                               "parts of a run ID)")
+    from .locking import export_lock
+    with export_lock(root, say=say):  # the lock of every writer of the export
+        return _add_locked(root, folder, name, reexecute, say)
+
+
+def _add_locked(root: Path, folder: Path, name: str, reexecute: bool, say) -> AddResult:
     recover_export(root, say)
     try:
         verify_records(root)

@@ -63,8 +63,14 @@ def compile_export(source, out_dir, stale_runs: str = "refuse",
 
     Raises :class:`~analysis._hydra.UserError` (nothing written) for stale runs under
     ``stale_runs="refuse"`` and :class:`~analysis.compiler.readers.SourceError` for a bad
-    source.
+    source. Holds the export's writer lock (:mod:`analysis.locking`) throughout.
     """
+    from analysis.locking import export_lock
+    with export_lock(out_dir, say=say):
+        return _compile_export(source, out_dir, stale_runs, say, progress)
+
+
+def _compile_export(source, out_dir, stale_runs, say, progress) -> CompileReport:
     from analysis.frozen.manifest import (FORMAT_VERSION, MANIFEST_NAME, cohort_fingerprint,
                                           read_manifest, write_manifest)
     from analysis.transaction import Transaction, export_txn_dir, recover_export

@@ -27,12 +27,13 @@ import json
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["RunIncomplete", "RunJournal", "run_episodes", "fingerprint", "default_state_dir",
+from .locking import export_lock  # noqa: F401 -- re-exported: the one lock of every writer
+
+__all__ = ["RunIncomplete", "RunJournal", "JournalMismatch", "run_episodes", "fingerprint", "default_state_dir",
            "export_lock"]
 
 
@@ -52,24 +53,6 @@ def default_state_dir(export_root: str | os.PathLike) -> Path:
     return Path(export_root).resolve().parent / ".run_state"
 
 
-@contextmanager
-def export_lock(export_root: str | os.PathLike):
-    """Serialize writers of one export (Hydra multirun jobs in parallel processes): an
-    exclusive ``flock`` on a file beside the export, so the manifest's read-modify-write
-    of one run never loses another's entries. Merging is then deterministic: the
-    manifest lists runs by path, whatever order the jobs finished in."""
-    import fcntl
-    root = Path(export_root).resolve()
-    lock = default_state_dir(root) / f"{root.name}-{fingerprint(str(root))}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def code_fingerprint() -> str:
     """SHA-256 over the executor's and planners' sources (and rules): a journal written
     by other code is never resumed from."""
@@ -82,27 +65,72 @@ def code_fingerprint() -> str:
     return h.hexdigest()[:16]
 
 
-class RunJournal:
-    """Finished episodes of one run configuration (and code version), on disk."""
+class JournalMismatch(ValueError):
+    """A journaled episode that its own recorded planner replies do not derive (edited
+    or planted): refused, nothing written."""
 
-    def __init__(self, state_dir: str | os.PathLike, run_id: str, key: Mapping):
+
+def _canon(obj) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class RunJournal:
+    """Finished episodes of one run configuration (and code version), on disk.
+
+    The journal is state that may have been edited since it was written, so nothing in
+    it is trusted: ``derive(index, groups)`` (set by the caller) re-executes a journaled
+    episode from the cohort through the runtime loop with the journaled planner replies
+    (no planner or provider call) and must give exactly the journaled records, else
+    :class:`JournalMismatch` names the file; the derived records are what is used. A
+    damaged entry (not gzip/JSON, another episode) is rerun; a symlink, FIFO or device in
+    place of an entry is refused (never read).
+    """
+
+    def __init__(self, state_dir: str | os.PathLike, run_id: str, key: Mapping,
+                 derive: Callable[[int, list], tuple] | None = None):
         self.key = {**dict(key), "code": code_fingerprint()}
         self.dir = Path(state_dir) / f"{run_id}-{fingerprint(self.key)}"
+        self.derive = derive
 
     def _path(self, index: int) -> Path:
         return self.dir / "episodes" / f"{index:05d}.json.gz"
 
+    def _hint(self) -> str:
+        return f"nothing written; to clear it, remove {self.dir} (or pass resume=false)"
+
     def load(self, index: int, episode_id: str):
+        from .confine import ConfinementError, read_regular
         p = self._path(index)
-        if not p.exists():
+        for d in (Path(self.dir), p.parent):
+            if d.is_symlink():
+                raise ConfinementError(f"{d}: a resume journal folder that is a symlink; "
+                                       f"{self._hint()}")
+        if not os.path.lexists(p):
             return None
         try:
-            data = json.loads(gzip.decompress(p.read_bytes()).decode("utf-8"))
-        except (OSError, ValueError):
+            raw = read_regular(p, limit=256 << 20)
+        except ConfinementError as exc:
+            raise ConfinementError(f"{exc}; {self._hint()}") from None
+        try:
+            data = json.loads(gzip.decompress(raw).decode("utf-8"))
+            groups, tasks = data["groups"], data["tasks"]
+            if data.get("episode_id") != episode_id or not isinstance(groups, list):
+                return None
+        except (OSError, ValueError, EOFError, KeyError, TypeError, AttributeError):
             return None  # a damaged entry is rerun, never trusted
-        if data.get("episode_id") != episode_id:
-            return None
-        return data["groups"], data["tasks"], None
+        if self.derive is None:
+            raise JournalMismatch(f"{p}: a journal entry cannot be checked without "
+                                  f"derive; {self._hint()}")
+        try:
+            derived = self.derive(index, groups)
+        except Exception as exc:  # noqa: BLE001 -- any failure to derive is a refusal
+            raise JournalMismatch(f"{p}: the journaled episode cannot be re-executed "
+                                  f"({type(exc).__name__}: {exc}); {self._hint()}") from None
+        if derived[2] is not None or _canon([derived[0], derived[1]]) != _canon([groups, tasks]):
+            raise JournalMismatch(f"{p}: the journaled records differ from what their own "
+                                  "planner replies derive (edited or planted); "
+                                  f"{self._hint()}")
+        return derived[0], derived[1], None
 
     def save(self, index: int, episode_id: str, result) -> None:
         groups, tasks, _ = result
@@ -124,14 +152,21 @@ class RunJournal:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    from .confine import disk_error
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise disk_error(path, exc, "nothing written to the export") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise disk_error(path, exc, "nothing written to the export") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

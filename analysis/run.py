@@ -106,6 +106,24 @@ def _episode_job(args):
     return res.group_records, res.task_records, res.provider_error
 
 
+def _derive_job(args, groups):
+    """Re-execute a journaled episode with its journaled planner replies (no planner or
+    provider call): every outcome is derived from the cohort, never read back."""
+    from .executor.replay import _RecordedPlanner
+    (episode, tasks, rules_json, _planner, _seed, _settings, memory, cfg, rid) = args
+    recorded = _RecordedPlanner(episode["episode_id"], {g["group_id"]: g for g in groups})
+    res = run_episode(episode, tasks, recorded, Rules.from_dict(rules_json), memory,
+                      RuntimeConfig(**cfg), run_id=rid)
+    # belief.cross_group_hits counts the planner's own belief lookups (not derivable from
+    # its replies, like the replies themselves): the journaled count, if a count
+    by_id = {g["group_id"]: g for g in groups}
+    for g in res.group_records:
+        hits = by_id[g["group_id"]].get("belief", {}).get("cross_group_hits")
+        if type(hits) is int and 0 <= hits < 10 ** 9:
+            g["belief"]["cross_group_hits"] = hits
+    return res.group_records, res.task_records, res.provider_error
+
+
 def _progress(done: int, total: int, rid: str, enabled: bool) -> None:
     if enabled:
         width = 30
@@ -178,7 +196,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     journal = None
     if resume and write:
         journal = RunJournal(state_dir or default_state_dir(root), rid,
-                             {**run_rec, "planner_path": planner})
+                             {**run_rec, "planner_path": planner},
+                             derive=lambda i, groups: _derive_job(jobs_args[i], groups))
     t0 = time.perf_counter()
     try:
         results = run_episodes(_episode_job, jobs_args, list(s["episode_ids"]), jobs=jobs,

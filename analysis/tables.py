@@ -140,14 +140,35 @@ def check_out_dir(out_dir) -> Path:
 
 
 def _previous_generation(out: Path) -> dict | None:
+    """The previous generation's ``{relpath: sha256}``; every path is checked to stay
+    inside ``out_dir``'s ``tables/`` or ``figures/`` (it is state that may have been
+    edited): one that does not is refused, naming ``GENERATION.json``, before anything
+    is touched."""
+    from .confine import ConfinementError, confined_path, read_regular
     path = out / GENERATION
+    if (out / "tables").is_symlink():
+        raise ConfinementError(f"{out / 'tables'}: is a symlink; nothing was touched")
     try:
-        gen = json.loads(path.read_text(encoding="utf-8"))
-        return dict(gen["files"])
+        gen = json.loads(read_regular(path, limit=64 << 20).decode("utf-8"))
+        files = dict(gen["files"])
     except FileNotFoundError:
         return None
+    except ConfinementError as exc:
+        raise ConfinementError(f"{exc}; nothing was touched (remove it to clear)") from None
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    hint = f"nothing was touched; fix or remove {path} to clear it"
+    for rel, sha in files.items():
+        try:
+            confined_path(out, rel, str(path))
+        except ConfinementError as exc:
+            raise ConfinementError(f"{exc}; {hint}") from None
+        if rel.split("/")[0] not in SUBDIRS or rel.count("/") < 1:
+            raise ConfinementError(f"{path}: lists {rel!r}, outside {'/ and '.join(SUBDIRS)}/ "
+                                   f"(the only folders a generation writes); {hint}")
+        if not (isinstance(sha, str) and re.fullmatch(r"[0-9a-f]{64}", sha)):
+            raise ConfinementError(f"{path}: {rel!r} has no SHA-256; {hint}")
+    return files
 
 
 def _generation_bytes(files: dict[str, bytes]) -> bytes:
@@ -170,19 +191,21 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
     verification fails. ``figures``: a started :class:`FigureWorker` to draw the
     figures (one is started here if None); it is always dismissed on return.
     """
+    from .locking import export_lock
     start = time.perf_counter()
-    try:
-        out = check_out_dir(out_dir)
-        if out.exists():
-            msg = recover(out, txn_dir_of(out))
-            if msg:
-                progress(msg)
-        recover_export(export_root, progress)
-        everything = build_generation(export_root, cfg, progress, figures=figures)
-    finally:
-        if figures is not None:
-            figures.close()
-    changed = write_generation(out, everything, progress)
+    with export_lock(export_root, say=progress):  # the lock of every writer of the export
+        try:
+            out = check_out_dir(out_dir)
+            if out.exists():
+                msg = recover(out, txn_dir_of(out))
+                if msg:
+                    progress(msg)
+            recover_export(export_root, progress)
+            everything = build_generation(export_root, cfg, progress, figures=figures)
+        finally:
+            if figures is not None:
+                figures.close()
+        changed = write_generation(out, everything, progress)
     seconds = time.perf_counter() - start
     progress(f"wrote {changed} of {len(everything)} files ({len(everything) - changed} "
              f"unchanged) in {seconds:.1f} s")

@@ -14,6 +14,16 @@ The transaction folder is removed by renaming it to ``<name>.done`` first, so th
 during the removal can never leave a journal whose backups are half deleted.
 Every command calls :func:`recover` before it reads the folder and prints what it did.
 
+The transaction folder, its journal and everything the journal names are state that
+may have been edited or planted since: :func:`recover` checks the journal's schema, its
+own SHA-256 (``journal_sha256``: a truncated or edited journal is caught), and that every
+path it names stays inside ``root`` or the transaction folder without a symlink on the
+way (:mod:`analysis.confine`). A journal failing any check is refused with
+:class:`JournalError` (one line naming it and how to clear it) and nothing is touched.
+The owner of a transaction folder holds an ``flock`` on its ``owner.lock`` for the whole
+transaction: the kernel drops it when the owner dies, so PID reuse cannot make a dead
+owner look alive.
+
 Test hook: ``E2W_KILL_AT_WRITE=N`` makes the process SIGKILL itself just before its Nth
 change on disk (:func:`write_point`), and ``E2W_WRITE_LOG=FILE`` appends one line per
 change, so a test can count the change points and kill at each.
@@ -29,6 +39,8 @@ change, so a test can count the change points and kill at each.
 """
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
@@ -37,14 +49,15 @@ import signal
 from pathlib import Path
 from typing import Callable
 
-__all__ = ["Transaction", "TransactionBusy", "recover", "write_point", "KILL_ENV",
-           "LOG_ENV", "export_txn_dir", "recover_export"]
+__all__ = ["Transaction", "TransactionBusy", "JournalError", "recover", "write_point",
+           "KILL_ENV", "LOG_ENV", "export_txn_dir", "recover_export"]
 
 KILL_ENV = "E2W_KILL_AT_WRITE"
 LOG_ENV = "E2W_WRITE_LOG"
 JOURNAL = "journal.json"
 COMMITTED = "COMMITTED"
 OWNER = "owner.pid"
+OWNER_LOCK = "owner.lock"
 
 _writes = 0
 
@@ -66,6 +79,26 @@ class TransactionBusy(RuntimeError):
     """Another live process holds the transaction folder."""
 
 
+class JournalError(ValueError):
+    """A transaction folder's journal is damaged, planted or names a path outside its
+    root: refused, nothing touched."""
+
+
+#: transaction folders this process owns (their ``owner.lock`` fds)
+_owned: dict[str, int] = {}
+
+
+def _journal_sha(journal: dict) -> str:
+    body = {k: v for k, v in journal.items() if k != "journal_sha256"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":"))
+                          .encode()).hexdigest()
+
+
+def _clear_hint(root: Path, txn_dir: Path) -> str:
+    return (f"nothing was touched; to clear it, check {root} (python -m analysis.verify) "
+            f"and remove {txn_dir} by hand")
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -80,14 +113,20 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_file(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+    from .confine import disk_error
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as exc:
+        raise disk_error(path, exc) from None
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process (for ``verify copy_to``'s staging folders; a
+    transaction folder's owner is decided by its ``owner.lock`` instead)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -97,14 +136,72 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _owner_alive(txn_dir: Path) -> bool:
+    """Whether a live process holds ``txn_dir/owner.lock`` (an flock: released by the
+    kernel when the owner dies, whatever its PID is reused for). A folder without the
+    lock file (an older writer, or killed before it made it) has no live owner."""
+    if str(txn_dir.resolve()) in _owned:
+        return False
+    path = txn_dir / OWNER_LOCK
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return False
+
+
+def _check_journal(root: Path, txn_dir: Path, raw: bytes) -> dict:
+    """The journal at ``txn_dir``, checked (schema, own hash, confinement)."""
+    from .confine import ConfinementError, confined_path
+    where = txn_dir / JOURNAL
+    hint = _clear_hint(root, txn_dir)
+    try:
+        journal = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise JournalError(f"{where}: damaged journal (not JSON: {exc}); {hint}") from None
+    if not isinstance(journal, dict) or not isinstance(journal.get("command"), str) \
+            or not isinstance(journal.get("ops"), list):
+        raise JournalError(f"{where}: not a journal (expected an object with 'command' and "
+                           f"'ops'); {hint}")
+    if journal.get("journal_sha256") != _journal_sha(journal):
+        raise JournalError(f"{where}: journal_sha256 missing or not the journal's own hash "
+                           f"(edited, truncated or planted); {hint}")
+    for i, op in enumerate(journal["ops"]):
+        if not (isinstance(op, dict) and set(op) == {"target", "staged", "existed"}
+                and isinstance(op["existed"], bool)
+                and (op["staged"] is None or isinstance(op["staged"], str))):
+            raise JournalError(f"{where}: ops[{i}] is not {{target, staged, existed}}; {hint}")
+        try:
+            confined_path(root, op["target"], f"{where} ops[{i}].target")
+            confined_path(txn_dir / "backup", op["target"], f"{where} ops[{i}].target")
+            if op["staged"] is not None:
+                confined_path(txn_dir / "stage", op["staged"], f"{where} ops[{i}].staged")
+        except ConfinementError as exc:
+            raise JournalError(f"{exc}; {hint}") from None
+    return journal
+
+
 def _remove_tree(txn_dir: Path) -> None:
     """Rename to ``<name>.done`` (atomic), then delete: a kill mid-way leaves only trash."""
+    fd = _owned.pop(str(txn_dir.resolve()), None)
     done = txn_dir.with_name(txn_dir.name + ".done")
-    if txn_dir.exists():
-        write_point(f"retire {txn_dir.name}")
-        if done.exists():
-            shutil.rmtree(done)
-        os.rename(txn_dir, done)
+    try:
+        if txn_dir.exists():
+            write_point(f"retire {txn_dir.name}")
+            if done.exists():
+                shutil.rmtree(done)
+            os.rename(txn_dir, done)
+    finally:
+        if fd is not None:
+            os.close(fd)  # the owner lock, released once the folder is retired
     if done.exists():
         shutil.rmtree(done)
 
@@ -114,23 +211,34 @@ def recover(root: str | os.PathLike, txn_dir: str | os.PathLike) -> str | None:
 
     Raises :class:`TransactionBusy` when a live process owns the transaction folder.
     """
+    from .confine import ConfinementError, read_regular
     root, txn_dir = Path(root), Path(txn_dir)
     done = txn_dir.with_name(txn_dir.name + ".done")
     msg = None
+    for d in (txn_dir, done):
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            raise JournalError(f"{d}: a transaction folder that is a symlink or not a folder "
+                               f"(planted); {_clear_hint(root, d)}")
     if txn_dir.exists():
-        try:
-            pid = int((txn_dir / OWNER).read_text())
-        except (OSError, ValueError):
-            pid = None
-        if pid is not None and pid != os.getpid() and _alive(pid):
-            raise TransactionBusy(f"{txn_dir}: another process (pid {pid}) is changing "
-                                  f"{root}; wait for it to finish")
+        if _owner_alive(txn_dir):
+            try:
+                pid = (txn_dir / OWNER).read_text().strip()
+            except OSError:
+                pid = "?"
+            raise TransactionBusy(
+                f"{txn_dir}: a live process (pid {pid}) holds its owner.lock and is changing "
+                f"{root}; wait for it to finish (the lock is released when it exits, so "
+                "it cannot be stale)")
         journal_path = txn_dir / JOURNAL
-        if not journal_path.exists():
+        if not os.path.lexists(journal_path):
             msg = (f"removed the staging of an interrupted {_command(txn_dir)} "
                    f"({txn_dir.name}); nothing of {root} had been changed")
         else:
-            journal = json.loads(journal_path.read_text(encoding="utf-8"))
+            try:
+                raw = read_regular(journal_path, limit=64 << 20)
+            except ConfinementError as exc:
+                raise JournalError(f"{exc}; {_clear_hint(root, txn_dir)}") from None
+            journal = _check_journal(root, txn_dir, raw)
             if (txn_dir / COMMITTED).exists():
                 msg = (f"completed an interrupted {journal['command']}: its changes to "
                        f"{root} were all made; removed its backups ({txn_dir.name})")
@@ -192,10 +300,23 @@ class Transaction:
     def _start(self) -> None:
         if self._started:
             return
+        from .confine import disk_error
         write_point(f"create {self.txn_dir.name}")
-        self.txn_dir.mkdir(parents=True)
-        (self.txn_dir / OWNER).write_text(str(os.getpid()))
-        (self.txn_dir / "command").write_text(self.command)
+        try:
+            self.txn_dir.mkdir(parents=True)
+        except FileExistsError:
+            raise TransactionBusy(f"{self.txn_dir}: already exists (another process began a "
+                                  "change at the same instant); rerun the command") from None
+        except OSError as exc:
+            raise disk_error(self.txn_dir, exc) from None
+        try:
+            fd = os.open(self.txn_dir / OWNER_LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _owned[str(self.txn_dir.resolve())] = fd
+            (self.txn_dir / OWNER).write_text(str(os.getpid()))
+            (self.txn_dir / "command").write_text(self.command)
+        except OSError as exc:
+            raise disk_error(self.txn_dir / OWNER, exc) from None
         self._started = True
 
     @property
@@ -243,10 +364,15 @@ class Transaction:
         for op in self._ops:
             op["existed"] = os.path.lexists(self.root / op["target"])
         journal = {"command": self.command, "ops": self._ops}
+        journal["journal_sha256"] = _journal_sha(journal)
         write_point("journal")
         tmp = self.txn_dir / (JOURNAL + ".tmp")
-        _write_file(tmp, (json.dumps(journal, indent=1, sort_keys=True) + "\n").encode())
-        os.rename(tmp, self.txn_dir / JOURNAL)
+        try:
+            _write_file(tmp, (json.dumps(journal, indent=1, sort_keys=True) + "\n").encode())
+            os.rename(tmp, self.txn_dir / JOURNAL)
+        except BaseException:
+            self.abort()  # nothing of root was changed yet
+            raise
         _fsync_dir(self.txn_dir)
         try:
             for op in self._ops:

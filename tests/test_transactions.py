@@ -375,10 +375,33 @@ def test_a_live_transaction_is_not_rolled_back_by_another_process(tmp_path):
     root.mkdir()
     txn = tmp_path / "txn"
     txn.mkdir()
-    (txn / "owner.pid").write_text(str(os.getppid()))  # alive, not us
-    with pytest.raises(transaction.TransactionBusy, match="another process"):
-        recover(root, txn)
-    assert txn.exists()
+    (txn / "owner.pid").write_text("12345")
+    holder = subprocess.Popen(  # holds owner.lock as a live Transaction does
+        [sys.executable, "-c", "import fcntl, os, sys, time; fd = os.open(sys.argv[1], "
+         "os.O_RDWR | os.O_CREAT); fcntl.flock(fd, fcntl.LOCK_EX); print('ok', flush=True); "
+         "time.sleep(60)", str(txn / "owner.lock")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ok"
+        with pytest.raises(transaction.TransactionBusy, match="live process .pid 12345. "
+                           "holds its owner.lock"):
+            recover(root, txn)
+        assert txn.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "staging" in recover(root, txn) and not txn.exists()  # its owner died
+
+
+def test_a_reused_pid_does_not_wedge_a_stale_transaction(tmp_path):
+    """Regression (issue 21): owner.pid naming a live unrelated process (PID reuse, here
+    pid 1) made every command refuse forever; the owner is the holder of owner.lock."""
+    root = tmp_path / "root"
+    root.mkdir()
+    txn = tmp_path / "txn"
+    txn.mkdir()
+    (txn / "owner.pid").write_text("1")
+    (txn / "owner.lock").write_text("1")
+    assert "nothing of" in recover(root, txn) and not txn.exists()
 
 
 def test_tables_and_reexecute_also_recover_an_interrupted_export_change(export_base,
