@@ -34,6 +34,9 @@ class ConfinementError(ValueError):
 class DiskError(OSError):
     """A local write failed (disk full, file size limit, permissions): names the file."""
 
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
 
 def confined_rel(rel, where: str) -> str:
     """``rel`` if it is a normalised relative POSIX path, else :class:`ConfinementError`

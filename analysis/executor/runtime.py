@@ -318,6 +318,14 @@ class _EpisodeRun:
         except ProviderError as exc:
             calls.append({"raw": "", "prompt_tokens": 0, "completion_tokens": 0})
             raise _GroupProviderError(str(exc)) from None
+        except OSError as exc:
+            # a local fault (cache, call log, disk, permissions) is never a score: it
+            # stops the run, naming the file (analysis.confine.DiskError)
+            from analysis.confine import DiskError, disk_error
+            if isinstance(exc, DiskError):
+                raise
+            raise disk_error(exc.filename or "a local file of the planner", exc,
+                             "the run stops (a local fault, not a planner failure)") from None
         except Exception:  # noqa: BLE001 -- a crashing planner is a parse failure, not a crash
             resp = None
         if isinstance(resp, PlannerResponse):

@@ -4,7 +4,7 @@ The single source is the JSON Schema documents in ``analysis/frozen/json_schemas
 (``records.schema.json``: one ``$defs`` entry per record type; ``manifest.schema.json``),
 published for readers in other languages. They use a small subset of JSON Schema
 (``type``, ``properties``/``required``/``additionalProperties``, ``items``, ``enum``,
-``anyOf`` with ``null``, ``$ref``, ``minimum``, ``pattern``) that this module compiles
+``anyOf`` with ``null``, ``$ref``, ``minimum``, ``maximum``, ``pattern``) that this module compiles
 into ``msgspec`` typed decoders: parsing and validation happen in one C pass, so a large
 export verifies in a fraction of the time a Python checker took. A keyword outside the
 subset is refused when the module loads, so the documents cannot state a rule that is
@@ -72,7 +72,8 @@ class _Translator:
 
     def tp(self, s: dict, name: str, path: tuple, root: str):
         unknown = set(s) - _IGNORED - {"type", "properties", "required", "additionalProperties",
-                                       "items", "enum", "anyOf", "$ref", "minimum", "pattern"}
+                                       "items", "enum", "anyOf", "$ref", "minimum", "maximum",
+                                       "pattern"}
         if unknown:
             raise ValueError(f"{self.prefix} schema {name}: unsupported keyword(s) "
                              f"{sorted(unknown)}")
@@ -89,6 +90,8 @@ class _Translator:
         meta = {}
         if "minimum" in s:
             meta["ge"] = s["minimum"]
+        if "maximum" in s:
+            meta["le"] = s["maximum"]
         if "pattern" in s:
             meta["pattern"] = s["pattern"]
         if t == "object":

@@ -35,16 +35,33 @@ class CallLog:
     _locks: dict = {}
 
     def __init__(self, path: str | os.PathLike):
+        from analysis.confine import disk_error
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise disk_error(self.path, exc, "the run stops (a local fault)") from None
         self.lock = CallLog._locks.setdefault(str(self.path), threading.Lock())
 
     def add(self, entry: Mapping) -> None:
+        from analysis.confine import disk_error
         line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
         with self.lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:  # never through a symlink, never into a FIFO or device
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
+                             | os.O_NONBLOCK, 0o644)
+            except OSError as exc:
+                raise disk_error(self.path, exc, "the run stops (a local fault)") from None
             try:
+                import stat
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise disk_error(self.path, OSError(21, "not a regular file"),
+                                     "the run stops (a local fault)")
                 os.write(fd, line)
+            except OSError as exc:
+                if isinstance(exc, __import__("analysis.confine").confine.DiskError):
+                    raise
+                raise disk_error(self.path, exc, "the run stops (a local fault)") from None
             finally:
                 os.close(fd)
 

@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import Mapping
 
-__all__ = ["request_key", "ResponseCache", "CACHE_MODES"]
+__all__ = ["request_key", "ResponseCache", "CacheError", "CACHE_MODES"]
 
 #: ``readwrite``: use hits, store misses; ``replay``: hits only, a miss is a provider
 #: error (no network at all); ``off``: neither read nor write.
@@ -35,8 +35,29 @@ def request_key(request: Mapping) -> str:
     return hashlib.sha256(_canonical(request)).hexdigest()
 
 
+from analysis.confine import DiskError
+
+
+class CacheError(DiskError):
+    """The cache folder cannot be read or written (a file in its place, permissions, a
+    full disk): a local fault that stops the run, never a planner failure."""
+
+
+def _entry_sha(key: str, request, response) -> str:
+    return hashlib.sha256(_canonical({"key": key, "request": request,
+                                      "response": response})).hexdigest()
+
+
 class ResponseCache:
-    """``<dir>/<key[:2]>/<key>.json``; writes are atomic (temp file + rename)."""
+    """``<dir>/<key[:2]>/<key>.json``; writes are atomic (temp file + fsync + rename), so
+    concurrent writers of one key leave one whole entry (both hold the same request).
+
+    Entries are content-addressed and checked on read: the key is re-derived from the
+    stored request, and the entry's ``sha256`` (over key, request and response) must
+    match; anything else (another request's body, an edited reply, a truncated file) is
+    a miss, never a reply. A symlink, FIFO or device in place of an entry is a miss too
+    and is never opened for reading in a way that could block.
+    """
 
     def __init__(self, directory: str | os.PathLike):
         self.dir = Path(directory)
@@ -45,17 +66,50 @@ class ResponseCache:
         return self.dir / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
+        from analysis.confine import ConfinementError, read_regular
         p = self._path(key)
         try:
-            entry = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            raw = read_regular(p, limit=64 << 20)
+        except FileNotFoundError:
             return None
-        return entry.get("response") if entry.get("key") == key else None
+        except ConfinementError:
+            return None  # a planted symlink / FIFO / device: a miss (replaced on put)
+        except NotADirectoryError:
+            return None
+        except OSError as exc:
+            raise CacheError(exc.errno, f"cannot read the cache entry {p}: "
+                                        f"{exc.strerror}") from None
+        try:
+            entry = json.loads(raw.decode("utf-8"))
+            request, response = entry["request"], entry["response"]
+        except (ValueError, KeyError, TypeError):
+            return None
+        if (entry.get("key") != key or request_key(request) != key
+                or entry.get("sha256") != _entry_sha(key, request, response)
+                or not isinstance(response, dict)):
+            return None
+        return response
 
     def put(self, key: str, request: Mapping, response: Mapping) -> None:
+        from analysis.confine import disk_error
         p = self._path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", dir=p.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(_canonical({"key": key, "request": request, "response": response}))
-        os.replace(tmp, p)
+        if request_key(request) != key:
+            raise ValueError(f"cache key {key[:12]} is not the key of the request")
+        entry = {"key": key, "request": request, "response": response,
+                 "sha256": _entry_sha(key, request, response)}
+        tmp = None
+        try:
+            if p.parent.is_symlink():
+                raise NotADirectoryError(20, "a symlink in place of a cache folder")
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", dir=p.parent)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(_canonical(entry))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, p)
+        except OSError as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            err = disk_error(p, exc, "the run stops (a local fault, not a planner failure)")
+            raise CacheError(err.errno, err.strerror) from None

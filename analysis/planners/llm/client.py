@@ -1,7 +1,8 @@
 """A chat-completions client on the ``openai`` SDK that survives providers.
 
 * Retries HTTP 408/409/429/5xx, timeouts, connection resets, truncated or malformed
-  response bodies, and replies without ``usage`` (when ``require_usage``): exponential
+  response bodies, replies without ``usage`` (when ``require_usage``) and replies whose
+  ``usage`` counts are not integers in [0, 10^7] (negative, bool, absurd): exponential
   backoff ``min(backoff_max, backoff_base * 2**n)`` scaled by a jitter factor in
   [0.5, 1) drawn from a generator seeded by ``(seed, request key, n)`` (so the waits are
   reproducible), and at least the server's ``Retry-After``. It gives up after
@@ -38,7 +39,8 @@ from .accounting import CallLog
 from .cache import CACHE_MODES, ResponseCache, request_key
 from .schema import RESPONSE_FORMATS
 
-__all__ = ["ClientSettings", "ChatClient", "Completion", "backoff_delay"]
+__all__ = ["ClientSettings", "ChatClient", "Completion", "backoff_delay", "usage_problem",
+           "MAX_USAGE_TOKENS"]
 
 RETRY_STATUS = {408, 409, 429}
 
@@ -100,6 +102,25 @@ def backoff_delay(s: ClientSettings, key: str, retry: int, retry_after: float | 
     if retry_after is not None:
         delay = max(delay, float(retry_after))
     return delay
+
+
+#: More tokens than any context window holds: a count above it is a provider fault.
+MAX_USAGE_TOKENS = 10_000_000
+
+
+def usage_problem(prompt_tokens, completion_tokens) -> str | None:
+    """Why a reply's ``usage`` counts are invalid, or None (absent counts are allowed
+    here: ``require_usage`` decides). Counts are non-negative integers (not bool) at most
+    :data:`MAX_USAGE_TOKENS`.
+
+    >>> usage_problem(12, 3) is None, usage_problem(-1000, 3), usage_problem(True, 3)
+    (True, 'prompt_tokens=-1000 is not an integer in [0, 10000000]', 'prompt_tokens=True is not an integer in [0, 10000000]')
+    """
+    for name, v in (("prompt_tokens", prompt_tokens), ("completion_tokens", completion_tokens)):
+        if v is not None and not (type(v) is int and 0 <= v <= MAX_USAGE_TOKENS):
+            shown = repr(v) if len(repr(v)) <= 40 else repr(v)[:37] + "..."
+            return f"{name}={shown} is not an integer in [0, {MAX_USAGE_TOKENS}]"
+    return None
 
 
 class _RateLimiter:
@@ -218,8 +239,11 @@ class ChatClient:
         except (ValueError, KeyError, IndexError, TypeError):
             raise _Retryable("malformed response body") from None
         pt, ct = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        if self.s.require_usage and not (isinstance(pt, int) and isinstance(ct, int)):
+        if self.s.require_usage and (pt is None or ct is None):
             raise _Retryable("response without usage token counts")
+        bad = usage_problem(pt, ct)
+        if bad:
+            raise _Retryable(f"response with invalid usage: {bad}")
         return {"content": content if isinstance(content, str) else "",
                 "prompt_tokens": pt, "completion_tokens": ct,
                 "finish_reason": data["choices"][0].get("finish_reason")}
@@ -231,6 +255,9 @@ class ChatClient:
         key = request_key(body)
         t0 = time.monotonic()
         hit = self.cache.get(key) if self.cache is not None else None
+        if hit is not None and usage_problem(hit.get("prompt_tokens"),
+                                             hit.get("completion_tokens")):
+            hit = None  # an entry the endpoint could not have given (checked on put too)
         if hit is not None:
             return self._done(tag, key, hit, True, 0, t0)
         if self.s.cache_mode == "replay":
