@@ -152,6 +152,15 @@ def writable_dir_or_creatable(key, v):
         raise ConfigError(key, f"{key}={v}: {probe} is not writable")
 
 
+def new_or_empty_dir(key, v):
+    """A folder to create, or an empty one (checked before anything is verified)."""
+    writable_dir_or_creatable(key, v)
+    p = Path(v).expanduser()
+    if p.is_dir() and any(p.iterdir()):
+        raise ConfigError(key, f"{key}={v}: exists and is not an empty folder; choose a new "
+                               "folder")
+
+
 def planner_name(key, v):
     from .frozen.schemas import PLANNER_NAME
     if not isinstance(v, str) or not PLANNER_NAME.match(v) or len(v) > MAX_NAME_LENGTH:
@@ -297,7 +306,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "new scratch folder DEST (refused if DEST exists and is not empty).",
         (EXPORT_ROOT,
          Key("copy_to", "path|null", "create a scratch copy of the verified export here "
-             "(a new or empty folder)", lambda k, v: v is None or writable_dir_or_creatable(k, v))),
+             "(a new or empty folder)", lambda k, v: v is None or new_or_empty_dir(k, v))),
         ("python -m analysis.verify",
          "python -m analysis.verify copy_to=/tmp/scratch")),
     Command(
