@@ -49,8 +49,16 @@ def fingerprint(obj: Any) -> str:
 
 
 def default_state_dir(export_root: str | os.PathLike) -> Path:
-    """``.run_state`` beside the export (never inside it: verification lists every file)."""
-    return Path(export_root).resolve().parent / ".run_state"
+    """The journal and lock folder of one export, under the user cache directory
+    (:func:`analysis.resources.user_cache_dir`): never inside the export (verification
+    lists every file) nor beside it (a clone's working tree stays clean).
+
+    >>> default_state_dir("/tmp/scratch").name.startswith("scratch-")
+    True
+    """
+    from .resources import user_cache_dir
+    root = Path(export_root).resolve()
+    return user_cache_dir() / "run_state" / f"{root.name}-{fingerprint(str(root))}"
 
 
 def code_fingerprint() -> str:
@@ -174,10 +182,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def run_episodes(job: Callable, args: Sequence, episode_ids: Sequence[str], jobs: int = 1,
                  threads: bool = False, journal: RunJournal | None = None,
-                 on_done: Callable[[int], None] | None = None) -> list:
+                 on_done: Callable[[int, int], None] | None = None) -> list:
     """``[job(a) for a in args]`` (each ``(groups, tasks, provider_error)``), in order,
     with ``jobs`` workers and the resume journal; raises :class:`RunIncomplete` when an
-    episode ended with a provider error (after every other episode finished)."""
+    episode ended with a provider error (after every other episode finished).
+    ``on_done(finished, failed)`` is called as episodes end (``failed``: of those, the
+    ones stopped by a provider error)."""
     results: list = [None] * len(args)
     todo = []
     for i, eid in enumerate(episode_ids):
@@ -187,18 +197,20 @@ def run_episodes(job: Callable, args: Sequence, episode_ids: Sequence[str], jobs
         else:
             todo.append(i)
     done = len(args) - len(todo)
+    failed = 0
     if on_done:
-        on_done(done)
+        on_done(done, failed)
 
     def finish(i: int, res) -> None:
-        nonlocal done
+        nonlocal done, failed
         res = tuple(res)
         results[i] = res
         if journal is not None and res[2] is None:
             journal.save(i, episode_ids[i], res)
         done += 1
+        failed += res[2] is not None
         if on_done:
-            on_done(done)
+            on_done(done, failed)
 
     if jobs == 1 or len(todo) <= 1:
         for i in todo:

@@ -7,9 +7,11 @@ reused PID cannot wedge it. The holder writes its PID into the file only so that
 command can say whom it waits for. The lock file itself is never deleted (deleting a lock
 file races with a process about to lock it); it is an empty, harmless file.
 
-Lock files of an export live in :func:`lock_path`: in ``.run_state`` beside the export
-(never inside it: verification lists every file), the same whatever ``state_dir`` a run
-was given, so that every writer of one export meets the same lock.
+Lock files of an export live in :func:`lock_path`: under the user cache directory
+(:func:`analysis.resources.user_cache_dir`, ``$E2W_CACHE_DIR`` to move it, e.g. onto a
+filesystem shared by the nodes of a cluster), never inside the export (verification
+lists every file) nor beside it (a clone's working tree stays clean), the same whatever
+``state_dir`` a run was given, so that every writer of one export meets the same lock.
 
 >>> import tempfile, pathlib
 >>> root = pathlib.Path(tempfile.mkdtemp()) / "export"
@@ -35,9 +37,10 @@ class LockBusy(RuntimeError):
 
 def lock_path(export_root: str | os.PathLike) -> Path:
     """The lock file of the export ``export_root``."""
+    from .resources import user_cache_dir
     root = Path(export_root).resolve()
     digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
-    return root.parent / ".run_state" / f"{root.name}-{digest}.lock"
+    return user_cache_dir() / "locks" / f"{root.name}-{digest}.lock"
 
 
 def _holder(fd: int) -> str:

@@ -16,7 +16,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from omegaconf import OmegaConf
 
 from ._hydra import command_main, resolve_path
 from .figure_worker import FigureWorker
+from .out_dir import SUBDIRS, OutputDirError, check_out_dir
 from .frozen import IntegrityError
 from .transaction import Transaction, TransactionBusy, recover, recover_export
 
@@ -35,7 +35,6 @@ from .transaction import Transaction, TransactionBusy, recover, recover_export
 __all__ = ["RegenerationReport", "OutputDirError", "regenerate", "build_generation",
            "write_generation", "check_out_dir", "main"]
 
-SUBDIRS = ("tables", "figures")
 #: The files of the current generation with their SHA-256 (committed with the outputs).
 GENERATION = "tables/GENERATION.json"
 TXN_NAME = ".e2w_tables_txn"
@@ -87,56 +86,9 @@ def _index(artefacts, results) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
-class OutputDirError(ValueError):
-    """``out_dir`` cannot take a generation (a file, read-only, ...); nothing computed."""
-
-
 def txn_dir_of(out_dir) -> Path:
     """Where a generation is staged: inside ``out_dir``, git-ignored at the repo root."""
     return Path(out_dir) / TXN_NAME
-
-
-def _writable_dir(path: Path) -> str | None:
-    """Why ``path`` (an existing folder) cannot be written to, or None."""
-    if not path.is_dir():
-        return "is not a folder"
-    if not os.access(path, os.W_OK | os.X_OK):
-        return "is not writable"
-    try:  # a read-only mount or an ACL can refuse what access() allowed
-        fd, probe = tempfile.mkstemp(prefix=".e2w_probe.", dir=path)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return f"is not writable ({exc.strerror})"
-    return None
-
-
-def check_out_dir(out_dir) -> Path:
-    """Refuse an ``out_dir`` that cannot take a generation, before anything is computed.
-
-    >>> check_out_dir("/dev/null")
-    Traceback (most recent call last):
-    ...
-    analysis.tables.OutputDirError: out_dir=/dev/null: is not a folder
-    """
-    out = Path(out_dir)
-    if out.exists() or out.is_symlink():
-        why = _writable_dir(out)
-        if why:
-            raise OutputDirError(f"out_dir={out}: {why}")
-        for sub in SUBDIRS:
-            if (out / sub).exists() or (out / sub).is_symlink():
-                why = _writable_dir(out / sub)
-                if why:
-                    raise OutputDirError(f"out_dir={out}: {sub}/ {why}")
-        return out
-    parent = out.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    why = _writable_dir(parent)
-    if why:
-        raise OutputDirError(f"out_dir={out}: cannot be created, {parent} {why}")
-    return out
 
 
 def _previous_generation(out: Path) -> dict | None:
