@@ -189,6 +189,14 @@ def run_planner(key, v):
                                "characters")
 
 
+def _shard(key, v):
+    from .shards import parse_shard
+    try:
+        parse_shard(v)
+    except ValueError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
 def optional_str(key, v):
     if v is not None and (not isinstance(v, str) or not v):
         raise ConfigError(key, f"{key}={v!r}: expected a run ID or a planner name")
@@ -354,6 +362,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Key("state_dir", "path|null", "where the episode journal lives (null: a folder "
              "for this export under the user cache directory, $E2W_CACHE_DIR or "
              "~/.cache/ego2world-analysis)", lambda k, v: v is None or writable_dir_or_creatable(k, v)),
+         Key("shard", "str|null", "i/n: run only shard i of n of the suite's episodes "
+             "(separate jobs, e.g. shard=1/4,2/4,3/4,4/4 with -m); the run is registered "
+             "once, when every shard is done (analysis/shards.py); null: the whole run",
+             _shard),
          WRITTEN_EXPORT),
         ("python -m analysis.run planner=belief_search suite=memory memory=reset "
          "export_root=/tmp/scratch overwrite=true",
@@ -399,6 +411,9 @@ def check_value(command: str, key: str, value: Any) -> None:
 
 def cross_checks(command: str, cfg: dict) -> None:
     """Rules that tie two keys together."""
+    if command == "run" and cfg.get("shard") is not None and cfg.get("resume") is False:
+        raise ConfigError("shard", f"shard={cfg['shard']}: a sharded run needs resume=true "
+                                   "(its shards meet in the resume journal)")
     if command == "tables":
         s = cfg.get("stats", {})
         level, n = s.get("confidence_level"), s.get("n_resamples")

@@ -97,6 +97,7 @@ class RunSummary:
     n_tasks: int
     seconds: float
     bytes_written: int
+    note: str | None = None  # a shard's outcome (analysis.shards), else None
 
 
 def _episode_job(args):
@@ -143,7 +144,7 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
               progress: bool = True, write: bool = True, overwrite: bool = False,
               verify_export: bool = False, resume: bool = True,
               state_dir: str | os.PathLike | None = None,
-              say=_say) -> tuple[RunSummary, dict]:
+              say=_say, shard: str | None = None) -> tuple[RunSummary, dict]:
     """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
 
     With ``write``, an interrupted earlier change of the export is rolled back or completed
@@ -154,7 +155,9 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     export under the user cache directory) and a rerun continues from
     them (:mod:`analysis.episodes`); a planner with ``io_bound = True`` runs its ``jobs``
     episodes in threads. Returns the summary and the records ``{"run": ..., "groups":
-    [...], "tasks": [...]}``.
+    [...], "tasks": [...]}``. ``shard="i/n"`` runs only shard ``i`` of ``n`` (by episode)
+    and registers the run when every shard is done (:mod:`analysis.shards`); until then
+    the records are ``None`` and ``RunSummary.note`` says which shards are missing.
     """
     label = planner_label(planner)  # validates the name or the import path
     if memory not in MEMORY_MODES:
@@ -162,6 +165,11 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r}: expected a positive integer")
     root = Path(export_root)
+    from .shards import parse_shard
+    part = parse_shard(shard)
+    if part is not None and not (write and resume):
+        raise ValueError(f"shard={part}: a sharded run needs write=true and resume=true "
+                         "(its shards meet in the resume journal)")
     if write:
         # parallel multirun jobs write one export: recovery and the first verification
         # must not see another job's transaction in flight
@@ -171,13 +179,22 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     if suite not in cohort.suites:
         raise ValueError(f"suite={suite!r}: expected one of {sorted(cohort.suites)}")
     settings = dict(planner_settings or {})
+    if part is not None and settings.get("call_log"):
+        from .shards import shard_call_log
+        settings["call_log"] = shard_call_log(settings["call_log"], part)
     cfg = {**RuntimeConfig().as_dict(), **dict(runtime or {}), "attempt_limit": int(attempt_limit)}
     RuntimeConfig(**cfg)  # validate before any work
     rid = run_id(label, suite, memory)
     check = None
+    registered = None
     if write:
         if not overwrite:
-            check_run_absent(root, rid)
+            try:
+                check_run_absent(root, rid)
+            except RunExists as exc:
+                registered = exc  # a sharded run registered by its siblings is not an error
+                if part is None:
+                    raise
         if verify_export:
             from .frozen import verify
             say(f"verifying {root}")
@@ -204,38 +221,71 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         journal = RunJournal(state_dir or default_state_dir(root), rid,
                              {**run_rec, "planner_path": planner},
                              derive=lambda i, groups: _derive_job(jobs_args[i], groups))
+    if part is not None:
+        from .shards import ShardJournal, already_registered
+        if registered is not None:
+            if not already_registered(root, rid, journal.dir):
+                raise registered
+            say(f"shard {part}: {rid} is already registered (every shard was complete); "
+                "nothing to do")
+            return RunSummary(rid, str(root / "runs" / rid), 0, 0, 0, 0.0, 0,
+                              note="already registered"), None
+        positions = part.positions(len(jobs_args))
+        shard_journal = ShardJournal(journal, part, positions)
+    else:
+        positions = list(range(len(jobs_args)))
+    episode_ids = list(s["episode_ids"])
     before = getattr(planner_class(planner), "before_run", None)
     if before is not None:
         # a fresh start (nothing journaled to resume) begins the planner's own logs anew
         before(fresh=journal is None or not journal.dir.exists(), seed=seed, **settings)
     t0 = time.perf_counter()
     try:
-        results = run_episodes(_episode_job, jobs_args, list(s["episode_ids"]), jobs=jobs,
+        results = run_episodes(_episode_job, [jobs_args[p] for p in positions],
+                               [episode_ids[p] for p in positions], jobs=jobs,
                                threads=bool(getattr(planner_class(planner), "io_bound", False)),
-                               journal=journal,
-                               on_done=lambda n, bad: _progress(n, len(jobs_args), rid, progress,
-                                                                bad))
+                               journal=journal if part is None else shard_journal,
+                               on_done=lambda n, bad: _progress(
+                                   n, len(positions), rid if part is None else
+                                   f"{rid} shard {part}", progress, bad))
     finally:
         after = getattr(planner_class(planner), "after_run", None)
         if after is not None:
             after(seed=seed, **settings)  # e.g. the chat planner's accounting summary
     seconds = time.perf_counter() - t0
-    groups = [g for gr, _, _ in results for g in gr]
-    task_recs = [t for _, tr, _ in results for t in tr]
-    order = {tid: i for i, tid in enumerate(s["task_ids"])}
-    task_recs.sort(key=lambda t: order[t["task_id"]])
-    missing = suite_tasks - {t["task_id"] for t in task_recs}
-    if missing:
-        raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
-    records = {"run": run_rec, "groups": groups, "tasks": task_recs}
+    if part is not None:
+        from .shards import finish_shard
+
+        def register(all_results):
+            records = _assemble(all_results, s, run_rec, rid)
+            return records, write_run(root, rid, records, overwrite=overwrite, check=check)
+        out = finish_shard(shard_journal, root, rid, episode_ids, dict(zip(positions, results)),
+                           register, say)
+        recs = out.records
+        return RunSummary(rid, str(root / "runs" / rid), len(positions),
+                          sum(len(r[0]) for r in results), len(recs["tasks"]) if recs else 0,
+                          seconds, out.size, note=out.message(rid)), recs
+    records = _assemble(results, s, run_rec, rid)
     size = 0
     if write:
         with export_lock(root):
             size = write_run(root, rid, records, overwrite=overwrite, check=check)
         if journal is not None:
             journal.finish()
-    return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(groups),
-                      len(task_recs), seconds, size), records
+    return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(records["groups"]),
+                      len(records["tasks"]), seconds, size), records
+
+
+def _assemble(results, suite_rec, run_rec, rid) -> dict:
+    """The run's records from its per-episode results (in suite order)."""
+    groups = [g for gr, _, _ in results for g in gr]
+    task_recs = [t for _, tr, _ in results for t in tr]
+    order = {tid: i for i, tid in enumerate(suite_rec["task_ids"])}
+    task_recs.sort(key=lambda t: order[t["task_id"]])
+    missing = set(suite_rec["task_ids"]) - {t["task_id"] for t in task_recs}
+    if missing:
+        raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
+    return {"run": run_rec, "groups": groups, "tasks": task_recs}
 
 
 class RunExists(ValueError):
@@ -292,7 +342,11 @@ def main_from_cfg(cfg) -> RunSummary:
         planner_settings=dict(cfg.planner.get("settings") or {}),
         runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress),
         overwrite=bool(cfg.overwrite), verify_export=True,
-        resume=bool(cfg.get("resume", True)), state_dir=cfg.get("state_dir"))
+        resume=bool(cfg.get("resume", True)), state_dir=cfg.get("state_dir"),
+        shard=cfg.get("shard"))
+    if summary.note is not None and summary.bytes_written == 0:
+        print(f"{summary.run_id}: {summary.note}")  # a shard that did not register the run
+        return summary
     print(f"{summary.run_id}: {summary.n_episodes} episodes, {summary.n_groups} groups, "
           f"{summary.n_tasks} tasks in {summary.seconds:.1f} s -> {summary.path} "
           f"({summary.bytes_written} bytes); registered in the export's MANIFEST.json "
