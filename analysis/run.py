@@ -226,10 +226,9 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         if registered is not None:
             if not already_registered(root, rid, journal.dir):
                 raise registered
-            say(f"shard {part}: {rid} is already registered (every shard was complete); "
-                "nothing to do")
             return RunSummary(rid, str(root / "runs" / rid), 0, 0, 0, 0.0, 0,
-                              note="already registered"), None
+                              note=f"shard {part}: {rid} is already registered (every "
+                                   "shard was complete); nothing to do"), None
         positions = part.positions(len(jobs_args))
         shard_journal = ShardJournal(journal, part, positions)
     else:
@@ -345,7 +344,7 @@ def main_from_cfg(cfg) -> RunSummary:
         resume=bool(cfg.get("resume", True)), state_dir=cfg.get("state_dir"),
         shard=cfg.get("shard"))
     if summary.note is not None and summary.bytes_written == 0:
-        print(f"{summary.run_id}: {summary.note}")  # a shard that did not register the run
+        print(summary.note)  # a shard that did not register the run
         return summary
     print(f"{summary.run_id}: {summary.n_episodes} episodes, {summary.n_groups} groups, "
           f"{summary.n_tasks} tasks in {summary.seconds:.1f} s -> {summary.path} "
@@ -425,13 +424,16 @@ def _multirun(argv: list[str]) -> int:
         key = a.split("=", 1)[0].lstrip("+")
         if key.startswith("hydra/launcher"):
             from ._hydra import _group_options
-            options = sorted({"basic", *_group_options("hydra/launcher")})
             val = a.split("=", 1)[1] if "=" in a else ""
+            submitit = ("hydra_plugins.hydra_submitit_launcher",
+                        "'.[slurm]' (hydra-submitit-launcher)")
+            ray = ("hydra_plugins.hydra_ray_launcher", "'.[ray]' (hydra-ray-launcher)")
             plugin = {"joblib_local": ("hydra_plugins.hydra_joblib_launcher",
                                        "hydra-joblib-launcher (the [llm] extra)"),
-                      "slurm": ("hydra_plugins.hydra_submitit_launcher",
-                                "hydra-submitit-launcher"),
-                      "ray_local": ("hydra_plugins.hydra_ray_launcher", "hydra-ray-launcher")}
+                      "slurm": submitit, "submitit_local": submitit,
+                      "ray_local": ray, "ray_cluster": ray}
+            # submitit_local is the plugin's own config (the local executor of Slurm's path)
+            options = sorted({"basic", "submitit_local", *_group_options("hydra/launcher")})
             if val in plugin:
                 import importlib.util
                 if importlib.util.find_spec(plugin[val][0]) is None:

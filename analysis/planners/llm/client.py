@@ -10,7 +10,9 @@
   ``retry_budget`` seconds, raising :class:`~analysis.executor.protocol.ProviderError`.
   Other 4xx (bad request, authentication) fail at once, also as a provider error.
 * ``requests_per_minute`` (0 = unlimited) spaces request starts across every thread of
-  the process that uses the same endpoint and model.
+  the process that uses the same endpoint and model; with ``rate_state`` (a folder all
+  shards of a run see) across every process too (:mod:`.ratelimit`), and a
+  ``Retry-After`` then pauses every one of them.
 * The API key is read from the environment variable named by ``api_key_env`` at request
   time, passed to the SDK, and scrubbed from every error message; it is never stored.
 * Every call is cached by :mod:`.cache` and logged by :mod:`.accounting`.
@@ -80,6 +82,7 @@ class ClientSettings:
     backoff_max: float = 60.0
     retry_budget: float = 600.0
     requests_per_minute: float = 0.0
+    rate_state: str | None = None
     cache_dir: str | None = None
     cache_mode: str = "readwrite"
     call_log: str | None = None
@@ -170,6 +173,11 @@ class _RateLimiter:
         if start > now:
             sleep(start - now)
 
+    def defer(self, seconds: float) -> None:
+        """No thread starts a request before ``seconds`` from now (Retry-After)."""
+        with self.lock:
+            self.next = max(self.next, time.monotonic() + float(seconds))
+
 
 class _Retryable(Exception):
     def __init__(self, message: str, retry_after: float | None = None):
@@ -196,6 +204,10 @@ class ChatClient:
         self.log = CallLog(settings.call_log) if settings.call_log else None
         self.limiter = _RateLimiter.get((settings.base_url, settings.model),
                                         float(settings.requests_per_minute))
+        if self.limiter is not None and settings.rate_state:
+            from .ratelimit import SharedRateLimiter  # one budget for all shards of a run
+            self.limiter = SharedRateLimiter(settings.rate_state, settings.base_url,
+                                             settings.model, float(settings.requests_per_minute))
         self._sdk = None
         self._sdk_lock = threading.Lock()
 
@@ -290,6 +302,8 @@ class ChatClient:
                 break
             except _Retryable as exc:
                 delay = backoff_delay(self.s, key, retries, exc.retry_after)
+                if self.limiter is not None and exc.retry_after:
+                    self.limiter.defer(exc.retry_after)  # the server's pause holds for all
                 if retries >= int(self.s.max_retries) or waited + delay > float(self.s.retry_budget):
                     err = f"{exc} after {retries + 1} attempt(s)"
                     self._log(tag, key, None, False, retries, t0, err)

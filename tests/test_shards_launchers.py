@@ -1,0 +1,140 @@
+"""Sharded runs through real Hydra launchers: submitit's local executor (the same plugin,
+job pickling and result files as Slurm) and Ray (a head on 127.0.0.1 started by this
+module, joined through configs/hydra/launcher/ray_cluster.yaml). Each registered run
+must equal an unsharded run of the same planner and seed byte for byte, MANIFEST.json
+included. About 60 s on 2 cores (Ray's start-up is most of it; one head per module).
+"""
+import os
+import select
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from analysis import run as run_mod
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_shards import FAST, export_bytes, make_export  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+RID = "greedy_hints__planner__persistent"
+# Ray on one machine, loopback only: no usage reporting, no token file in $HOME, and
+# the node address 127.0.0.1 (Ray otherwise replaces 127.0.0.1 by the machine's
+# reachable address; this switch is Ray's single-machine mode)
+RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
+           "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+def _env():
+    return {**os.environ, "PYTHONPATH": str(REPO), **RAY_ENV}
+
+
+def _multirun(export, tmp_path, launcher, shards, extra=(), planner="greedy_hints"):
+    cmd = [sys.executable, "-m", "analysis.run", "-m", f"hydra/launcher={launcher}",
+           f"planner={planner}", "suite=planner", "progress=false",
+           f"shard={','.join(shards)}", f"export_root={export}",
+           f"state_dir={tmp_path / 'state'}", "runtime.max_planner_calls=2", *extra]
+    out = subprocess.run(cmd, env=_env(), cwd=REPO, capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    return out
+
+
+def _reference(tmp_path, planner="greedy_hints", **kw):
+    ref = make_export(tmp_path / "ref", **kw)
+    run_mod.run_suite(planner, "planner", "persistent", ref, progress=False,
+                      state_dir=tmp_path / "s_ref", runtime=FAST)
+    return ref
+
+
+def test_sharded_run_through_submitit_local_equals_the_unsharded_run(tmp_path):
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    ref = _reference(tmp_path)
+    ex = make_export(tmp_path / "ex")
+    _multirun(ex, tmp_path, "submitit_local", ["1/2", "2/2"],
+              [f"hydra.launcher.submitit_folder={tmp_path / 'submitit'}/%j"])
+    assert export_bytes(ex, RID) == export_bytes(ref, RID)
+    # two separate jobs (submitit's result files), one registration
+    assert len(list((tmp_path / "submitit").glob("*/*_result.pkl"))) == 2
+
+
+def test_chat_shards_run_concurrently_with_one_shared_cache_and_rate_budget(tmp_path):
+    """Three chat shards at once through submitit_local, every episode asking the same
+    requests (same prompts), so the shards write the same cache keys concurrently; the
+    run equals an unsharded one without cache, and every entry is whole."""
+    pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
+    pytest.importorskip("openai")
+    from analysis.planners.llm.cache import ResponseCache
+    from analysis.planners.llm.ratelimit import bucket_path
+    from analysis.planners.llm.testserver import LoopbackServer
+    srv = LoopbackServer(delay=0.02).start()
+    try:
+        ref = make_export(tmp_path / "ref", tagged=False)
+        run_mod.run_suite("chat", "planner", "persistent", ref, progress=False,
+                          state_dir=tmp_path / "s_ref", runtime=FAST,
+                          planner_settings=dict(base_url=srv.url, model="toy-model",
+                                                timeout=5.0, cache_mode="off"))
+        ex = make_export(tmp_path / "ex", tagged=False)
+        served = srv.requests
+        _multirun(ex, tmp_path, "submitit_local", ["1/3", "2/3", "3/3"],
+                  [f"hydra.launcher.submitit_folder={tmp_path / 'submitit'}/%j",
+                   f"planner.settings.base_url={srv.url}", "planner.settings.model=toy-model",
+                   f"planner.settings.cache_dir={tmp_path / 'cache'}",
+                   f"planner.settings.rate_state={tmp_path / 'rate'}",
+                   "planner.settings.requests_per_minute=6000", "planner.settings.timeout=5"],
+                  planner="chat")
+        rid = "chat__planner__persistent"
+        assert export_bytes(ex, rid) == export_bytes(ref, rid)
+        cache = ResponseCache(tmp_path / "cache")
+        entries = list((tmp_path / "cache").rglob("*.json"))
+        assert entries and all(cache.get(p.stem) is not None for p in entries)
+        assert not [p for p in (tmp_path / "cache").rglob(".*")]  # no temp file left
+        # the shards met in one budget file, and asked at most what one run asks
+        assert bucket_path(tmp_path / "rate", srv.url, "toy-model").stat().st_size == 8
+        assert srv.requests - served <= served
+    finally:
+        srv.stop()
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """A Ray head on 127.0.0.1 in a helper process (ray.init with address='local'):
+    yields its GCS address; closing the helper's stdin makes it call ray.shutdown(),
+    which ends every Ray process it started. Bounded: 120 s to start."""
+    pytest.importorskip("ray")
+    pytest.importorskip("hydra_plugins.hydra_ray_launcher")
+    temp = tempfile.mkdtemp(prefix="e2wray", dir="/tmp")  # Ray's socket paths must be short
+    code = ("import sys, ray\n"
+            f"ray.init(address='local', num_cpus=2, include_dashboard=False, "
+            f"object_store_memory=78643200, _temp_dir={temp!r})\n"
+            "print(ray.get_runtime_context().gcs_address, flush=True)\n"
+            "sys.stdin.read()\n"
+            "ray.shutdown()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], env=_env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        address = proc.stdout.readline().strip() if ready else ""
+        if not address.startswith("127.0.0.1:"):
+            pytest.fail(f"the Ray head did not start on 127.0.0.1 (got {address!r})")
+        yield address
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        import shutil
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def test_sharded_run_on_a_local_ray_cluster_equals_the_unsharded_run(tmp_path, ray_head):
+    ref = _reference(tmp_path)
+    ex = make_export(tmp_path / "ex")
+    out = _multirun(ex, tmp_path, "ray_cluster", ["1/3", "2/3", "3/3"],
+                    [f"hydra.launcher.ray.init.address={ray_head}"])
+    assert export_bytes(ex, RID) == export_bytes(ref, RID)
+    assert "Ray Launcher is launching 3 jobs" in out.stdout + out.stderr
