@@ -138,3 +138,34 @@ def test_sharded_run_on_a_local_ray_cluster_equals_the_unsharded_run(tmp_path, r
                     [f"hydra.launcher.ray.init.address={ray_head}"])
     assert export_bytes(ex, RID) == export_bytes(ref, RID)
     assert "Ray Launcher is launching 3 jobs" in out.stdout + out.stderr
+
+
+def _doc_block(marker: str) -> list[str]:
+    text = (REPO / "docs" / "llm.md").read_text(encoding="utf-8")
+    block = text[text.index(marker):].split("```")[1]
+    return [line for line in block.strip().splitlines() if line.startswith("python ")]
+
+
+def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head):
+    """docs/llm.md "On a cluster", "On one machine": every command as written (the
+    module's Ray head stays up meanwhile: ray_local starts a Ray of its own). The sharded
+    greedy_hints run replaces the subset's copy of that run with the same bytes."""
+    import shlex
+    import shutil
+    cmds = _doc_block("**On one machine**")
+    assert [c.split()[2] for c in cmds] == ["analysis.planners.llm.subset", "analysis.run",
+                                             "analysis.run", "analysis.verify"]
+    dst = Path("/tmp/e2w_shards")
+    shutil.rmtree(dst, ignore_errors=True)
+    try:
+        want = None
+        for cmd in cmds:
+            argv = shlex.split(cmd)
+            out = subprocess.run([sys.executable, *argv[1:]], env=_env(), cwd=REPO,
+                                 capture_output=True, text=True, timeout=240)
+            assert out.returncode == 0, (cmd, (out.stdout + out.stderr)[-3000:])
+            got = export_bytes(dst, RID)
+            want = want or got
+            assert got == want, cmd  # the sharded run wrote the subset's bytes again
+    finally:
+        shutil.rmtree(dst, ignore_errors=True)
