@@ -27,6 +27,20 @@ RAY_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled",
            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_tmpdir():
+    """Ray's files (sessions, sockets) in a short folder of this module, removed after
+    (Ray's default is /tmp/ray; its socket paths must stay short)."""
+    import shutil
+    temp = tempfile.mkdtemp(prefix="e2wray", dir="/tmp")
+    RAY_ENV["RAY_TMPDIR"] = temp
+    yield temp
+    RAY_ENV.pop("RAY_TMPDIR", None)
+    shutil.rmtree(temp, ignore_errors=True)
+
+
 def _env():
     return {**os.environ, "PYTHONPATH": str(REPO), **RAY_ENV}
 
@@ -69,7 +83,7 @@ def test_chat_shards_run_concurrently_with_one_shared_cache_and_rate_budget(tmp_
     from analysis.planners.llm.cache import ResponseCache
     from analysis.planners.llm.ratelimit import bucket_path
     from analysis.planners.llm.testserver import LoopbackServer
-    srv = LoopbackServer(delay=0.02).start()
+    srv = LoopbackServer().start()
     try:
         ref = make_export(tmp_path / "ref", tagged=False)
         run_mod.run_suite("chat", "planner", "persistent", ref, progress=False,
@@ -99,13 +113,13 @@ def test_chat_shards_run_concurrently_with_one_shared_cache_and_rate_budget(tmp_
 
 
 @pytest.fixture(scope="module")
-def ray_head():
+def ray_head(_ray_tmpdir):
     """A Ray head on 127.0.0.1 in a helper process (ray.init with address='local'):
     yields its GCS address; closing the helper's stdin makes it call ray.shutdown(),
     which ends every Ray process it started. Bounded: 120 s to start."""
     pytest.importorskip("ray")
     pytest.importorskip("hydra_plugins.hydra_ray_launcher")
-    temp = tempfile.mkdtemp(prefix="e2wray", dir="/tmp")  # Ray's socket paths must be short
+    temp = _ray_tmpdir
     code = ("import sys, ray\n"
             f"ray.init(address='local', num_cpus=2, include_dashboard=False, "
             f"object_store_memory=78643200, _temp_dir={temp!r})\n"
@@ -127,8 +141,6 @@ def ray_head():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-        import shutil
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 def test_sharded_run_on_a_local_ray_cluster_equals_the_unsharded_run(tmp_path, ray_head):
