@@ -344,8 +344,14 @@ class Transaction:
         """Stage ``root/rel`` by calling ``writer(path)`` on its staging path."""
         self._start()
         write_point(f"stage {rel}")
-        (self.stage / rel).parent.mkdir(parents=True, exist_ok=True)
-        writer(self.stage / rel)
+        from .confine import DiskError, disk_error
+        try:
+            (self.stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            writer(self.stage / rel)
+        except DiskError:
+            raise
+        except OSError as exc:
+            raise disk_error(self.stage / rel, exc) from None
         self._ops.append({"target": rel, "staged": rel})
 
     def remove(self, rel: str) -> None:
