@@ -156,6 +156,11 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r}: expected a positive integer")
     root = Path(export_root)
+    if state_dir is not None and resume and write:
+        from .confine import state_path_problem
+        why = state_path_problem(state_dir, "dir", root)
+        if why:
+            raise ValueError(f"state_dir={state_dir}: {why}")
     if write:
         # parallel multirun jobs write one export: recovery and the first verification
         # must not see another job's transaction in flight

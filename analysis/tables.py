@@ -196,6 +196,10 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
     with export_lock(export_root, say=progress):  # the lock of every writer of the export
         try:
             out = check_out_dir(out_dir)
+            from .confine import state_path_problem
+            why = state_path_problem(out, "dir", export_root)
+            if why:
+                raise OutputDirError(f"out_dir={out}: {why}")
             if out.exists():
                 msg = recover(out, txn_dir_of(out))
                 if msg:

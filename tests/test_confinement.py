@@ -57,8 +57,9 @@ def snap(root: Path) -> dict:
         for n in dirs + names:
             p = Path(dirpath) / n
             rel = p.relative_to(root).as_posix()
-            if n.endswith(".lock") and p.parent.name == ".run_state":
-                continue
+            if (n.endswith(".lock") and p.parent.name == ".run_state") or (
+                    n == ".run_state" and p.is_dir() and not p.is_symlink()):
+                continue  # the (empty) lock files of analysis.locking and their folder
             if p.is_symlink():
                 out[rel] = ("link", os.readlink(p))
             elif p.is_fifo():
@@ -996,3 +997,23 @@ def test_every_other_public_statistic_refuses_inf_and_empty_input():
         sign_flip_p([])
     with pytest.raises(ValueError, match="only_a"):
         mcnemar_exact(-1, 2)
+
+
+def test_the_python_api_refuses_state_and_outputs_inside_the_export(fe, tmp_path):
+    from analysis.tables import OutputDirError, regenerate
+    before = snap(tmp_path)
+    with pytest.raises(ValueError, match=r"state_dir=.*inside the export"):
+        run_suite("lexicon", "planner", "persistent", fe, progress=False,
+                  state_dir=str(fe / ".state"))
+    with pytest.raises(OutputDirError, match=r"out_dir=.*inside the export"):
+        regenerate(fe, fe, progress=lambda m: None)
+    assert snap(tmp_path) == before
+
+
+def test_a_planted_compile_staging_symlink_is_refused(fe, tmp_path, victim, capsys):
+    from analysis.compile import compile_export
+    (tmp_path / ".fe.e2w_compile").symlink_to(victim.parent)
+    refused(capsys, tmp_path, "compile",
+            lambda cfg: compile_export(tmp_path / "nowhere", fe), ".fe.e2w_compile",
+            "remove it", argv=[f"source={tmp_path}", f"out_dir={fe}"])
+    assert victim.read_text() == "precious"
