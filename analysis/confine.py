@@ -50,7 +50,8 @@ def confined_rel(rel, where: str) -> str:
         raise ConfinementError(f"{where}: path {rel!r} is absolute")
     for seg in rel.split("/"):
         if seg in ("", ".", ".."):
-            raise ConfinementError(f"{where}: path {rel!r} leaves its folder (segment {seg!r})")
+            raise ConfinementError(f"{where}: path {rel!r} leaves its folder "
+                                   f"(segment {seg!r})")
     return rel
 
 
@@ -75,7 +76,8 @@ def read_regular(path: str | os.PathLike, what: str | None = None,
     path = Path(path)
     what = what or str(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise
     except OSError as exc:

@@ -1017,3 +1017,18 @@ def test_a_planted_compile_staging_symlink_is_refused(fe, tmp_path, victim, caps
             lambda cfg: compile_export(tmp_path / "nowhere", fe), ".fe.e2w_compile",
             "remove it", argv=[f"source={tmp_path}", f"out_dir={fe}"])
     assert victim.read_text() == "precious"
+
+
+def test_a_fifo_or_newlines_in_a_staging_folder_never_hang_or_split_the_message(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    txn = tmp_path / "txn"
+    txn.mkdir()
+    os.mkfifo(txn / "command")
+    os.mkfifo(txn / "owner.pid")
+    t0 = time.monotonic()
+    msg = recover(root, txn)
+    assert "nothing of" in msg and not txn.exists() and time.monotonic() - t0 < 5
+    plant_journal(txn, {"command": "x\nFORGED LINE", "ops": []})
+    msg = recover(root, txn)
+    assert "\n" not in msg and "rolled back" in msg
