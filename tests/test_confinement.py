@@ -1032,3 +1032,18 @@ def test_a_fifo_or_newlines_in_a_staging_folder_never_hang_or_split_the_message(
     plant_journal(txn, {"command": "x\nFORGED LINE", "ops": []})
     msg = recover(root, txn)
     assert "\n" not in msg and "rolled back" in msg
+
+
+def test_the_verify_command_itself_refuses_the_issue_s_planted_journal(fe, victim, tmp_path):
+    """The issue's first case end to end, as a user runs it (a subprocess)."""
+    txn = export_txn_dir(fe)
+    plant_journal(txn, {"command": "analysis.run",
+                        "ops": [op(os.path.relpath(victim, fe))]})
+    before = snap(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "analysis.verify", f"export_root={fe}"],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 1, r.stderr
+    assert str(txn / "journal.json") in r.stderr and "remove" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert snap(tmp_path) == before and victim.read_text() == "precious"
