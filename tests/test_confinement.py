@@ -1047,3 +1047,52 @@ def test_the_verify_command_itself_refuses_the_issue_s_planted_journal(fe, victi
     assert str(txn / "journal.json") in r.stderr and "remove" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert snap(tmp_path) == before and victim.read_text() == "precious"
+
+
+@pytest.fixture(scope="module")
+def real_records(tmp_path_factory):
+    """An export of the repository's cohort (three episodes, no runs) and a lexicon run's
+    records for add_planner (the toy cohort repeats group IDs, which add_planner refuses)."""
+    from analysis.frozen import write_record, write_records
+    from test_add_planner import COHORT, _cohort_only
+    if not (COHORT / "episodes.jsonl.gz").exists():
+        pytest.skip("no compiled cohort in frozen_exports/")
+    base = _cohort_only(tmp_path_factory.mktemp("real") / "fe")
+    _, recs = run_suite("lexicon", "planner", "persistent", base, progress=False, write=False)
+
+    def write(folder: Path, groups=None):
+        write_record(folder / "run.json", recs["run"])
+        write_records(folder / "groups.jsonl.gz", groups or recs["groups"])
+        write_records(folder / "tasks.jsonl", recs["tasks"])
+        return folder
+    return base, recs, write
+
+
+def _add_body(cfg):
+    from analysis.add_planner import _body
+    return _body(cfg)
+
+
+def test_add_planner_refuses_negative_token_counts(real_records, tmp_path, capsys):
+    """Regression (issue 21): records whose every call has -7/-3 tokens with consistent
+    totals passed add_planner with re-execution on."""
+    base, recs, write = real_records
+    fe = Path(shutil.copytree(base, tmp_path / "fe"))
+    groups = [{**g, "planner_calls": [{**c, "prompt_tokens": -7, "completion_tokens": -3}
+                                      for c in g["planner_calls"]],
+               "prompt_tokens": -7 * len(g["planner_calls"]),
+               "completion_tokens": -3 * len(g["planner_calls"])} for g in recs["groups"]]
+    rec = write(tmp_path / "rec", groups)
+    refused(capsys, tmp_path, "add_planner", _add_body, rec / "groups.jsonl.gz", "line 1",
+            "_tokens': expected int >= 0", argv=[f"records={rec}", "name=mine", f"export_root={fe}"])
+
+
+def test_disk_full_during_add_planner_names_the_file(real_records, tmp_path, capsys,
+                                                     monkeypatch):
+    base, recs, write = real_records
+    fe = Path(shutil.copytree(base, tmp_path / "fe"))
+    rec = write(tmp_path / "rec")
+    _enospc_on(monkeypatch, transaction, "tasks.jsonl")
+    refused(capsys, tmp_path, "add_planner", _add_body, "cannot write", "stage/runs/mine__",
+            "tasks.jsonl", "No space left on device", "nothing was changed",
+            argv=[f"records={rec}", "name=mine", f"export_root={fe}", "reexecute=false"])
