@@ -9,7 +9,7 @@ it), and that nothing changed anywhere under the test's folder (a snapshot of th
 tree, outside and inside the targets, before and after; only the empty lock files that
 :mod:`analysis.locking` creates are left out).
 
-About 25 s on 2 cores (most cases run in process; four start a subprocess).
+About 30 s on 2 cores (most cases run in process; six start a subprocess).
 """
 from __future__ import annotations
 
