@@ -193,7 +193,9 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
     """
     from .locking import export_lock
     start = time.perf_counter()
-    with export_lock(export_root, say=progress):  # the lock of every writer of the export
+    # the lock of every writer of the export (tables only reads it: a read-only export
+    # is read without the lock, as nobody can change it)
+    with export_lock(export_root, say=progress, readonly_ok=True):
         try:
             out = check_out_dir(out_dir)
             from .confine import state_path_problem

@@ -1096,3 +1096,21 @@ def test_disk_full_during_add_planner_names_the_file(real_records, tmp_path, cap
     refused(capsys, tmp_path, "add_planner", _add_body, "cannot write", "stage/runs/mine__",
             "tasks.jsonl", "No space left on device", "nothing was changed",
             argv=[f"records={rec}", "name=mine", f"export_root={fe}", "reexecute=false"])
+
+
+def test_a_reader_on_a_read_only_place_runs_without_the_lock(tmp_path, monkeypatch):
+    import analysis.locking as locking
+    real = os.open
+
+    def read_only(path, *a, **k):
+        if str(path).endswith(".lock"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real(path, *a, **k)
+    monkeypatch.setattr(locking.os, "open", read_only)
+    ran = []
+    with export_lock(tmp_path / "export", readonly_ok=True):
+        ran.append(1)
+    assert ran == [1]
+    with pytest.raises(DiskError, match=r"cannot write .*\.lock: Read-only file system"):
+        with export_lock(tmp_path / "export"):
+            pass
