@@ -85,6 +85,10 @@ def _compile_export(source, out_dir, stale_runs, say, progress) -> CompileReport
     # staged beside the export (like its transaction folder), so that what a killed
     # compile left is found and removed by the next one instead of piling up elsewhere
     work = out.resolve().parent / f".{out.name}.e2w_compile"
+    if work.is_symlink() or (work.exists() and not work.is_dir()):
+        from analysis.confine import ConfinementError
+        raise ConfinementError(f"{work}: the compile staging is a symlink or not a folder "
+                               "(planted); nothing was touched; remove it by hand")
     if work.exists():
         shutil.rmtree(work)
         say(f"removed {work}: the staging of an interrupted compile")

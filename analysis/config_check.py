@@ -409,11 +409,31 @@ def check_value(command: str, key: str, value: Any) -> None:
     raise ConfigError(key, f"unknown key {key!r}")
 
 
+def _state_paths(command: str, cfg: dict) -> None:
+    """Folders and files a command writes must not be inside an export (nor of the wrong
+    kind): refused before any work (analysis.confine.state_path_problem)."""
+    from .confine import state_path_problem
+    settings = (cfg.get("planner") or {}).get("settings") or {}
+    paths = {"tables": [("out_dir", cfg.get("out_dir"), "dir")],
+             "run": [("state_dir", cfg.get("state_dir"), "dir"),
+                     ("planner.settings.cache_dir", settings.get("cache_dir"), "dir"),
+                     ("planner.settings.call_log", settings.get("call_log"), "file"),
+                     ("planner.settings.rate_state", settings.get("rate_state"), "dir")]}
+    for key, value, kind in paths.get(command, []):
+        if isinstance(value, str) and value:
+            root = cfg.get("export_root") or "frozen_exports"
+            why = state_path_problem(os.path.abspath(os.path.expanduser(value)), kind,
+                                     os.path.abspath(os.path.expanduser(root)))
+            if why:
+                raise ConfigError(key, f"{key}={value}: {why}")
+
+
 def cross_checks(command: str, cfg: dict) -> None:
     """Rules that tie two keys together."""
     if command == "run" and cfg.get("shard") is not None and cfg.get("resume") is False:
         raise ConfigError("shard", f"shard={cfg['shard']}: a sharded run needs resume=true "
                                    "(its shards meet in the resume journal)")
+    _state_paths(command, cfg)
     if command == "tables":
         s = cfg.get("stats", {})
         level, n = s.get("confidence_level"), s.get("n_resamples")

@@ -22,7 +22,8 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["ConfinementError", "DiskError", "state_refusals", "confined_rel", "confined_path", "read_regular",
+__all__ = ["ConfinementError", "DiskError", "state_refusals", "export_holding",
+           "state_path_problem", "confined_rel", "confined_path", "read_regular",
            "disk_error"]
 
 
@@ -49,7 +50,8 @@ def confined_rel(rel, where: str) -> str:
         raise ConfinementError(f"{where}: path {rel!r} is absolute")
     for seg in rel.split("/"):
         if seg in ("", ".", ".."):
-            raise ConfinementError(f"{where}: path {rel!r} leaves its folder (segment {seg!r})")
+            raise ConfinementError(f"{where}: path {rel!r} leaves its folder "
+                                   f"(segment {seg!r})")
     return rel
 
 
@@ -74,7 +76,8 @@ def read_regular(path: str | os.PathLike, what: str | None = None,
     path = Path(path)
     what = what or str(path)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise
     except OSError as exc:
@@ -100,6 +103,47 @@ def read_regular(path: str | os.PathLike, what: str | None = None,
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def export_holding(path: str | os.PathLike) -> Path | None:
+    """The export (a folder with a ``MANIFEST.json``) that ``path`` is in or is, or None.
+    An export holds only what its manifest lists, so no command may put state there."""
+    p = Path(path).expanduser().resolve()
+    for d in (p, *p.parents):
+        if (d / "MANIFEST.json").is_file():
+            return d
+    return None
+
+
+def state_path_problem(path, kind: str, export_root=None) -> str | None:
+    """Why ``path`` cannot hold a command's state or output of ``kind`` (``"dir"`` or
+    ``"file"``), or None: inside an export (``export_root`` or any other), or of the wrong
+    kind (a file for a folder, a folder/FIFO/device for a file, a symlink).
+
+    >>> state_path_problem("/dev/null", "dir")
+    'is not a folder'
+    """
+    p = Path(path).expanduser()
+    ex = export_holding(p)
+    if ex is None and export_root is not None:
+        root = Path(export_root).expanduser().resolve()
+        r = p.resolve()
+        if r == root or root in r.parents:
+            ex = root
+    if ex is not None:
+        return (f"is inside the export {ex} (an export holds only what its manifest lists); "
+                "choose a folder outside it")
+    if kind == "dir":
+        if p.is_symlink() and not p.is_dir():
+            return "is a dangling symlink"
+        if p.exists() and not p.is_dir():
+            return "is not a folder"
+    else:
+        if p.is_symlink():
+            return "is a symlink (a log is written to a regular file only)"
+        if p.exists() and not p.is_file():
+            return "is not a regular file (a folder, FIFO or device)"
+    return None
 
 
 def state_refusals() -> tuple:

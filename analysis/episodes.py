@@ -33,8 +33,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .locking import export_lock  # noqa: F401 -- re-exported: the one lock of every writer
 
-__all__ = ["RunIncomplete", "RunJournal", "JournalMismatch", "run_episodes", "fingerprint", "default_state_dir",
-           "export_lock"]
+__all__ = ["RunIncomplete", "RunJournal", "JournalMismatch", "run_episodes", "fingerprint",
+           "default_state_dir", "export_lock"]
 
 
 class RunIncomplete(RuntimeError):
@@ -134,7 +134,8 @@ class RunJournal:
         except Exception as exc:  # noqa: BLE001 -- any failure to derive is a refusal
             raise JournalMismatch(f"{p}: the journaled episode cannot be re-executed "
                                   f"({type(exc).__name__}: {exc}); {self._hint()}") from None
-        if derived[2] is not None or _canon([derived[0], derived[1]]) != _canon([groups, tasks]):
+        if derived[2] is not None or (_canon([derived[0], derived[1]])
+                                      != _canon([groups, tasks])):
             raise JournalMismatch(f"{p}: the journaled records differ from what their own "
                                   "planner replies derive (edited or planted); "
                                   f"{self._hint()}")

@@ -53,13 +53,18 @@ def _holder(fd: int) -> str:
 
 @contextmanager
 def file_lock(path: str | os.PathLike, wait: bool = True,
-              say: Callable[[str], None] | None = None):
+              say: Callable[[str], None] | None = None, readonly_ok: bool = False):
     """Hold an exclusive ``flock`` on ``path`` (created if absent) for the ``with`` body.
 
     With ``wait`` the call blocks until the holder finishes (saying once whom it waits
     for); without, :class:`LockBusy` is raised at once. A symlink or a non-regular file
-    in place of the lock file is refused (``ValueError`` naming it).
+    in place of the lock file is refused (``ValueError`` naming it). ``readonly_ok``
+    (for a command that only reads what the lock guards): where the lock file cannot be
+    created for lack of permission or on a read-only file system, no writer can change
+    it either, and the body runs without the lock.
     """
+    import errno
+
     from .confine import ConfinementError, disk_error
     path = Path(path)
     try:
@@ -70,6 +75,9 @@ def file_lock(path: str | os.PathLike, wait: bool = True,
         if path.is_symlink():
             raise ConfinementError(f"{path}: the lock file is a symlink; remove it (no "
                                    "process holds a lock through it)") from None
+        if readonly_ok and exc.errno in (errno.EACCES, errno.EROFS, errno.EPERM):
+            yield
+            return
         raise disk_error(path, exc) from None
     try:
         import stat
@@ -108,9 +116,10 @@ _held: dict[str, int] = {}
 
 @contextmanager
 def export_lock(export_root: str | os.PathLike, wait: bool = True,
-                say: Callable[[str], None] | None = None):
+                say: Callable[[str], None] | None = None, readonly_ok: bool = False):
     """Serialize the writers of one export (re-entrant within a process: a command
-    holding it may call a function that takes it again)."""
+    holding it may call a function that takes it again); ``readonly_ok`` as in
+    :func:`file_lock`."""
     key = str(lock_path(export_root))
     if _held.get(key):
         _held[key] += 1
@@ -119,7 +128,7 @@ def export_lock(export_root: str | os.PathLike, wait: bool = True,
         finally:
             _held[key] -= 1
         return
-    with file_lock(key, wait=wait, say=say):
+    with file_lock(key, wait=wait, say=say, readonly_ok=readonly_ok):
         _held[key] = 1
         try:
             yield

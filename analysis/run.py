@@ -170,6 +170,11 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     if part is not None and not (write and resume):
         raise ValueError(f"shard={part}: a sharded run needs write=true and resume=true "
                          "(its shards meet in the resume journal)")
+    if state_dir is not None and resume and write:
+        from .confine import state_path_problem
+        why = state_path_problem(state_dir, "dir", root)
+        if why:
+            raise ValueError(f"state_dir={state_dir}: {why}")
     if write:
         # parallel multirun jobs write one export: recovery and the first verification
         # must not see another job's transaction in flight

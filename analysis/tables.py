@@ -145,9 +145,15 @@ def regenerate(export_root="frozen_exports", out_dir=".", cfg=None,
     """
     from .locking import export_lock
     start = time.perf_counter()
-    with export_lock(export_root, say=progress):  # the lock of every writer of the export
+    # the lock of every writer of the export (tables only reads it: a read-only export
+    # is read without the lock, as nobody can change it)
+    with export_lock(export_root, say=progress, readonly_ok=True):
         try:
             out = check_out_dir(out_dir)
+            from .confine import state_path_problem
+            why = state_path_problem(out, "dir", export_root)
+            if why:
+                raise OutputDirError(f"out_dir={out}: {why}")
             if out.exists():
                 msg = recover(out, txn_dir_of(out))
                 if msg:

@@ -222,8 +222,9 @@ def recover(root: str | os.PathLike, txn_dir: str | os.PathLike) -> str | None:
     if txn_dir.exists():
         if _owner_alive(txn_dir):
             try:
-                pid = (txn_dir / OWNER).read_text().strip()
-            except OSError:
+                pid = _printable(read_regular(txn_dir / OWNER, limit=64).decode("ascii",
+                                                                                "replace"))
+            except (OSError, ValueError):
                 pid = "?"
             raise TransactionBusy(
                 f"{txn_dir}: a live process (pid {pid}) holds its owner.lock and is changing "
@@ -240,11 +241,13 @@ def recover(root: str | os.PathLike, txn_dir: str | os.PathLike) -> str | None:
                 raise JournalError(f"{exc}; {_clear_hint(root, txn_dir)}") from None
             journal = _check_journal(root, txn_dir, raw)
             if (txn_dir / COMMITTED).exists():
-                msg = (f"completed an interrupted {journal['command']}: its changes to "
+                msg = (f"completed an interrupted {_printable(journal['command'])}: its "
+                       f"changes to "
                        f"{root} were all made; removed its backups ({txn_dir.name})")
             else:
                 n = _rollback(root, txn_dir, journal)
-                msg = (f"rolled back an interrupted {journal['command']}: {n} change(s) to "
+                msg = (f"rolled back an interrupted {_printable(journal['command'])}: "
+                       f"{n} change(s) to "
                        f"{root} undone, the previous state restored")
         _remove_tree(txn_dir)
     elif done.exists():
@@ -253,10 +256,17 @@ def recover(root: str | os.PathLike, txn_dir: str | os.PathLike) -> str | None:
     return msg
 
 
+def _printable(text: str) -> str:
+    text = "".join(c if c.isprintable() else "?" for c in text.strip())[:80]
+    return text or "command"
+
+
 def _command(txn_dir: Path) -> str:
-    try:
-        return (txn_dir / "command").read_text(encoding="utf-8").strip() or "command"
-    except OSError:
+    from .confine import read_regular
+    try:  # never blocks on a planted FIFO
+        return _printable(read_regular(txn_dir / "command", limit=4096).decode("utf-8",
+                                                                               "replace"))
+    except (OSError, ValueError):
         return "command"
 
 
@@ -344,8 +354,14 @@ class Transaction:
         """Stage ``root/rel`` by calling ``writer(path)`` on its staging path."""
         self._start()
         write_point(f"stage {rel}")
-        (self.stage / rel).parent.mkdir(parents=True, exist_ok=True)
-        writer(self.stage / rel)
+        from .confine import DiskError, disk_error
+        try:
+            (self.stage / rel).parent.mkdir(parents=True, exist_ok=True)
+            writer(self.stage / rel)
+        except DiskError:
+            raise
+        except OSError as exc:
+            raise disk_error(self.stage / rel, exc) from None
         self._ops.append({"target": rel, "staged": rel})
 
     def remove(self, rel: str) -> None:
@@ -417,7 +433,16 @@ def recover_export(export_root: str | os.PathLike, say: Callable[[str], None]) -
     """Roll back or complete an interrupted change of the export, and say which; also
     remove the temporary files an interrupted earlier version of the commands left."""
     root = Path(export_root)
-    msg = recover(root, export_txn_dir(root))
+    txn = export_txn_dir(root)
+    if os.path.lexists(txn) or os.path.lexists(txn.with_name(txn.name + ".done")):
+        from .locking import export_lock
+        # under the writers' lock (re-entrant): a reader such as verify never races a
+        # writer that is creating its transaction folder; only taken when there is
+        # something to recover, so that verifying creates no lock file
+        with export_lock(root, say=say):
+            msg = recover(root, txn)
+    else:
+        msg = None
     if msg:
         say(msg)
     candidates = list(root.glob(".MANIFEST.json.*.tmp")) + list(root.glob("runs/.*"))

@@ -31,6 +31,14 @@ pytestmark = pytest.mark.skipif(not (COHORT / "episodes.jsonl.gz").exists(),
 
 def _base(root: Path) -> Path:
     from analysis.run import run_suite
+    _cohort_only(root)
+    for planner in ("greedy_hints", "random_hints"):
+        run_suite(planner, "planner", "persistent", root, seed=1, progress=False)
+    return root
+
+
+def _cohort_only(root: Path) -> Path:
+    """The repository's cohort, its suites cut to the first three episodes; no runs."""
     shutil.copytree(COHORT, root / "cohort")
     files = {rel: e["record_type"] for rel, e in read_manifest(REPO / "frozen_exports")
              ["files"].items() if rel.startswith("cohort/")}
@@ -45,8 +53,6 @@ def _base(root: Path) -> Path:
                        "definition": s["definition"] + " (test: first three episodes)"})
     write_records(root / "cohort/suites.jsonl", suites)
     update_manifest(root, files)
-    for planner in ("greedy_hints", "random_hints"):
-        run_suite(planner, "planner", "persistent", root, seed=1, progress=False)
     return root
 
 

@@ -301,8 +301,13 @@ def _manifest_type_error(raw: bytes, exc: msgspec.ValidationError) -> IntegrityE
 
 # --- the folder --------------------------------------------------------------------------
 
-def _files_on_disk(root: Path, follow: bool) -> set[str]:
-    found = set()
+#: Folders an export may hold empty.
+EMPTY_FOLDERS_ALLOWED = frozenset({"runs"})
+
+
+def _files_on_disk(root: Path, follow: bool, with_folders: bool = False):
+    found: set[str] = set()
+    folders: set[str] = set()
 
     def rel_of(p) -> str:
         return Path(p).relative_to(root).as_posix()
@@ -332,7 +337,17 @@ def _files_on_disk(root: Path, follow: bool) -> set[str]:
                     raise IntegrityError(rel, "not a regular file")
                 if rel not in UNLISTED_FILES:
                     found.add(rel)
-    return found
+            elif not stat.S_ISLNK(st.st_mode):
+                folders.add(rel_of(full))
+    return (found, folders) if with_folders else found
+
+
+def _empty_folders(found: set[str], folders: set[str], listed: set[str]) -> list[str]:
+    """Folders holding no file (an empty ``runs/x``, a planted folder): as unknown as a
+    stray file. Only the top-level ``runs/`` may be empty (every run dropped); a folder
+    in place of a listed file is reported as that file missing."""
+    holding = {"/".join(f.split("/")[:i]) for f in found for i in range(1, f.count("/") + 1)}
+    return sorted(folders - holding - EMPTY_FOLDERS_ALLOWED - listed)
 
 
 def _read_regular(path: Path, rel: str, follow: bool = False, limit: int | None = None) -> bytes:
@@ -686,10 +701,14 @@ def _verified_view(root: Path, rel: str, entry: dict, n: int, follow: bool):
 def _verify(root: Path, follow: bool, stream: dict, workers: int = 1):
     manifest = _read_manifest(root, follow)
     listed = set(manifest["files"])
-    on_disk = _files_on_disk(root, follow)
+    on_disk, folders = _files_on_disk(root, follow, with_folders=True)
     extra = sorted(on_disk - listed)
     if extra:
         raise IntegrityError(extra[0], "file on disk is not in the manifest")
+    empty = _empty_folders(on_disk, folders, listed)
+    if empty:
+        raise IntegrityError(empty[0], "a folder on disk that holds no file of the manifest "
+                             "(unknown folder); remove it")
     missing = sorted(listed - on_disk)
     if missing:
         raise IntegrityError(missing[0], "missing: listed in the manifest but not on disk")

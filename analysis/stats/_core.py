@@ -134,6 +134,40 @@ def check_columns(df: pd.DataFrame, cols, param: str = "df") -> None:
         raise ValueError(f"{param} lacks column(s) {missing}; it has {list(df.columns)}")
 
 
+#: Columns that name a row in a refusal (first present wins, in this order).
+_ROW_NAMES = ("planner", "task_id", "episode_id", "condition", "memory", "run_id")
+
+
+def check_values(df: pd.DataFrame, cols, param: str = "df") -> None:
+    """Refuse an empty ``df`` and an infinite value in ``cols`` (a NaN is a missing value
+    and left out, as documented): one infinity would turn every contrast that shares a
+    matrix product with it into NaN. The message names the column and the row's planner,
+    task and episode.
+
+    >>> check_values(pd.DataFrame({"planner": ["p"], "task_id": ["t"], "x": [float("inf")]}),
+    ...              ["x"])
+    Traceback (most recent call last):
+    ...
+    ValueError: df column 'x': non-finite value inf at row 0 (planner='p', task_id='t'); values must be finite (NaN marks a missing value)
+    """
+    if len(df) == 0:
+        raise ValueError(f"{param} is empty (no rows): nothing to estimate")
+    for c in cols:
+        try:
+            a = df[c].to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError):
+            raise ValueError(f"{param} column {c!r}: values must be numbers "
+                             f"(dtype {df[c].dtype})") from None
+        bad = np.isinf(a)
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            row = df.iloc[i]
+            where = ", ".join(f"{k}={row[k]!r}" for k in _ROW_NAMES if k in df.columns)
+            raise ValueError(f"{param} column {c!r}: non-finite value {a[i]} at row {i}"
+                             + (f" ({where})" if where else "")
+                             + "; values must be finite (NaN marks a missing value)")
+
+
 def pairs_weights(rng: np.random.Generator, n_resamples: int, n_clusters: int) -> np.ndarray:
     """(B, G) multinomial cluster counts of a pairs (cluster) bootstrap.
 
@@ -291,6 +325,7 @@ def reduce_clusters(df: pd.DataFrame, value_cols, cluster_col: str, by=(), squar
     value_cols = list(value_cols)
     by = list(by)
     check_columns(df, [cluster_col, *by, *value_cols])
+    check_values(df, value_cols)
     check_cluster_ids(df, cluster_col)
     try:
         # column by column: selecting a sub-frame first copies it (a third of this step)

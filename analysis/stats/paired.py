@@ -17,6 +17,7 @@ from ._core import (
     recorded_seed,
     ESTIMAND,
     check_columns,
+    check_values,
     check_confidence,
     check_resamples,
     cr1_se,
@@ -36,6 +37,9 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     >>> mcnemar_exact(2, 2)
     1.0
     """
+    for name, v in (("only_a", only_a), ("only_b", only_b)):
+        if isinstance(v, bool) or not float(v) == int(v) or int(v) < 0:
+            raise ValueError(f"{name}={v!r}: expected a non-negative integer count")
     n = int(only_a) + int(only_b)
     if n == 0:
         return 1.0
@@ -76,6 +80,12 @@ def sign_flip_p(d) -> float:
     0.75
     """
     d = np.asarray(d, dtype=float)
+    if d.ndim != 1 or d.size == 0:
+        raise ValueError(f"d: expected a non-empty 1-D array of per-cluster differences, "
+                         f"got shape {d.shape}")
+    if not np.all(np.isfinite(d)):
+        i = int(np.flatnonzero(~np.isfinite(d))[0])
+        raise ValueError(f"d: non-finite value {d[i]} at cluster {i}; values must be finite")
     if not np.all(d == np.round(d)):
         return sign_flip_enumerate(d)
     di = np.abs(d[d != 0]).astype(np.int64)
@@ -226,6 +236,7 @@ def paired_conditions(
     B = check_resamples(n_resamples)
     value_cols = [value_cols] if isinstance(value_cols, str) else list(value_cols)
     check_columns(df, [condition_col, task_col, cluster_col, outcome_col, *value_cols])
+    check_values(df, [outcome_col, *value_cols])
     check_cluster_ids(df, cluster_col)
     conds = set(df[condition_col].unique())
     for name, v in (("a", a), ("b", b)):

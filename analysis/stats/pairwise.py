@@ -20,6 +20,7 @@ from ._core import (
     ESTIMAND,
     check_choice,
     check_columns,
+    check_values,
     check_confidence,
     check_resamples,
     cr1_se,
@@ -527,6 +528,7 @@ def pairwise_simultaneous(
     if missing:
         raise ValueError(f"unknown metric(s) {missing}; valid columns: {sorted(map(str, df.columns))}")
     check_columns(df, [planner_col, task_col, cluster_col, *metrics])
+    check_values(df, metrics)
     check_cluster_ids(df, cluster_col)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     known = list(pd.unique(df[planner_col]))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._core import Provenance, check_columns
+from ._core import Provenance, check_columns, check_values
 from .bootstrap import DEFAULT_METHOD, cluster_bootstrap
 
 PROFILE_ESTIMAND = ("rate per group: sum over episodes of the value sums of the groups in the "
@@ -75,6 +75,7 @@ def quarter_profiles(
     """
     value_cols = [value_cols] if isinstance(value_cols, str) else list(value_cols)
     check_columns(group_df, [condition_col, cluster_col, *value_cols], "group_df")
+    check_values(group_df, value_cols, "group_df")
     df = group_df[[condition_col, cluster_col, *value_cols]].copy()
     df["quarter"] = assign_quarters(group_df, index_col, size_col)
     r = cluster_bootstrap(df, value_cols, cluster_col=cluster_col, by=(condition_col, "quarter"),
