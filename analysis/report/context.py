@@ -98,6 +98,33 @@ class StatsConfig:
             out += " " + BCA_NA_NOTE
         return out
 
+    def brief(self) -> str:
+        """The one-line method statement of a table note (the full text is written once,
+        in tables/README.md).
+
+        >>> StatsConfig().brief()
+        'Intervals: 95% Korn-Graubard cluster-adjusted Clopper-Pearson for rates and fractions, episode-cluster bootstrap-t otherwise; resampling unit: episode; resamples: 10000; seed: 0.'
+        """
+        text = _METHOD_SHORT.get(self.method, self.method)
+        if self.method == "cr1_t":
+            return (f"Intervals: {self.level_pct} {text}; clustering unit: episode; "
+                    "no resampling and no seed.")
+        out = (f"Intervals: {self.level_pct} {text}; resampling unit: episode; "
+               f"resamples: {self.n_resamples}; seed: {self.seed}.")
+        if self.method == "bca":
+            out += " " + BCA_NA_NOTE
+        return out
+
+
+#: The single-mean methods in a few words (the one-line note of each table).
+_METHOD_SHORT = {
+    "auto": "Korn-Graubard cluster-adjusted Clopper-Pearson for rates and fractions, "
+            "episode-cluster bootstrap-t otherwise",
+    "kg_cp": "Korn-Graubard cluster-adjusted Clopper-Pearson",
+    "bootstrap_t": "episode-cluster bootstrap-t", "cr1_t": "CR1 cluster-robust t",
+    "percentile": "episode-cluster percentile bootstrap",
+    "basic": "episode-cluster basic bootstrap", "bca": "episode-cluster BCa bootstrap",
+}
 
 #: Why a BCa bound can be missing (``analysis.stats.bootstrap._bca_bounds``).
 BCA_NA_NOTE = ("A bound shown as n/a (an interval shown as not estimable when both are) is "
@@ -126,7 +153,7 @@ class Results:
     endpoint_boot: object = None            # endpoint shares by label
     tier_boot: object = None                # by (label, tier)
     pairwise: object = None                 # PairwiseResult, or None
-    pairwise_check: object = None           # the Bonferroni-t cross-check (DESIGN.md 9)
+    pairwise_check: object = None           # the Bonferroni-t cross-check (docs/statistics.md)
     memory: dict = field(default_factory=dict)   # planner -> memory-study results
     skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
 
