@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import task_metrics
-from ..stats import PAIRWISE_DEFAULT_METHOD, cluster_bootstrap, pairwise_simultaneous
+from ..stats import (MIN_CLUSTERS, PAIRWISE_DEFAULT_METHOD, cluster_bootstrap,
+                     pairwise_simultaneous)
 
 __all__ = ["StatsConfig", "Results", "compute", "PLANNER_METRICS", "METRIC_LABELS",
            "memory_pairs", "few_clusters_note"]
@@ -213,9 +214,14 @@ def compute(export, cfg=None, progress=None) -> Results:
         say("statistics: results by contract tier")
         res.tier_boot = _boot(scfg, pt, ["success", "gcr", "action_validity", "completed"],
                               ["label", "tier"])
+        n_eps = pt.episode_id.nunique()
         if len(labels) < 2:
             res.skipped["pairwise"] = (f"only {len(labels)} planner on the planner suite; "
                                        "contrasts need at least two")
+        elif n_eps < MIN_CLUSTERS:  # e.g. a subset export cut to one or two episodes
+            res.skipped["pairwise"] = (f"the planner suite has {n_eps} episode(s); "
+                                       f"episode-cluster contrasts need at least "
+                                       f"{MIN_CLUSTERS}")
         else:
             metrics = list(scfg.contrast_metrics)
             say(f"statistics: {len(labels) * (len(labels) - 1) // 2} pairs x {len(metrics)} "
@@ -234,6 +240,11 @@ def compute(export, cfg=None, progress=None) -> Results:
     if not pairs:
         res.skipped["memory"] = ("the export holds no planner with both a persistent and a "
                                  "reset run on the memory suite")
+    n_mem = tm[tm.suite == "memory"].episode_id.nunique()
+    if pairs and n_mem < MIN_CLUSTERS:
+        res.skipped["memory"] = (f"the memory suite has {n_mem} episode(s); the paired "
+                                 f"episode-cluster statistics need at least {MIN_CLUSTERS}")
+        pairs = []
     for planner in pairs:
         say(f"statistics: memory study of {planner}")
         from .memory_stats import memory_study
