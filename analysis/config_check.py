@@ -367,8 +367,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "once, when every shard is done (analysis/shards.py); null: the whole run",
              _shard),
          WRITTEN_EXPORT),
-        ("python -m analysis.run planner=belief_search suite=memory memory=reset "
-         "export_root=/tmp/scratch overwrite=true",
+        ("python -m analysis.run planner=lexicon suite=memory memory=reset "
+         "export_root=/tmp/scratch",
          "python -m analysis.run planner=custom planner.name=mypkg.mod:MyPlanner "
          "suite=planner memory=persistent export_root=/tmp/scratch"),
         groups=("planner", "suite"), free_prefixes=("planner.settings.",)),

@@ -104,18 +104,22 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
     try:
         out = tmp / "export"
         (out / "cohort").mkdir(parents=True)
-        for name in ("rules.json", "episodes.jsonl.gz", "tasks.jsonl"):
-            shutil.copyfile(src / "cohort" / name, out / "cohort" / name)
+        manifest = read_manifest(src)
+        # every cohort file as it is (rules, episodes, tasks, audit, ...), the suites cut
+        cohort_files = {rel: e["record_type"] for rel, e in manifest["files"].items()
+                        if rel.startswith("cohort/") and rel != "cohort/suites.jsonl"}
+        for rel in cohort_files:
+            shutil.copyfile(src / rel, out / rel)
         write_records(out / "cohort/suites.jsonl", [cut[s] for s in chosen])
-        update_manifest(out, {"cohort/rules.json": "rules",
-                              "cohort/episodes.jsonl.gz": "episode",
-                              "cohort/tasks.jsonl": "task", "cohort/suites.jsonl": "suite"})
+        update_manifest(out, {**cohort_files, "cohort/suites.jsonl": "suite"})
+        attribution = src / "ATTRIBUTION.md"
+        if attribution.is_file():
+            shutil.copyfile(attribution, out / "ATTRIBUTION.md")
         fingerprint = cohort_fingerprint(read_manifest(out))
         rules = Rules.from_dict(read_records(out / "cohort/rules.json")[0])
         episodes_by_id = {e["episode_id"]: e
                           for e in read_records(out / "cohort/episodes.jsonl.gz")}
         files = {}
-        manifest = read_manifest(src)
         run_files = sorted(rel for rel, e in manifest["files"].items()
                            if e["record_type"] == "run")
         for rel in run_files:
