@@ -458,6 +458,9 @@ def _multirun(argv: list[str]) -> int:
                 print(f"analysis.run: hydra/launcher={val!r}: expected one of {options}"
                       f"{suggest(val, options)} (nothing was done)", file=sys.stderr)
                 return 2
+            from .shards import launcher_environment
+            for name, value in launcher_environment(val).items():
+                os.environ.setdefault(name, value)
     # a planner's settings exist only once the swept planner is chosen: '++' lets Hydra
     # compose the sweep's base config (the default planner) without refusing them
     own = [("++" + a.lstrip("+")) if a.lstrip("+").startswith("planner.settings.") else a

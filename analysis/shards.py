@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 __all__ = ["Shard", "parse_shard", "ShardJournal", "ShardOutcome", "finish_shard",
-           "registered_stamp", "shard_call_log"]
+           "registered_stamp", "shard_call_log", "launcher_environment"]
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 #: More shards than this is a typo (a suite has a few hundred episodes at most).
@@ -226,3 +226,23 @@ def finish_shard(shard: ShardJournal, root: Path, rid: str, episode_ids: Sequenc
     shard.journal.finish()
     return ShardOutcome(str(s), True, False, (), 0, size, records)
 
+
+
+def launcher_environment(launcher: str) -> dict[str, str]:
+    """Environment defaults a multirun sets (unless already set) before a launcher
+    starts: Ray's usage reporting off for both Ray launchers (the package sends nothing
+    but the planner's own requests), and for ``ray_local`` (a Ray started for this
+    command) Ray's single-machine mode, which keeps every Ray address on 127.0.0.1 (Ray
+    otherwise replaces 127.0.0.1 by the machine's reachable address).
+
+    >>> launcher_environment("ray_local")["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"]
+    '0'
+    >>> launcher_environment("slurm")
+    {}
+    """
+    env = {}
+    if launcher in ("ray_local", "ray_cluster"):
+        env["RAY_USAGE_STATS_ENABLED"] = "0"
+    if launcher == "ray_local":
+        env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    return env
