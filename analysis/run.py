@@ -490,12 +490,30 @@ def _multirun(argv: list[str]) -> int:
     try:
         job()
     except SystemExit as exc:  # a job's refusal (serial launcher) ends the sweep
-        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+        code = int(exc.code or 0) if isinstance(exc.code, int) else 1
+        return max(code, _report_shards(cfgs))
     finally:
         sys.argv = saved
         if sweep_dir is not None:
             shutil.rmtree(sweep_dir, ignore_errors=True)
-    return max(codes, default=0)
+    return max(max(codes, default=0), _report_shards(cfgs))
+
+
+def _report_shards(cfgs) -> int:
+    """After a multirun with shards: one line per sharded run that is not registered,
+    naming the shards to rerun (under a process launcher a failed job's own message is
+    in its log, or above in the launcher's report); 3 if any, else 0."""
+    from ._hydra import resolve_path
+    from .shards import unregistered_runs
+    runs = {}
+    for cfg in cfgs:
+        if cfg.get("shard") is not None:
+            rid = run_id(planner_label(cfg.planner.name), cfg.suite.name, cfg.memory)
+            runs[(str(resolve_path(cfg.export_root)), rid)] = cfg.get("state_dir")
+    lines = unregistered_runs(runs)
+    for line in lines:
+        print(f"analysis.run: {line}", file=sys.stderr)
+    return 3 if lines else 0
 
 
 def _quiet_http_logs() -> None:

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 __all__ = ["Shard", "parse_shard", "ShardJournal", "ShardOutcome", "finish_shard",
-           "registered_stamp", "shard_call_log", "launcher_environment"]
+           "registered_stamp", "shard_call_log", "launcher_environment",
+           "unregistered_runs"]
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
 #: More shards than this is a typo (a suite has a few hundred episodes at most).
@@ -246,3 +247,34 @@ def launcher_environment(launcher: str) -> dict[str, str]:
     if launcher == "ray_local":
         env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     return env
+
+
+
+def unregistered_runs(runs: dict) -> list[str]:
+    """``{(export_root, run_id): state_dir or None}`` -> one line per run the export does
+    not hold, naming the shards without a marker in the run's newest journal."""
+    from .episodes import default_state_dir
+    from .frozen.manifest import read_manifest
+    out = []
+    for (root, rid), state in sorted(runs.items()):
+        try:
+            files = read_manifest(Path(root)).get("files", {})
+        except (OSError, ValueError):
+            files = {}
+        if any(k.startswith(f"runs/{rid}/") for k in files):
+            continue
+        base = Path(state) if state else default_state_dir(root)
+        journals = sorted((p for p in base.glob(f"{rid}-*") if p.is_dir()),
+                          key=lambda p: p.stat().st_mtime)
+        todo = []
+        if journals:
+            for counts in sorted((journals[-1] / "shards").glob("*")):
+                if counts.is_dir() and counts.name.isdigit():
+                    n = int(counts.name)
+                    done = {int(p.stem) for p in counts.glob("*.json") if p.stem.isdigit()}
+                    todo += [f"{i}/{n}" for i in range(1, n + 1) if i not in done]
+        out.append(f"{rid} is not registered in {root}: "
+                   + (f"rerun shard={', shard='.join(todo)}" if todo else
+                      "no shard finished; rerun the command")
+                   + " (finished episodes are kept)")
+    return out
