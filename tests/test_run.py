@@ -106,12 +106,12 @@ def test_reexecute_all_runs_and_detect_tampering(export, capsys):
     reports = reexecute(export)
     assert len(reports) == 2 and all(r.ok for r in reports)
     assert run_reexecute(export, "belief_search") == 0
-    assert run_reexecute(export, "nobody") == 1
+    assert run_reexecute(export, "nobody") == 2  # refused from the manifest, before any work
     # run= takes a run ID or a planner name of the export
     assert run_reexecute(export, run="belief_search__memory__reset") == 0
     assert "1 runs re-executed" in capsys.readouterr().out
     assert run_reexecute(export, run="noisy_search_binding") == 0
-    assert run_reexecute(export, run="belief_search__planner__reset") == 1
+    assert run_reexecute(export, run="belief_search__planner__reset") == 2
     assert "belief_search__memory__reset" in capsys.readouterr().err
     # flip one recorded attempt status, recomputing every hash: only re-execution sees it
     from analysis.frozen.io import read_records
