@@ -416,6 +416,7 @@ def _multirun(argv: list[str]) -> int:
     from ._hydra import CONFIG_PATH, UserError, check_composed, compose_config
     from .config_check import ConfigError
 
+    ray_tmp = None
     hydra_args = [a for a in argv if a.split("=", 1)[0].lstrip("+").startswith("hydra")]
     own = [a for a in argv if a not in hydra_args and a not in ("-m", "--multirun")]
     try:
@@ -461,6 +462,11 @@ def _multirun(argv: list[str]) -> int:
             from .shards import launcher_environment
             for name, value in launcher_environment(val).items():
                 os.environ.setdefault(name, value)
+            if val == "ray_local" and "RAY_TMPDIR" not in os.environ:
+                # the Ray started for this command keeps its files in a temporary folder
+                # removed after the sweep (Ray's default, /tmp/ray, would stay behind)
+                ray_tmp = tempfile.mkdtemp(prefix="e2wray")
+                os.environ["RAY_TMPDIR"] = ray_tmp
     # a planner's settings exist only once the swept planner is chosen: '++' lets Hydra
     # compose the sweep's base config (the default planner) without refusing them
     own = [("++" + a.lstrip("+")) if a.lstrip("+").startswith("planner.settings.") else a
@@ -496,6 +502,12 @@ def _multirun(argv: list[str]) -> int:
         sys.argv = saved
         if sweep_dir is not None:
             shutil.rmtree(sweep_dir, ignore_errors=True)
+        if ray_tmp is not None:
+            ray = sys.modules.get("ray")
+            if ray is not None and ray.is_initialized():
+                ray.shutdown()  # stops the Ray this command started before its folder goes
+            os.environ.pop("RAY_TMPDIR", None)
+            shutil.rmtree(ray_tmp, ignore_errors=True)
     return max(max(codes, default=0), _report_shards(cfgs))
 
 
