@@ -1,0 +1,128 @@
+"""The public API (analysis/api.py, docs/api.md): joins, raw records, results equal to
+the committed tables, verification once, errors that name the key. About 6 s."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import analysis
+from analysis.report.output import _csv
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def export():
+    return analysis.load(REPO / "frozen_exports")
+
+
+@pytest.fixture(scope="module")
+def results(export):
+    return export.results()
+
+
+def test_public_names_are_curated():
+    assert {"load", "Export", "Results", "task_metrics", "cluster_bootstrap",
+            "pairwise_simultaneous"} <= set(analysis.__all__)
+    for name in analysis.__all__:
+        assert getattr(analysis, name).__doc__, name
+    with pytest.raises(AttributeError, match="no attribute 'lod'"):
+        analysis.lod
+
+
+def test_every_table_equals_its_committed_csv(results):
+    names = [n for n in results.names if n.startswith("table")]
+    assert len(names) >= 14
+    for name in names:
+        committed = REPO / "tables" / f"{name}.csv"
+        assert _csv(results.table(name)) == committed.read_bytes(), name
+    t4 = results.table("planner_results")
+    pd.testing.assert_frame_equal(
+        t4, pd.read_csv(REPO / "tables/table04_planner_results.csv"),
+        check_dtype=False, rtol=1e-9)
+    assert results.table("table04_planner_results").equals(t4)
+
+
+def test_per_run_tables_carry_planner_suite_memory(export):
+    runs = export.runs.set_index("run_id")
+    for df in (export.group_records, export.attempts, export.task_records,
+               export.condition_records):
+        assert list(df.columns[:4]) == ["run_id", "planner", "suite", "memory"]
+        joined = runs.loc[df.run_id, ["planner", "suite", "memory"]].reset_index(drop=True)
+        pd.testing.assert_frame_equal(df[["planner", "suite", "memory"]].reset_index(drop=True),
+                                      joined)
+    # the loader's own frames are left as they were
+    assert "planner" not in export.frozen.group_records.columns
+
+
+def test_task_groups_is_the_exploded_task_table(export):
+    tg = export.task_groups
+    expected = [(t, g, i) for t, gids in zip(export.tasks.task_id, export.tasks.group_ids)
+                for i, g in enumerate(gids)]
+    assert list(zip(tg.task_id, tg.group_id, tg.position)) == expected
+    assert tg.instruction.notna().all()
+    # a task's group belongs to the task's episode
+    ep = export.groups.set_index("group_id").episode_id
+    assert (ep.loc[tg.group_id].to_numpy() == tg.episode_id.to_numpy()).all()
+    both = export.tasks[export.tasks.suites.map(len) > 1]
+    assert set(export.suites.suite) == {s for v in export.tasks.suites for s in v}
+    assert all(set(v) <= {"planner", "memory"} for v in both.suites)
+
+
+def test_raw_records_of_a_run_and_a_task(export):
+    rid = "belief_search__planner__persistent"
+    recs = export.group_records_of(rid)
+    assert len(recs) == int((export.group_records.run_id == rid).sum())
+    assert {r["run_id"] for r in recs} == {rid}
+    assert export.run("lexicon")["run_id"] == "lexicon__planner__persistent"
+    tid = export.tasks.task_id.iloc[3]
+    trace = export.task_trace(rid, tid)
+    assert trace["task_record"]["task_id"] == tid
+    assert [g["group_id"] for g in trace["group_records"]] == trace["task"]["group_ids"]
+    with pytest.raises(ValueError, match="did you mean belief_search"):
+        export.group_records_of("belief_serch")
+    with pytest.raises(ValueError, match="names 3 runs"):
+        export.group_records_of("belief_search")
+    with pytest.raises(KeyError, match="not in the cohort"):
+        export.task("no-such-task")
+
+
+def test_results_overrides_are_checked_and_cached(export, results):
+    assert export.results() is results
+    assert results.config.n_resamples == 10_000
+    with pytest.raises(analysis.ConfigError, match="did you mean n_resamples"):
+        export.results(n_resample=5)
+    with pytest.raises(analysis.ConfigError, match="stats.confidence_level=1.5"):
+        export.results(confidence_level=1.5)
+    with pytest.raises(analysis.ConfigError, match="need at least"):
+        export.results(n_resamples=20, confidence_level=0.99)
+    with pytest.raises(KeyError, match="did you mean planner_results"):
+        results.table("planner_result")
+    metrics = results.task_metrics
+    assert {"run_id", "task_id", "endpoint", "success", "gcr", "label"} <= set(metrics.columns)
+    assert len(metrics) == len(export.task_records)
+
+
+def test_load_verifies_once_and_again_after_a_change(tmp_path, export):
+    root = tmp_path / "x"
+    shutil.copytree(REPO / "frozen_exports", root)
+    first = analysis.load(root)
+    assert analysis.load(root) is first
+    assert analysis.load(root, refresh=True) is not first
+    # a changed file (here: the same bytes rewritten later) is verified again
+    rel = "runs/lexicon__planner__persistent/tasks.jsonl"
+    data = (root / rel).read_bytes()
+    (root / rel).write_bytes(data)
+    st = (root / rel).stat()
+    os.utime(root / rel, ns=(st.st_atime_ns, st.st_mtime_ns + 10_000_000))
+    assert analysis.load(root) is not first
+    (root / rel).write_bytes(data.replace(b'"completed": true', b'"completed": false', 1)
+                             if b'"completed": true' in data else data + b" ")
+    with pytest.raises(analysis.IntegrityError, match="tasks.jsonl"):
+        analysis.load(root)
+    with pytest.raises(FileNotFoundError, match="export_root="):
+        analysis.load(tmp_path / "missing")
