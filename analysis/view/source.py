@@ -1,7 +1,8 @@
-"""The one place the viewer reads the export: what the Python API returns, nothing else.
+"""The one place the viewer reads the export: what the Python API returns (docs/api.md),
+nothing else.
 
-:func:`open_source` verifies and loads the export and computes the statistics of the
-tables; :class:`Source` hands the site builder plain records (cohort tasks and episodes,
+:func:`open_source` verifies and loads the export (``analysis.load``) and computes the
+statistics of the tables (``Export.results``); :class:`Source` hands the site builder plain records (cohort tasks and episodes,
 each run's raw group and task records) and the results objects the tables are built from
 (task metrics, the planner-suite bootstrap, the memory study). Switching the viewer to
 another loader is a change of this module only.
@@ -22,7 +23,7 @@ __all__ = ["Source", "open_source"]
 
 @dataclass
 class Source:
-    """A verified export as the viewer sees it.
+    """A verified export as the viewer sees it (``export``: the API's ``Export``).
 
     ``runs``: one dict per run (``run_id, planner, memory, suite, label``), sorted by
     run ID; ``tasks``: the cohort's task records; ``suites``: suite -> task IDs;
@@ -43,8 +44,17 @@ class Source:
         return self.export.frozen.records_of("episode")
 
     def task_records(self, run_id: str) -> dict:
-        """``{task_id: task record}`` of one run (condition truths, completed)."""
-        return {t["task_id"]: t for t in self.export.frozen.raw(f"runs/{run_id}/tasks.jsonl")}
+        """``{task_id: {"completed": bool, "conditions": [{"id", "truth"}, ...]}}`` of one
+        run, truths in contract order (the API's ``task_records`` and
+        ``condition_records``)."""
+        ex = self.export
+        cr = ex.condition_records[ex.condition_records.run_id == run_id]
+        out = {tid: {"completed": bool(done), "conditions": []} for tid, done in
+               zip(*[ex.task_records.loc[ex.task_records.run_id == run_id, c]
+                     for c in ("task_id", "completed")])}
+        for tid, cid, truth in zip(cr.task_id, cr.condition_id, cr.truth):
+            out[tid]["conditions"].append({"id": cid, "truth": truth})
+        return out
 
     def group_records(self, run_id: str) -> dict:
         """``{group_id: raw group record}`` of one run (attempts, queries, belief)."""
@@ -72,7 +82,9 @@ def open_source(export_root: str | os.PathLike, stats: dict | None = None) -> So
 
     Raises :class:`analysis.frozen.IntegrityError` when verification fails.
     """
-    export = _load(export_root)
+    from ..api import load
+
+    export = load(export_root)
     results = export.results(**(stats or {}))
     tm = results.task_metrics
     labels = dict(zip(tm.run_id, tm.label))
@@ -87,34 +99,3 @@ def open_source(export_root: str | os.PathLike, stats: dict | None = None) -> So
     return Source(export=export, results=results, runs=runs, tasks=tasks, suites=suites,
                   fingerprint=fingerprint)
 
-
-def _load(export_root):
-    """``analysis.load`` (the API, docs/api.md) where it exists; until then the same
-    interface over :func:`analysis.frozen.load` and :func:`analysis.report.compute`."""
-    try:
-        from ..api import load
-    except ImportError:
-        return _LoaderExport(export_root)
-    return load(export_root)
-
-
-class _LoaderExport:
-    """The subset of ``analysis.api.Export`` the viewer uses, over the frozen loader."""
-
-    def __init__(self, export_root):
-        from ..frozen import load
-        self.frozen = load(export_root)
-        self.runs, self.suites = self.frozen.runs, self.frozen.suites
-        self.attempts, self.manifest = self.frozen.attempts, self.frozen.manifest
-
-    def group_records_of(self, run_id):
-        return list(self.frozen.group_records_of(run_id))
-
-    def results(self, **stats):
-        from types import SimpleNamespace
-
-        from ..report import compute
-        ctx = compute(self.frozen, {"stats": stats} if stats else None)
-        return SimpleNamespace(config=ctx.config, task_metrics=ctx.tasks,
-                               planner_bootstrap=ctx.planner_boot, memory=dict(ctx.memory),
-                               skipped=dict(ctx.skipped), labels=list(ctx.labels))
