@@ -151,7 +151,7 @@ def _group_trace(g: dict) -> dict:
         "group_id": g["group_id"], "status": g["status"],
         "attempts": [{"index": a["index"], "source": a["source"],
                       "action": _action_text(a["action"]),
-                      "raw": None if a["action"] is not None else (a["raw"] or "")[:400],
+                      "raw": None if a["action"] is not None else (a["raw"] or ""),
                       "status": a["status"], "failed_checks": list(a["failed_checks"])}
                      for a in g["attempts"]],
         "queries": [{"region": q["region"], "responded": q["responded"],
