@@ -128,9 +128,34 @@ def test_overview_cells_and_metrics_are_the_tables_own():
         assert (r["attempts"], r["repair_attempts"]) == (len(part), int((part.source == "repair").sum()))
 
 
+def _serve_and_stop(argv: list[str], site: Path) -> None:
+    """Run a ``serve=true`` command, fetch the printed URL, stop it with Ctrl-C (exit 0)."""
+    proc = subprocess.Popen([sys.executable, "-m", *argv], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        for line in proc.stdout:
+            m = re.search(r"at (http://127\.0\.0\.1:\d+/index\.html)", line)
+            if m:
+                url = m.group(1)
+                break
+        assert url, proc.stderr.read() if proc.poll() is not None else "no URL printed"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            assert resp.status == 200 and resp.read() == (site / "index.html").read_bytes()
+        with urllib.request.urlopen(url.replace("index.html", "assets/viewer.js"), timeout=10) as resp:
+            assert resp.read() == (site / "assets" / "viewer.js").read_bytes()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
     """Every `python -m analysis.view` line of README.md and docs/viewer.md, as written
-    (scratch paths moved into tmp_path); the default build is the same bytes."""
+    (only the scratch paths under /tmp moved into tmp_path): the default build goes to
+    build/view (git-ignored) and is the same bytes as any other build of the records."""
     lines = []
     for doc in ("README.md", "docs/viewer.md"):
         text = (REPO / doc).read_text(encoding="utf-8")
@@ -139,23 +164,45 @@ def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
                       if ln.strip().startswith("python -m analysis.view")]
     assert lines, "no analysis.view command in README.md or docs/viewer.md"
     scratch = tmp_path / "scratch"
-    ran = 0
+    kinds = set()
     for line in dict.fromkeys(lines):
         argv = shlex.split(line.replace("/tmp/", f"{tmp_path}/"))
-        if "serve=true" in argv:
-            continue  # serving blocks: test_serve runs it
         if any(a.startswith("export_root=") for a in argv) and not scratch.exists():
             r = _run("analysis.verify", f"copy_to={scratch}")
             assert r.returncode == 0, r.stderr
-        if not any(a.startswith("out_dir=") for a in argv):
-            argv.append(f"out_dir={tmp_path / 'default_site'}")  # keep build/ untouched
-        r = _run(*argv[2:])
-        assert r.returncode == 0, (line, r.stderr)
-        assert "open file://" in r.stdout
-        ran += 1
-    assert ran >= 1
-    # deterministic bytes: the same records give the same site, wherever it is written
-    assert _tree(tmp_path / "default_site") == _tree(committed_site())
+        out = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("out_dir=")),
+                   REPO / "build" / "view")
+        if "serve=true" in argv:
+            _serve_and_stop(argv[2:], out)
+            kinds.add("serve")
+        else:
+            r = _run(*argv[2:])
+            assert r.returncode == 0, (line, r.stderr)
+            assert f"open {(out / 'index.html').as_uri()}" in r.stdout
+            kinds.add("build")
+        # deterministic bytes: the same records give the same site, wherever it is written
+        assert _tree(out) == _tree(committed_site()), line
+    assert kinds == {"build", "serve"}
+
+
+def test_the_tables_and_task_cards_link_the_viewer_pages():
+    """tables/README.md and every card link a page the default site has (the links are
+    relative to the repository's build/view)."""
+    site = committed_site()
+    export = api_export()
+    from analysis.report.links import DEFAULT_SITE, task_slug
+    pairs = [("tables/README.md", None)] + [
+        (f"tables/cards/{task_slug(t)}.md", t) for t in sorted(export.tasks.task_id)]
+    for rel, tid in pairs:
+        text = (REPO / rel).read_text(encoding="utf-8")
+        links = [m for m in re.findall(r"\]\(([^)]+\.html)\)", text)]
+        assert links, rel
+        for link in links:
+            target = (REPO / rel).parent.joinpath(link).resolve()
+            inner = target.relative_to((REPO / DEFAULT_SITE).resolve())
+            assert (site / inner).is_file(), (rel, link)
+            if tid is not None:
+                assert inner.as_posix() == f"task/{task_slug(tid)}.html"
 
 
 # --- a planner added to a scratch export (the issue's "Done when") ---------------------------
@@ -285,26 +332,3 @@ def test_a_rebuild_replaces_the_site_and_a_killed_build_leaves_the_old_one(small
     assert _tree(site) == first  # the stale page is gone: the folder is exactly the new site
     assert with_stale != first
     assert [p.name for p in tmp_path.iterdir() if "e2w_view_txn" in p.name] == []
-
-
-def test_serve_answers_on_loopback_and_stops_on_ctrl_c(small, tmp_path):
-    site = tmp_path / "site"
-    proc = subprocess.Popen([sys.executable, "-m", "analysis.view", f"export_root={small['rich']}",
-                             f"out_dir={site}", "serve=true", "port=0", "stats.n_resamples=200"],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        url = None
-        for line in proc.stdout:
-            m = re.search(r"at (http://127\.0\.0\.1:\d+/index\.html)", line)
-            if m:
-                url = m.group(1)
-                break
-        assert url, proc.stderr.read() if proc.poll() is not None else "no URL printed"
-        with urllib.request.urlopen(url, timeout=10) as resp:
-            assert resp.status == 200 and resp.read() == (site / "index.html").read_bytes()
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()

@@ -147,8 +147,10 @@
         text: (direct ? "observed next: " : "next observation (after attempt " + (best.q.after_attempts - 1) + "): ") +
           "query(" + best.q.region + ")"});
     }
+    var last = a.index === g.attempts.length - 1;
     return el("a", {href: "#" + prefix + "-end",
-      text: "world at group end: sha256 " + g.world_sha256_after.slice(0, 10) + "\u2026"});
+      text: (last ? "" : "next recorded: ") + "world at group end, sha256 " +
+        g.world_sha256_after.slice(0, 10) + "\u2026"});
   }
 
   function groupBlock(run, g, pos, n, card) {
@@ -510,4 +512,6 @@
   if (PAGE === "overview") renderOverview();
   else if (PAGE === "task") renderTask();
   else if (PAGE === "compare") { renderCompare(); window.addEventListener("hashchange", renderCompare); }
+  // when the page was drawn (ms since navigation start): bench/view.py reads it
+  window.E2W_DRAWN_MS = performance.now();
 })();
