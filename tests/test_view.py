@@ -152,39 +152,6 @@ def _serve_and_stop(argv: list[str], site: Path) -> None:
             proc.wait()
 
 
-def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
-    """Every `python -m analysis.view` line of README.md and docs/viewer.md, as written
-    (only the scratch paths under /tmp moved into tmp_path): the default build goes to
-    build/view (git-ignored) and is the same bytes as any other build of the records."""
-    lines = []
-    for doc in ("README.md", "docs/viewer.md"):
-        text = (REPO / doc).read_text(encoding="utf-8")
-        for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-            lines += [ln.split("#")[0].strip() for ln in block.splitlines()
-                      if ln.strip().startswith("python -m analysis.view")]
-    assert lines, "no analysis.view command in README.md or docs/viewer.md"
-    scratch = tmp_path / "scratch"
-    kinds = set()
-    for line in dict.fromkeys(lines):
-        argv = shlex.split(line.replace("/tmp/", f"{tmp_path}/"))
-        if any(a.startswith("export_root=") for a in argv) and not scratch.exists():
-            r = _run("analysis.verify", f"copy_to={scratch}")
-            assert r.returncode == 0, r.stderr
-        out = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("out_dir=")),
-                   REPO / "build" / "view")
-        if "serve=true" in argv:
-            _serve_and_stop(argv[2:], out)
-            kinds.add("serve")
-        else:
-            r = _run(*argv[2:])
-            assert r.returncode == 0, (line, r.stderr)
-            assert f"open {(out / 'index.html').as_uri()}" in r.stdout
-            kinds.add("build")
-        # deterministic bytes: the same records give the same site, wherever it is written
-        assert _tree(out) == _tree(committed_site()), line
-    assert kinds == {"build", "serve"}
-
-
 def test_the_tables_and_task_cards_link_the_viewer_pages():
     """tables/README.md and every card link a page the default site has (the links are
     relative to the repository's build/view)."""
@@ -205,24 +172,24 @@ def test_the_tables_and_task_cards_link_the_viewer_pages():
                 assert inner.as_posix() == f"task/{task_slug(tid)}.html"
 
 
-# --- a planner added to a scratch export (the issue's "Done when") ---------------------------
-
-def test_a_planner_added_to_a_scratch_export_appears_with_its_traces(tmp_path):
-    import shutil
-
-    from analysis.view import build
-    scratch, records = tmp_path / "scratch", tmp_path / "records"
-    shutil.copytree(REPO / "frozen_exports", scratch)
+def _add_my_planner(scratch: Path, tmp_path: Path) -> str:
+    """A verified copy of the committed export with one planner-suite run added again
+    under the name my_planner (add_planner, as README "Adding your planner" does)."""
+    r = _run("analysis.verify", f"copy_to={scratch}")
+    assert r.returncode == 0, r.stderr
     export = api_export()
     src_run = sorted(export.runs.run_id[export.runs.suite == "planner"])[0]
+    records = tmp_path / "records"
     records.mkdir()
     for name in ("run.json", "groups.jsonl.gz", "tasks.jsonl"):
         (records / name).write_bytes((REPO / "frozen_exports" / "runs" / src_run / name).read_bytes())
     r = _run("analysis.add_planner", f"records={records}", "name=my_planner", "reexecute=false",
              f"export_root={scratch}")
     assert r.returncode == 0, r.stderr
-    site = tmp_path / "site"
-    build(scratch, site, {"n_resamples": 200})
+    return src_run
+
+
+def _check_my_planner(site: Path, src_run: str) -> None:
     ov = _data(site, "data/overview.js")
     mine = [x for x in ov["runs"] if x["planner"] == "my_planner"]
     assert [x["run_id"] for x in mine] == ["my_planner__planner__persistent"]
@@ -231,6 +198,43 @@ def test_a_planner_added_to_a_scratch_export_appears_with_its_traces(tmp_path):
     new_cells = {t["task_id"]: t["cells"]["my_planner__planner__persistent"]["endpoint"]
                  for t in ov["tasks"] if "my_planner__planner__persistent" in t["cells"]}
     assert new_cells == src_cells  # the same records under a new name
+
+
+def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
+    """Every `python -m analysis.view` line of README.md and docs/viewer.md, as written
+    (only the scratch paths under /tmp moved into tmp_path). The scratch export is the
+    issue's new user's: the committed export plus a planner ``my_planner``. The default
+    build goes to build/view (git-ignored) and has the same bytes as any other build of
+    the same records."""
+    lines = []
+    for doc in ("README.md", "docs/viewer.md"):
+        text = (REPO / doc).read_text(encoding="utf-8")
+        for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
+            lines += [ln.split("#")[0].strip() for ln in block.splitlines()
+                      if ln.strip().startswith("python -m analysis.view")]
+    assert lines, "no analysis.view command in README.md or docs/viewer.md"
+    scratch = tmp_path / "scratch"
+    kinds = set()
+    for line in dict.fromkeys(lines):
+        argv = shlex.split(line.replace("/tmp/", f"{tmp_path}/"))
+        on_scratch = any(a.startswith("export_root=") for a in argv)
+        if on_scratch and not scratch.exists():
+            src_run = _add_my_planner(scratch, tmp_path)
+        out = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("out_dir=")),
+                   REPO / "build" / "view")
+        if "serve=true" in argv:
+            _serve_and_stop(argv[2:], out)
+            kinds.add("serve")
+        else:
+            r = _run(*argv[2:])
+            assert r.returncode == 0, (line, r.stderr)
+            assert f"open {(out / 'index.html').as_uri()}" in r.stdout
+            kinds.add("build")
+        if on_scratch:
+            _check_my_planner(out, src_run)
+        else:  # deterministic bytes: the same records give the same site, anywhere
+            assert _tree(out) == _tree(committed_site()), line
+    assert kinds == {"build", "serve"} and scratch.exists()
 
 
 # --- the command line ------------------------------------------------------------------

@@ -101,6 +101,18 @@ def test_overview_filter_task_compare(browser):
     _no_console_messages(d)
     _local_only(d)
 
+    # tier and episode filters: exactly the tasks of that tier / episode
+    tiers = export.tasks.set_index("task_id").tier
+    for tier in sorted(set(tiers)):
+        Select(d.find_element("id", "f-tier")).select_by_value(tier)
+        assert _rows(d) == sorted(tiers.index[tiers == tier])
+    Select(d.find_element("id", "f-tier")).select_by_value("")
+    episode = export.tasks.set_index("task_id").loc[tid, "episode_id"]
+    Select(d.find_element("id", "f-episode")).select_by_value(episode)
+    assert _rows(d) == sorted(export.tasks.task_id[export.tasks.episode_id == episode])
+    Select(d.find_element("id", "f-episode")).select_by_value("")
+    assert len(_rows(d)) == n_tasks
+
     # filter: one planner, the memory suite, tasks it completed without reaching the goal
     planner = sorted(export.runs.planner[export.runs.suite == "memory"])[0]
     Select(d.find_element("id", "f-planner")).select_by_value(planner)
