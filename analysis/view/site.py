@@ -276,6 +276,7 @@ def build_site(src, progress=None) -> dict[str, bytes]:
         tid = t["task_id"]
         data = {"kind": "task", **common, "task": _task_card(t, episodes[t["episode_id"]]),
                 "runs": traces[tid], "index": view_index(), "page": view_task_page(tid),
+                "card": f"{task_slug(tid)}.md",
                 "compare": view_compare_page(tid)}
         slug = task_slug(tid)
         files[f"data/task/{slug}.js"] = _js(data)

@@ -246,6 +246,8 @@
     app.innerHTML = "";
     app.appendChild(header([{text: "Overview", href: ROOT + D.index}, {text: t.title + " (" + t.task_id + ")"}]));
     app.appendChild(el("h1", {text: t.title + " \u2014 " + t.task_id}));
+    app.appendChild(el("p", {cls: "meta", text: "The same card in the tables: tables/cards/" +
+      D.card + " (python -m analysis.tables)."}));
     app.appendChild(cardSection(t));
     var sumRows = D.runs.map(function (r, i) {
       var other = D.runs[i === 0 ? 1 : 0];
@@ -367,7 +369,9 @@
   }
 
   // --- overview ------------------------------------------------------------------------
-  var state = {planner: "", suite: "", tier: "", endpoint: "", episode: "", q: "", sort: "task", dir: 1};
+  var ROW_STEP = 500;
+  var state = {planner: "", suite: "", tier: "", endpoint: "", episode: "", q: "", sort: "task", dir: 1,
+               limit: ROW_STEP};
   var GOAL_NOT_REACHED = "completed_not_goal";
 
   function endpointMatches(ep, want) {
@@ -444,17 +448,24 @@
     });
     function th(key, label, sub) {
       var on = state.sort === key;
+      function go() {
+        if (state.sort === key) state.dir = -state.dir; else { state.sort = key; state.dir = 1; }
+        writeHash(); drawMatrix(box, count);
+        var again = box.querySelector('th[data-key="' + key.replace(/"/g, '\\"') + '"]');
+        if (again) again.focus();
+      }
       return el("th", {cls: "sortable" + (on ? " sorted" : ""), "data-key": key, scope: "col",
+        tabindex: "0", title: "sort by this column",
         "aria-sort": on ? (state.dir > 0 ? "ascending" : "descending") : null,
-        onclick: function () {
-          if (state.sort === key) state.dir = -state.dir; else { state.sort = key; state.dir = 1; }
-          writeHash(); drawMatrix(box, count);
-        }}, [label, sub ? el("br") : null, sub ? el("small", {text: sub}) : null,
+        onclick: go, onkeydown: function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } }}, [label, sub ? el("br") : null, sub ? el("small", {text: sub}) : null,
         on ? el("span", {cls: "arrow", text: state.dir > 0 ? " \u25b2" : " \u25bc"}) : null]);
     }
     var head = el("tr", {}, [th("task", "task"), th("title", "title"), th("tier", "tier"), th("episode", "episode")].concat(
       runs.map(function (r) { return th(r.run_id, r.label, r.suite + " suite, " + r.memory); })));
-    var rows = tasks.map(function (t) {
+    // a very large export: draw the first rows, more on request (filters and sorting
+    // always cover every task)
+    var shown = tasks.slice(0, state.limit);
+    var rows = shown.map(function (t) {
       return el("tr", {"data-task": t.task_id}, [
         el("td", {}, [el("a", {href: ROOT + t.page, cls: "tasklink", text: t.task_id})]),
         el("td", {text: t.title}), el("td", {text: t.tier}), el("td", {text: t.episode_id})].concat(
@@ -469,12 +480,17 @@
     });
     box.innerHTML = "";
     box.appendChild(el("table", {cls: "matrix", id: "matrix"}, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+    if (shown.length < tasks.length)
+      box.appendChild(el("p", {}, [el("button", {type: "button", id: "more", onclick: function () {
+        state.limit += ROW_STEP; drawMatrix(box, count);
+      }, text: "Draw the next " + Math.min(ROW_STEP, tasks.length - shown.length) + " rows (" +
+        shown.length + " of " + tasks.length + " drawn)"})]));
     count.textContent = "Showing " + tasks.length + " of " + D.tasks.length + " tasks and " + runs.length + " of " + D.runs.length + " runs.";
   }
 
   function renderOverview() {
     var h = parseHash();
-    Object.keys(state).forEach(function (k) { if (h[k] !== undefined && k !== "dir") state[k] = h[k]; });
+    Object.keys(state).forEach(function (k) { if (h[k] !== undefined && k !== "dir" && k !== "limit") state[k] = h[k]; });
     if (h.dir === "desc") state.dir = -1;
     app.innerHTML = "";
     app.appendChild(header([{text: "Overview"}]));
@@ -512,6 +528,10 @@
   if (PAGE === "overview") renderOverview();
   else if (PAGE === "task") renderTask();
   else if (PAGE === "compare") { renderCompare(); window.addEventListener("hashchange", renderCompare); }
-  // when the page was drawn (ms since navigation start): bench/view.py reads it
+  // when the page was drawn, and after its first frame (ms since navigation start):
+  // bench/view.py reads them
   window.E2W_DRAWN_MS = performance.now();
+  requestAnimationFrame(function () {
+    setTimeout(function () { window.E2W_PAINTED_MS = performance.now(); }, 0);
+  });
 })();
