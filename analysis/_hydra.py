@@ -24,16 +24,33 @@ from typing import Callable
 
 from omegaconf import OmegaConf
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-CONFIG_PATH = str(REPO_ROOT / "configs")
-if not (REPO_ROOT / "configs").is_dir():
-    # A wheel install has the package but not the repository's configs/ and frozen_exports/.
-    raise ImportError(f"analysis: no configs/ folder beside the package ({REPO_ROOT}); the "
-                      "commands run from a clone of the repository installed with "
-                      "`pip install -e .`")
+from .resources import REPO_ROOT, config_dir, default_export_root, in_repository, user_cache_dir
 
-if not OmegaConf.has_resolver("repo_root"):
-    OmegaConf.register_new_resolver("repo_root", lambda: str(REPO_ROOT))
+# configs/ of the clone, or the copy an installed wheel ships (analysis/resources.py)
+CONFIG_PATH = str(config_dir())
+
+
+def _state_dir_of(export_root) -> str:
+    from .episodes import default_state_dir
+    return str(default_state_dir(resolve_path(export_root)))
+
+
+# Default paths in configs/*.yaml. A clone keeps its committed export and outputs at the
+# repository root; an installed package reads its shipped export and writes only where
+# it is told (out_dir and export_root of writing commands are then required). Caches and
+# journals go under the user cache directory, never into the repository.
+for _name, _fn in {
+        "repo_root": lambda: str(REPO_ROOT),
+        "e2w_export": lambda: str(default_export_root()),
+        "e2w_repo_out": lambda: str(REPO_ROOT) if in_repository() else None,
+        "e2w_repo_export": lambda: str(REPO_ROOT / "frozen_exports") if in_repository() else None,
+        # the trace viewer's site (git-ignored build/view in a clone; docs/viewer.md)
+        "e2w_view_out": lambda: str(REPO_ROOT / "build" / "view") if in_repository() else None,
+        "e2w_cache": lambda sub="": str(user_cache_dir() / sub),
+        "e2w_state": _state_dir_of,
+}.items():
+    if not OmegaConf.has_resolver(_name):
+        OmegaConf.register_new_resolver(_name, _fn)
 
 DEBUG_ENV = "E2W_DEBUG"
 EXIT_REFUSED = 1
@@ -73,7 +90,7 @@ def _get(node, dotted: str):
 
 
 def _group_options(group: str) -> list[str]:
-    return sorted(p.stem for p in (REPO_ROOT / "configs" / group).glob("*.yaml"))
+    return sorted(p.stem for p in (Path(CONFIG_PATH) / group).glob("*.yaml"))
 
 
 def compose_config(command: str, overrides: list[str]):
@@ -194,7 +211,7 @@ def _check_planner_settings(data: dict) -> None:
     given = data["planner"].get("settings") or {}
     if not isinstance(given, dict):
         raise ConfigError("planner.settings", f"planner.settings={given!r}: expected a mapping")
-    path = REPO_ROOT / "configs" / "planner" / f"{name}.yaml"
+    path = Path(CONFIG_PATH) / "planner" / f"{name}.yaml"
     if not path.exists():  # an import-path planner takes whatever settings it declares
         return
     defaults = OmegaConf.to_container(OmegaConf.load(path)).get("settings") or {}
@@ -214,6 +231,18 @@ def _check_planner_settings(data: dict) -> None:
             raise ConfigError(key, f"{key}={v!r}: expected a probability from 0 to 1")
 
 
+#: How --help shows a default path (``<user cache>``: $E2W_CACHE_DIR, else
+#: ~/.cache/ego2world-analysis).
+_SHOWN_DEFAULTS = {
+    "${e2w_export:}": "<repo>/frozen_exports (installed package: its shipped read-only copy)",
+    "${e2w_repo_out:}": "<repo> (installed package: required)",
+    "${e2w_repo_export:}": "<repo>/frozen_exports (installed package: required)",
+    "${e2w_view_out:}": "<repo>/build/view (installed package: required)",
+    "${e2w_state:${export_root}}": "<user cache>/run_state/<export>",
+    "${repo_root:}": "<repo>",
+}
+
+
 def render_help(command: str) -> str:
     """The command's ``--help``: what it does, every key, two examples, exit codes."""
     import textwrap
@@ -221,7 +250,7 @@ def render_help(command: str) -> str:
     from .config_check import COMMANDS
 
     spec = COMMANDS[command]
-    raw = OmegaConf.to_container(OmegaConf.load(REPO_ROOT / "configs" / f"{command}.yaml"),
+    raw = OmegaConf.to_container(OmegaConf.load(Path(CONFIG_PATH) / f"{command}.yaml"),
                                  resolve=False)
     defaults_list = raw.pop("defaults", [])
     group_default = {next(iter(d)): next(iter(d.values())) for d in defaults_list
@@ -237,7 +266,9 @@ def render_help(command: str) -> str:
             node = node[part]
         text = ("null" if node is None else str(node).lower() if isinstance(node, bool)
                 else str(node))
-        text = text.replace("${repo_root:}", "<repo>")
+        for ref, shown in _SHOWN_DEFAULTS.items():
+            text = text.replace(ref, shown)
+        text = re.sub(r"\$\{e2w_cache:([^}]*)\}", r"<user cache>/\1", text)
         env = re.fullmatch(r"\$\{oc\.env:(\w+),(.*)\}", text)
         return f"${env.group(1)}, else {env.group(2)}" if env else text
 

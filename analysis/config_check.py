@@ -124,9 +124,12 @@ def existing_dir(key, v):
 
 
 def writable_out_dir(key, v):
+    if v is None:
+        raise ConfigError(key, f"{key} is required here (the package is installed, not a "
+                               f"clone, so there is no repository to write into): {key}=FOLDER")
     if not isinstance(v, str) or not v:
         raise ConfigError(key, f"{key}={v!r}: expected a folder path")
-    from .tables import OutputDirError, check_out_dir
+    from .out_dir import OutputDirError, check_out_dir
     try:
         check_out_dir(Path(v).expanduser())
     except OutputDirError as exc:
@@ -134,6 +137,10 @@ def writable_out_dir(key, v):
 
 
 def site_out_dir(key, v):
+    if v is None:
+        raise ConfigError(key, f"{key} is required here (the package is installed, not a "
+                               f"clone, so there is no build/ folder to write into): "
+                               f"{key}=FOLDER")
     if not isinstance(v, str) or not v:
         raise ConfigError(key, f"{key}={v!r}: expected a folder path")
     from .view.output import SiteDirError, check_site_dir
@@ -144,6 +151,9 @@ def site_out_dir(key, v):
 
 
 def writable_dir_or_creatable(key, v):
+    if v is None:
+        raise ConfigError(key, f"{key} is required here (the package is installed, not a "
+                               f"clone): {key}=FOLDER")
     if not isinstance(v, str) or not v:
         raise ConfigError(key, f"{key}={v!r}: expected a folder path")
     p = Path(v).expanduser()
@@ -154,6 +164,15 @@ def writable_dir_or_creatable(key, v):
         probe = probe.parent
     if not os.access(probe, os.W_OK | os.X_OK):
         raise ConfigError(key, f"{key}={v}: {probe} is not writable")
+
+
+def new_or_empty_dir(key, v):
+    """A folder to create, or an empty one (checked before anything is verified)."""
+    writable_dir_or_creatable(key, v)
+    p = Path(v).expanduser()
+    if p.is_dir() and any(p.iterdir()):
+        raise ConfigError(key, f"{key}={v}: exists and is not an empty folder; choose a new "
+                               "folder")
 
 
 def planner_name(key, v):
@@ -245,6 +264,27 @@ class Command:
 
 EXPORT_ROOT = Key("export_root", "path", "the frozen export (a folder with MANIFEST.json)",
                   existing_dir)
+
+
+def writable_export(key, v):
+    """The export a command writes into: named explicitly, never the read-only copy an
+    installed package ships."""
+    if v is None:
+        raise ConfigError(key, f"{key} is required: this command writes into the export it "
+                               "is given. Make a scratch copy (python -m analysis.verify "
+                               f"copy_to=/tmp/scratch, then {key}=/tmp/scratch), or give "
+                               f"{key}=frozen_exports in a clone to change the committed "
+                               "export on purpose")
+    existing_dir(key, v)
+    from .resources import is_shipped_export
+    if is_shipped_export(v):
+        raise ConfigError(key, f"{key}={v}: the export shipped with the installed package is "
+                               "read-only; make a scratch copy with python -m analysis.verify "
+                               f"copy_to=DIR and give {key}=DIR")
+
+
+WRITTEN_EXPORT = Key("export_root", "path", "the export written into (required: a scratch "
+                     "copy, or frozen_exports to change the committed export)", writable_export)
 STATS = (
     Key("stats.n_resamples", "int", f"bootstrap resamples ({MIN_RESAMPLES}-{MAX_RESAMPLES}; "
         "unused by method=cr1_t)", int_range(MIN_RESAMPLES, MAX_RESAMPLES)),
@@ -280,7 +320,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "new scratch folder DEST (refused if DEST exists and is not empty).",
         (EXPORT_ROOT,
          Key("copy_to", "path|null", "create a scratch copy of the verified export here "
-             "(a new or empty folder)", lambda k, v: v is None or writable_dir_or_creatable(k, v))),
+             "(a new or empty folder)", lambda k, v: v is None or new_or_empty_dir(k, v))),
         ("python -m analysis.verify",
          "python -m analysis.verify copy_to=/tmp/scratch")),
     Command(
@@ -325,10 +365,12 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Key("overwrite", "bool", "replace an existing run of the same ID", boolean),
          Key("resume", "bool", "journal finished episodes so that rerunning an interrupted "
              "run continues (analysis/episodes.py)", boolean),
-         Key("state_dir", "path|null", "where the episode journal lives (null: .run_state "
-             "beside export_root)", lambda k, v: v is None or writable_dir_or_creatable(k, v)),
-         EXPORT_ROOT),
-        ("python -m analysis.run planner=belief_search suite=memory memory=reset",
+         Key("state_dir", "path|null", "where the episode journal lives (null: a folder "
+             "for this export under the user cache directory, $E2W_CACHE_DIR or "
+             "~/.cache/ego2world-analysis)", lambda k, v: v is None or writable_dir_or_creatable(k, v)),
+         WRITTEN_EXPORT),
+        ("python -m analysis.run planner=belief_search suite=memory memory=reset "
+         "export_root=/tmp/scratch overwrite=true",
          "python -m analysis.run planner=custom planner.name=mypkg.mod:MyPlanner "
          "suite=planner memory=persistent export_root=/tmp/scratch"),
         groups=("planner", "suite"), free_prefixes=("planner.settings.",)),
@@ -352,7 +394,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Key("name", "str", f"planner name (required; lowercase letters, digits, single '-' "
              f"or '_', at most {MAX_NAME_LENGTH})", required_name),
          Key("reexecute", "bool", "replay the records before adding them", boolean),
-         EXPORT_ROOT),
+         WRITTEN_EXPORT),
         ("python -m analysis.add_planner records=/tmp/my_run name=my_planner "
          "export_root=/tmp/scratch",
          "python -m analysis.add_planner records=/tmp/my_run name=my_planner reexecute=false "
@@ -385,7 +427,7 @@ def check_value(command: str, key: str, value: Any) -> None:
 
 def cross_checks(command: str, cfg: dict) -> None:
     """Rules that tie two keys together."""
-    if command == "view":
+    if command == "view" and cfg.get("out_dir") is not None:
         from .view.output import SiteDirError, check_site_dir
         try:
             check_site_dir(cfg["out_dir"], cfg["export_root"])

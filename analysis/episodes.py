@@ -48,19 +48,27 @@ def fingerprint(obj: Any) -> str:
 
 
 def default_state_dir(export_root: str | os.PathLike) -> Path:
-    """``.run_state`` beside the export (never inside it: verification lists every file)."""
-    return Path(export_root).resolve().parent / ".run_state"
+    """The journal and lock folder of one export, under the user cache directory
+    (:func:`analysis.resources.user_cache_dir`): never inside the export (verification
+    lists every file) nor beside it (a clone's working tree stays clean).
+
+    >>> default_state_dir("/tmp/scratch").name.startswith("scratch-")
+    True
+    """
+    from .resources import user_cache_dir
+    root = Path(export_root).resolve()
+    return user_cache_dir() / "run_state" / f"{root.name}-{fingerprint(str(root))}"
 
 
 @contextmanager
 def export_lock(export_root: str | os.PathLike):
     """Serialize writers of one export (Hydra multirun jobs in parallel processes): an
-    exclusive ``flock`` on a file beside the export, so the manifest's read-modify-write
+    exclusive ``flock`` on a file in the export's state folder (:func:`default_state_dir`), so the manifest's read-modify-write
     of one run never loses another's entries. Merging is then deterministic: the
     manifest lists runs by path, whatever order the jobs finished in."""
     import fcntl
     root = Path(export_root).resolve()
-    lock = default_state_dir(root) / f"{root.name}-{fingerprint(str(root))}.lock"
+    lock = default_state_dir(root) / "export.lock"
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -139,10 +147,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 def run_episodes(job: Callable, args: Sequence, episode_ids: Sequence[str], jobs: int = 1,
                  threads: bool = False, journal: RunJournal | None = None,
-                 on_done: Callable[[int], None] | None = None) -> list:
+                 on_done: Callable[[int, int], None] | None = None) -> list:
     """``[job(a) for a in args]`` (each ``(groups, tasks, provider_error)``), in order,
     with ``jobs`` workers and the resume journal; raises :class:`RunIncomplete` when an
-    episode ended with a provider error (after every other episode finished)."""
+    episode ended with a provider error (after every other episode finished).
+    ``on_done(finished, failed)`` is called as episodes end (``failed``: of those, the
+    ones stopped by a provider error)."""
     results: list = [None] * len(args)
     todo = []
     for i, eid in enumerate(episode_ids):
@@ -152,18 +162,20 @@ def run_episodes(job: Callable, args: Sequence, episode_ids: Sequence[str], jobs
         else:
             todo.append(i)
     done = len(args) - len(todo)
+    failed = 0
     if on_done:
-        on_done(done)
+        on_done(done, failed)
 
     def finish(i: int, res) -> None:
-        nonlocal done
+        nonlocal done, failed
         res = tuple(res)
         results[i] = res
         if journal is not None and res[2] is None:
             journal.save(i, episode_ids[i], res)
         done += 1
+        failed += res[2] is not None
         if on_done:
-            on_done(done)
+            on_done(done, failed)
 
     if jobs == 1 or len(todo) <= 1:
         for i in todo:

@@ -1,4 +1,4 @@
-"""Task-level metrics and task-macro summaries (DESIGN.md section 8).
+"""Task-level metrics and task-macro summaries (docs/statistics.md, "Metrics").
 
 ``task_metrics(export)`` turns the loader DataFrames (docs/ARCHITECTURE.md section 7)
 into one row per (run, task); ``macro(task_df)`` gives the task-macro means. Every
@@ -104,7 +104,7 @@ def _match_contract(cr: pd.DataFrame, contract: pd.DataFrame, run_tasks: pd.Data
 
 
 def task_metrics(export) -> pd.DataFrame:
-    """One row per (run, task) with the DESIGN.md section 8 metrics.
+    """One row per (run, task) with the metrics of docs/statistics.md ("Metrics").
 
     ``export`` is any object with the DataFrame attributes ``runs``, ``tasks``,
     ``suites``, ``group_records`` and ``condition_records`` (``task_records`` is

@@ -9,13 +9,15 @@ never trusted. Exit 0 when every recorded value equals the derived one; else exi
 naming the first divergence (file, record, field).
 
 >>> from analysis.reexecute import reexecute
->>> reexecute("frozen_exports", planner="no_such_planner")  # doctest: +SKIP
+>>> [r.summary() for r in reexecute("frozen_exports", planner="lexicon")]  # doctest: +ELLIPSIS
+['lexicon__planner__persistent: ... groups, ... attempts, ... tasks replayed, 0 divergences']
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from .config_check import ConfigError
 from .executor.replay import ReplayReport, replay_run
 from .frozen.integrity import IntegrityError, verify_records
 
@@ -48,11 +50,14 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
     tasks = {t["task_id"]: t for rel in of.get("task", []) for t in records[rel]}
     suites = {s["suite"]: s for rel in of.get("suite", []) for s in records[rel]}
     reports = []
-    known = set()
+    wanted = None
+    if planner is not None:
+        from .run_names import resolve_run
+        wanted = set(resolve_run(planner, [records[rel][0]["run_id"]
+                                           for rel in of.get("run", [])]))
     for rel in of.get("run", []):
         run = records[rel][0]
-        known |= {run["planner"], run["run_id"]}
-        if planner is not None and planner not in (run["planner"], run["run_id"]):
+        if wanted is not None and run["run_id"] not in wanted:
             continue
         base = rel.rsplit("/", 1)[0]
         reports.append(replay_run(
@@ -60,9 +65,6 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
             episodes, tasks, rules, groups_file=f"{base}/groups.jsonl.gz",
             tasks_file=f"{base}/tasks.jsonl", run=run, suite=suites[run["suite"]],
             run_file=rel))
-    if planner is not None and not reports:
-        raise ValueError(f"run={planner!r}: no such run ID or planner in {root}; the "
-                         f"export holds {sorted(known)}")
     return reports
 
 
@@ -74,7 +76,18 @@ def run_reexecute(export_root, planner: str | None = None, run: str | None = Non
     try:
         recover_export(export_root, lambda m: print(f"[analysis.reexecute] {m}",
                                                     file=sys.stderr, flush=True))
+        if name is not None:
+            # a misspelt run is refused from the manifest, before seconds of verification
+            from .run_names import manifest_run_ids, resolve_run
+            ids = manifest_run_ids(export_root)
+            if ids:
+                try:
+                    resolve_run(name, ids)
+                except ValueError as exc:
+                    raise ConfigError("run", f"{exc} (nothing was done)") from None
         reports = reexecute(export_root, name)
+    except ConfigError:
+        raise  # exit 2: refused before any work
     except (IntegrityError, ValueError, FileNotFoundError, TransactionBusy) as exc:
         print(f"reexecute FAILED: {exc}", file=sys.stderr)
         return 1

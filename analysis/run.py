@@ -106,12 +106,16 @@ def _episode_job(args):
     return res.group_records, res.task_records, res.provider_error
 
 
-def _progress(done: int, total: int, rid: str, enabled: bool) -> None:
+def _progress(done: int, total: int, rid: str, enabled: bool, failed: int = 0) -> None:
+    """One bar per run on stderr: episodes that finished, and how many of them failed
+    (an episode stopped by a provider error is finished but not done)."""
     if enabled:
         width = 30
         filled = width * done // max(total, 1)
-        print(f"\r{rid} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} episodes",
-              end="\n" if done == total else "", file=sys.stderr, flush=True)
+        tail = f", {failed} failed (provider error)" if failed else ""
+        print(f"\r{rid} [{'#' * filled}{'.' * (width - filled)}] {done - failed}/{total} "
+              f"episodes done{tail}", end="\n" if done == total else "", file=sys.stderr,
+              flush=True)
 
 
 def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathLike,
@@ -127,7 +131,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     first, an existing run is refused unless ``overwrite``, and with ``verify_export`` (the
     command's default) the export is verified before the planner runs and again with the
     new run before the commit point. With ``resume`` finished episodes are journaled under
-    ``state_dir`` (default ``.run_state`` beside the export) and a rerun continues from
+    ``state_dir`` (default :func:`analysis.episodes.default_state_dir`: a folder for the
+    export under the user cache directory) and a rerun continues from
     them (:mod:`analysis.episodes`); a planner with ``io_bound = True`` runs its ``jobs``
     episodes in threads. Returns the summary and the records ``{"run": ..., "groups":
     [...], "tasks": [...]}``.
@@ -179,12 +184,17 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     if resume and write:
         journal = RunJournal(state_dir or default_state_dir(root), rid,
                              {**run_rec, "planner_path": planner})
+    before = getattr(planner_class(planner), "before_run", None)
+    if before is not None:
+        # a fresh start (nothing journaled to resume) begins the planner's own logs anew
+        before(fresh=journal is None or not journal.dir.exists(), seed=seed, **settings)
     t0 = time.perf_counter()
     try:
         results = run_episodes(_episode_job, jobs_args, list(s["episode_ids"]), jobs=jobs,
                                threads=bool(getattr(planner_class(planner), "io_bound", False)),
                                journal=journal,
-                               on_done=lambda n: _progress(n, len(jobs_args), rid, progress))
+                               on_done=lambda n, bad: _progress(n, len(jobs_args), rid, progress,
+                                                                bad))
     finally:
         after = getattr(planner_class(planner), "after_run", None)
         if after is not None:
@@ -285,17 +295,92 @@ def _body(cfg) -> int:
     return 0
 
 
-def _multirun(argv: list[str]) -> None:
-    """``-m``: Hydra's multirun (sweeps, launchers such as joblib); each job's composed
-    configuration passes the same checks as a single run before it starts."""
+def _sweep_combinations(argv: list[str]) -> list[list[str]]:
+    """Every job's overrides of a multirun: the cartesian product of the comma-separated
+    sweeps (``planner=chat,chat_schema``), in Hydra's order. Raises ConfigError for what
+    cannot be parsed or swept here (ranges, globs)."""
+    import itertools
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from .config_check import ConfigError
+    try:
+        parsed = OverridesParser.create().parse_overrides(argv)
+    except HydraException as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ConfigError("", f"cannot parse the overrides {argv}: {first}") from None
+    axes = []
+    for ov, text in zip(parsed, argv):
+        key = text.split("=", 1)[0]
+        if ov.is_sweep_override():
+            if not ov.is_choice_sweep():
+                raise ConfigError(key.lstrip("+~"), f"{text}: only comma-separated sweeps "
+                                                    "(a,b,c) are supported")
+            axes.append([f"{key}={v}" for v in ov.sweep_string_iterator()])
+        else:
+            axes.append([text])
+    return [list(c) for c in itertools.product(*axes)]
+
+
+def _multirun(argv: list[str]) -> int:
+    """``-m``: Hydra's multirun (sweeps, launchers such as joblib). Every job's
+    configuration is checked like a single run's before any job starts (one line naming
+    the key, exit 2); the planner's own settings may be given without Hydra's ``++``
+    (they belong to the swept planner, not to the default one). Hydra's multirun folder
+    is a temporary folder removed afterwards unless ``hydra.sweep.dir`` is given."""
+    import shutil
+    import tempfile
+
     import hydra
     from omegaconf import OmegaConf
 
-    from ._hydra import CONFIG_PATH, UserError, check_composed
+    from ._hydra import CONFIG_PATH, UserError, check_composed, compose_config
     from .config_check import ConfigError
+
+    hydra_args = [a for a in argv if a.split("=", 1)[0].lstrip("+").startswith("hydra")]
+    own = [a for a in argv if a not in hydra_args and a not in ("-m", "--multirun")]
+    try:
+        combos = _sweep_combinations(own)
+        for combo in combos:
+            compose_config("run", combo)
+    except ConfigError as exc:
+        print(f"analysis.run: {exc} (nothing was done)", file=sys.stderr)
+        return 2
+    for a in hydra_args:
+        key = a.split("=", 1)[0].lstrip("+")
+        if key.startswith("hydra/launcher"):
+            from ._hydra import _group_options
+            options = sorted({"basic", *_group_options("hydra/launcher")})
+            val = a.split("=", 1)[1] if "=" in a else ""
+            plugin = {"joblib_local": ("hydra_plugins.hydra_joblib_launcher",
+                                       "hydra-joblib-launcher (the [llm] extra)"),
+                      "slurm": ("hydra_plugins.hydra_submitit_launcher",
+                                "hydra-submitit-launcher"),
+                      "ray_local": ("hydra_plugins.hydra_ray_launcher", "hydra-ray-launcher")}
+            if val in plugin:
+                import importlib.util
+                if importlib.util.find_spec(plugin[val][0]) is None:
+                    print(f"analysis.run: hydra/launcher={val} needs pip install "
+                          f"{plugin[val][1]} (nothing was done)", file=sys.stderr)
+                    return 2
+            if val not in options:
+                from .config_check import suggest
+                print(f"analysis.run: hydra/launcher={val!r}: expected one of {options}"
+                      f"{suggest(val, options)} (nothing was done)", file=sys.stderr)
+                return 2
+    # a planner's settings exist only once the swept planner is chosen: '++' lets Hydra
+    # compose the sweep's base config (the default planner) without refusing them
+    own = [("++" + a.lstrip("+")) if a.lstrip("+").startswith("planner.settings.") else a
+           for a in own]
+    keep = any(a.split("=", 1)[0].lstrip("+") == "hydra.sweep.dir" for a in hydra_args)
+    sweep_dir = None if keep else tempfile.mkdtemp(prefix="e2w_multirun_")
+    extra = [] if keep else [f"hydra.sweep.dir={sweep_dir}"]
+    codes: list[int] = []
 
     @hydra.main(config_path=CONFIG_PATH, config_name="run", version_base="1.3")
     def job(cfg) -> None:
+        _quiet_http_logs()
         data = OmegaConf.to_container(cfg, resolve=True)
         data.pop("hydra", None)
         try:
@@ -304,18 +389,37 @@ def _multirun(argv: list[str]) -> None:
         except (ConfigError, UserError) as exc:
             print(f"analysis.run: {exc}", file=sys.stderr)
             raise SystemExit(2 if isinstance(exc, ConfigError) else 1) from None
+        codes.append(code or 0)
         if code:
             raise SystemExit(code)
 
-    sys.argv = [sys.argv[0]] + argv
-    job()
+    saved = sys.argv
+    sys.argv = [saved[0], "-m", *hydra_args, *extra, *own]
+    try:
+        job()
+    except SystemExit as exc:  # a job's refusal (serial launcher) ends the sweep
+        return int(exc.code or 0) if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = saved
+        if sweep_dir is not None:
+            shutil.rmtree(sweep_dir, ignore_errors=True)
+    return max(codes, default=0)
+
+
+def _quiet_http_logs() -> None:
+    """Hydra's job logging sets the root logger to INFO after the client was imported;
+    the per-request lines stay off (analysis/planners/llm/client.py)."""
+    from .planners.llm.client import quiet_http_logs
+    quiet_http_logs()
 
 
 def main(argv=None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-m" in argv or "--multirun" in argv:
-        _multirun(argv)
-        return
+        if "--help" in argv or "-h" in argv:
+            from ._hydra import command_main
+            command_main("run", _body, ["--help"])
+        sys.exit(_multirun(argv))
     from ._hydra import command_main
     command_main("run", _body, argv)
 

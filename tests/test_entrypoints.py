@@ -212,6 +212,9 @@ def test_help_examples_pass_the_configuration_check(places):
     for name, spec in COMMANDS.items():
         for example in spec.examples:
             argv = example.split()[3:]
+            # copy_to names a new folder (an existing non-empty one is refused)
+            argv = [f"copy_to={places['T']}/new_copy" if a.startswith("copy_to=") else a
+                    for a in argv]
             argv = [a.replace("/tmp/scratch_out", places["T"] + "/o")
                      .replace("/tmp/scratch", places["E"]).replace("/tmp/my_run", places["R"])
                      .replace("/data/hd-epic", places["T"]) for a in argv]
@@ -266,7 +269,9 @@ def test_verify_copy_to_makes_a_verified_scratch_copy_and_refuses_a_used_folder(
     before = _snapshot(dest)
     r, _ = _run("analysis.verify", f"export_root={places['E']}", f"copy_to={dest}",
                 cwd=tmp_path)
-    assert r.returncode == 1 and "not an empty folder" in r.stderr, r.stderr
+    # refused by the configuration check, before any verification (exit 2)
+    assert r.returncode == 2 and "not an empty folder" in r.stderr, r.stderr
+    assert "verified" not in r.stdout + r.stderr
     assert _snapshot(dest) == before and "Traceback" not in r.stderr
 
 

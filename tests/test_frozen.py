@@ -1,4 +1,4 @@
-"""Frozen exports: hashing rules, the manifest, and every tampering case of DESIGN.md §5.
+"""Frozen exports: hashing rules, the manifest, and every tampering case of docs/FORMAT.md ("MANIFEST.json").
 
 Each bad input must fail verification with a message that names the file and the record,
 and `analysis.verify` / `analysis.tables` must exit 1 without touching tables/ or figures/.

@@ -31,7 +31,7 @@ def test_typed_schema_run_on_a_real_server_is_complete_and_parses(tmp_path):
                 "response_format": os.environ.get("LLM_REAL_FORMAT", "json_object_schema"),
                 "timeout": 300.0, "cache_dir": str(tmp_path / "cache"),
                 "call_log": str(tmp_path / "calls.jsonl")}
-    _, rec = run_mod.run_suite("chat-schema", "planner", "persistent", export, progress=False,
+    _, rec = run_mod.run_suite("chat_schema", "planner", "persistent", export, progress=False,
                                state_dir=tmp_path / "state", planner_settings=settings)
     statuses = [g["status"] for g in rec["groups"]]
     assert len(statuses) == 12 and "provider_error" not in statuses

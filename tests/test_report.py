@@ -50,7 +50,7 @@ def _csv(out, name):
     return pd.read_csv(out / "tables" / f"{name}.csv")
 
 
-# --- every artefact of DESIGN.md section 10 ------------------------------------------
+# --- every artefact of tables/README.md -----------------------------------------------
 
 def test_rich_export_produces_every_table_and_figure(rich):
     _, out = rich
@@ -149,7 +149,7 @@ def test_pairwise_for_two_planners_has_one_pair_per_metric(small):
 
 
 def test_bonferroni_cross_check_is_the_closed_form(rich):
-    # DESIGN.md section 9 asks for a Bonferroni-t cross-check beside the simultaneous
+    # docs/statistics.md: a Bonferroni-t cross-check beside the simultaneous
     # intervals: estimate +- t_{G-1}(1 - alpha / (2m)) * CR1 se, m = active contrasts.
     from scipy import stats
     root, out = rich

@@ -1,4 +1,4 @@
-"""Task admission (DESIGN.md section 7): reference replay satisfies the contract (every
+"""Task admission (docs/compiler.md, "Tasks, admission, suites"): reference replay satisfies the contract (every
 condition TRUE at the task's end), the initial state fails it, and it is not trivially true
 (already true when the task starts).
 

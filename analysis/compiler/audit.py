@@ -1,4 +1,4 @@
-"""The exported audit (DESIGN.md section 7): per admitted task reference_pass,
+"""The exported audit (docs/compiler.md, "Tasks, admission, suites"; docs/FORMAT.md, audit.jsonl): per admitted task reference_pass,
 initial_fail, nontrivial, per-predicate negative suites; and a 12-task stress test."""
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _n_true(t, facts, objects) -> int:
 
 
 def negative_suites(t, states, events, objects) -> list[dict]:
-    """One ``negative_suite`` record per condition (DESIGN.md section 7): take the passing
+    """One ``negative_suite`` record per condition (docs/FORMAT.md, audit.jsonl): take the passing
     end of the reference replay (end state and the task's event log) and remove that
     condition's evidence alone (the atom from the state; the events matching it from the
     log). Passed when the contract rejects the result while every other condition is still
@@ -133,7 +133,7 @@ def stress(sim, objects, facts, group_recs, t, states, events) -> list[dict]:
 
 
 # ----------------------------------------------------------------------- commute check
-# DESIGN.md section 6: independent updates commute. Two actions are independent when
+# Independent updates commute (docs/FORMAT.md, audit.jsonl). Two actions are independent when
 # neither writes (adds or deletes) an atom the other reads (a precondition, negated or
 # not) or writes; shared reads (both need ``agent-at f``) are allowed, because reading
 # cannot change the other's outcome. Both must change the world, so that comparing the

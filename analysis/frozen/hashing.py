@@ -1,4 +1,4 @@
-"""Canonical JSON and SHA-256 record hashes (DESIGN.md section 5).
+"""Canonical JSON and SHA-256 record hashes (docs/FORMAT.md, "Conventions").
 
 A record's hash is over its canonical JSON: keys sorted, no insignificant whitespace,
 UTF-8 with non-ASCII kept, integers exact, floats in Python's shortest round-trip form,

@@ -1,4 +1,4 @@
-"""Verification of a frozen export against its manifest (DESIGN.md section 5).
+"""Verification of a frozen export against its manifest (docs/FORMAT.md, "MANIFEST.json").
 
 Every failure raises :class:`IntegrityError` whose message names the file, the record
 (line and ID) where one is involved, and what differs. The order of the checks is the

@@ -34,7 +34,7 @@ PLANNERS = {
 }
 
 #: planners that need an external service (configured in configs/planner/<name>.yaml)
-ADAPTERS = {"chat": ChatPlanner, "chat-schema": ChatSchemaPlanner}
+ADAPTERS = {"chat": ChatPlanner, "chat_schema": ChatSchemaPlanner}
 
 
 def planner_class(name: str) -> type:

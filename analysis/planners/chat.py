@@ -11,7 +11,7 @@ cached content-addressed (``cache_dir``), so a rerun replays without the provide
 ``response_format`` selects constrained decoding: ``none`` (plain text), ``json_schema``
 or ``json_object_schema`` (a typed schema built from each view,
 :mod:`analysis.planners.llm.schema`). A typed schema is a different method, so such a
-run gets its own planner name (configs/planner/chat_schema.yaml: ``chat-schema``) and
+run gets its own planner name (``chat_schema``, as its config file configs/planner/chat_schema.yaml) and
 ``planner_config.response_format`` records it.
 
 >>> p = ChatPlanner(base_url="http://127.0.0.1:9/v1", model="m")
@@ -77,10 +77,22 @@ class ChatPlanner:
 
 
     @classmethod
+    def before_run(cls, fresh: bool, seed: int = 0, **settings) -> None:
+        """A fresh run (nothing journaled to resume) starts its call log anew: an earlier
+        log at that path (another attempt at the same run ID) is kept as
+        ``<call_log>.previous``, so the summary counts this run's calls only. A resumed
+        run keeps appending: its interrupted attempts are part of it."""
+        import os
+        log = settings.get("call_log")
+        if fresh and log and os.path.exists(log):
+            os.replace(log, str(log) + ".previous")
+
+    @classmethod
     def after_run(cls, seed: int = 0, **settings) -> dict | None:
         """Write the run's accounting summary beside its call log
-        (``<call_log>.summary.json``: totals over every call the log holds, including those
-        of an interrupted earlier attempt of the run) and print it in one line."""
+        (``<call_log>.summary.json``: totals over the calls of this run, including those
+        of an interrupted earlier attempt it resumed; see :meth:`before_run`) and print
+        it in one line."""
         import json
         import sys
         from pathlib import Path
@@ -103,12 +115,12 @@ class ChatPlanner:
 class ChatSchemaPlanner(ChatPlanner):
     """The chat planner with output constrained by the view's typed schema."""
 
-    name = "chat-schema"
+    name = "chat_schema"
 
     def __init__(self, seed: int = 0, **settings):
         settings.setdefault("response_format", "json_schema")
         if settings["response_format"] == "none":
-            raise ValueError("planner chat-schema: planner.settings.response_format must be "
+            raise ValueError("planner chat_schema: planner.settings.response_format must be "
                              "json_schema or json_object_schema (use planner=chat for none)")
         super().__init__(seed=seed, **settings)
 

@@ -1,4 +1,4 @@
-"""One function per table and figure of DESIGN.md section 10.
+"""One function per table and figure (README.md, "Tables and figures"; tables/README.md).
 
 Each builder takes the loaded export and the statistics results
 (:class:`analysis.report.context.Results`) and returns a :class:`Table` or
@@ -22,10 +22,10 @@ from .pairwise import draws_text, pairwise_figure, pairwise_table
 from .planners import endpoints_figure, endpoints_table, planner_results, tier_results
 
 __all__ = ["FigureOutput", "Results", "Skip", "Skipped", "StatsConfig", "Table", "BUILDERS",
-           "method_text",
+           "METHOD_KIND", "method_text",
            "build_all", "compute", "render_figure", "render_table"]
 
-#: (artefact name, title, paper section, builder) in the order of DESIGN.md section 10.
+#: (artefact name, title, paper section, builder) in paper order (README.md, "Tables and figures").
 BUILDERS = [
     ("table01_example_task", "Example task", "paper Table 1 and A.4", example_task),
     ("table02_cohort_scope", "Cohort and artifact scope", "paper sections 3 and F, Table 20",
@@ -53,7 +53,8 @@ BUILDERS = [
      repair_excerpt),
     ("table13_reobservation_excerpt", "Re-observing an anchor after a state change",
      "paper E.5", reobservation_excerpt),
-    ("table14_grounding", "Grounding: observed shares per suite", "issue 10 (cohort fidelity)",
+    ("table14_grounding", "Grounding: observed shares per suite",
+     "paper 3 and 7",
      lambda export, results: grounding_table(export)),
 ]
 
@@ -61,6 +62,7 @@ BUILDERS = [
 #: How each artefact's numbers are obtained (rendered into tables/README.md).
 METHOD_KIND = {
     "table04_planner_results": "bootstrap", "table05_endpoints": "bootstrap",
+    "fig05_endpoints": "bootstrap",
     "table06_pairwise_contrasts": "pairwise", "fig06_pairwise_forest": "pairwise",
     "table07_contract_tiers": "bootstrap", "table08_memory_study": "bootstrap",
     "table09_paired_outcomes": "exact", "table10_quarter_profiles": "bootstrap",
@@ -87,7 +89,7 @@ def method_text(name: str, results) -> str:
 
 
 def build_all(export, cfg=None, progress=None, results=None) -> list:
-    """Every table and figure, in the order of DESIGN.md section 10.
+    """Every table and figure, in paper order (README.md, "Tables and figures").
 
     Statistics are computed once (``results`` may be passed in); an artefact the export
     cannot support is returned as :class:`Skipped` with its reason.

@@ -5,7 +5,57 @@ import math
 
 __all__ = ["Skip", "ci", "pct_ci", "new_figure", "HATCHES", "MARKERS", "GREYS",
            "LINESTYLES", "STYLE", "SINGLE_COLUMN", "DOUBLE_COLUMN", "PNG_DPI", "estimand_note", "clip",
-           "CLIP_NOTE", "runs_note", "memory_runs_note"]
+           "CLIP_NOTE", "runs_note", "memory_runs_note", "plural", "PAPER_SECTIONS",
+           "name_sections", "METHODS_POINTER"]
+
+#: Where the full method text lives (written once, not into every table note).
+METHODS_POINTER = "Methods, estimand, display and runs covered: tables/README.md."
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``"1 task"``, ``"2 tasks"``.
+
+    >>> plural(1, "task"), plural(3, "episode"), plural(2, "is", "are")
+    ('1 task', '3 episodes', '2 are')
+    """
+    return f"{n} {word if n == 1 else (many or word + 's')}"
+
+
+#: The paper's section titles (arXiv:2610.02715), so a reference reads without the paper.
+PAPER_SECTIONS = {
+    "3": "Constructing the executable dataset", "6.2": "Task evidence and outcome checks",
+    "6.3": "Goal attainment and execution profiles",
+    "6.4": "Persistent belief in continuous execution", "7": "Discussion and limitations",
+    "A.4": "A source-to-outcome example",
+    "C.4": "Same-task reference consistency and evaluator stress tests",
+    "C.5": "Bootstrap and paired comparisons",
+    "C.6": "Paired memory effects and continuous resource profiles",
+    "E.1": "Step-level execution across planners",
+    "E.2": "Paired task outcomes and their execution evidence",
+    "E.3": "A traceable execution excerpt", "E.4": "Executor repair versus planner actions",
+    "E.5": "Re-observing a static anchor after a state change",
+    "E.6": "Memory persistence and stale facts", "F": "Artifact scope and responsible use",
+}
+
+
+def name_sections(ref: str) -> str:
+    """``ref`` with every section number followed by its title (tables and figures keep
+    their numbers).
+
+    >>> name_sections("paper 6.3 and C.1-C.3")
+    'paper 6.3 (Goal attainment and execution profiles) and C.1-C.3'
+    >>> name_sections("paper 6.3 (contract types)")
+    'paper 6.3 (contract types)'
+    >>> name_sections("paper Table 18 and E.2")
+    'paper Table 18 and E.2 (Paired task outcomes and their execution evidence)'
+    """
+    import re
+
+    def named(m):
+        key = m.group(0)
+        return f"{key} ({PAPER_SECTIONS[key]})" if key in PAPER_SECTIONS else key
+    return re.sub(r"(?<!Table )(?<!Figure )(?<![\w.-])([A-F]\.\d+|\d\.\d+|\d|[A-F])(?![\w.-])(?! \()",
+                  named, ref)
 
 #: Greyscale-safe encodings: every series differs by hatch/marker/line style, not by
 #: colour or shade alone (hatches are dense enough to survive a 3.5 in print).
@@ -106,7 +156,7 @@ def runs_note(results) -> str:
     """Which runs a per-planner artefact covers (so a reader adding a planner knows
     whether it appears): every planner-suite run, one row/bar per planner label."""
     labels = ", ".join(results.labels) if results is not None else ""
-    return (f"Covers every run on the planner suite ({len(results.labels)} planners: "
+    return (f"Covers every run on the planner suite ({plural(len(results.labels), 'planner')}: "
             f"{labels}); a planner added to the export appears here once it has a "
             "planner-suite run.")
 

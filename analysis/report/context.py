@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import task_metrics
-from ..stats import PAIRWISE_DEFAULT_METHOD, cluster_bootstrap, pairwise_simultaneous
+from ..stats import (MIN_CLUSTERS, PAIRWISE_DEFAULT_METHOD, cluster_bootstrap,
+                     pairwise_simultaneous)
 
 __all__ = ["StatsConfig", "Results", "compute", "PLANNER_METRICS", "METRIC_LABELS",
            "memory_pairs", "few_clusters_note"]
@@ -98,6 +99,33 @@ class StatsConfig:
             out += " " + BCA_NA_NOTE
         return out
 
+    def brief(self) -> str:
+        """The one-line method statement of a table note (the full text is written once,
+        in tables/README.md).
+
+        >>> StatsConfig().brief()
+        'Intervals: 95% Korn-Graubard cluster-adjusted Clopper-Pearson for rates and fractions, episode-cluster bootstrap-t otherwise; resampling unit: episode; resamples: 10000; seed: 0.'
+        """
+        text = _METHOD_SHORT.get(self.method, self.method)
+        if self.method == "cr1_t":
+            return (f"Intervals: {self.level_pct} {text}; clustering unit: episode; "
+                    "no resampling and no seed.")
+        out = (f"Intervals: {self.level_pct} {text}; resampling unit: episode; "
+               f"resamples: {self.n_resamples}; seed: {self.seed}.")
+        if self.method == "bca":
+            out += " " + BCA_NA_NOTE
+        return out
+
+
+#: The single-mean methods in a few words (the one-line note of each table).
+_METHOD_SHORT = {
+    "auto": "Korn-Graubard cluster-adjusted Clopper-Pearson for rates and fractions, "
+            "episode-cluster bootstrap-t otherwise",
+    "kg_cp": "Korn-Graubard cluster-adjusted Clopper-Pearson",
+    "bootstrap_t": "episode-cluster bootstrap-t", "cr1_t": "CR1 cluster-robust t",
+    "percentile": "episode-cluster percentile bootstrap",
+    "basic": "episode-cluster basic bootstrap", "bca": "episode-cluster BCa bootstrap",
+}
 
 #: Why a BCa bound can be missing (``analysis.stats.bootstrap._bca_bounds``).
 BCA_NA_NOTE = ("A bound shown as n/a (an interval shown as not estimable when both are) is "
@@ -126,7 +154,7 @@ class Results:
     endpoint_boot: object = None            # endpoint shares by label
     tier_boot: object = None                # by (label, tier)
     pairwise: object = None                 # PairwiseResult, or None
-    pairwise_check: object = None           # the Bonferroni-t cross-check (DESIGN.md 9)
+    pairwise_check: object = None           # the Bonferroni-t cross-check (docs/statistics.md)
     memory: dict = field(default_factory=dict)   # planner -> memory-study results
     skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
 
@@ -186,9 +214,14 @@ def compute(export, cfg=None, progress=None) -> Results:
         say("statistics: results by contract tier")
         res.tier_boot = _boot(scfg, pt, ["success", "gcr", "action_validity", "completed"],
                               ["label", "tier"])
+        n_eps = pt.episode_id.nunique()
         if len(labels) < 2:
             res.skipped["pairwise"] = (f"only {len(labels)} planner on the planner suite; "
                                        "contrasts need at least two")
+        elif n_eps < MIN_CLUSTERS:  # e.g. a subset export cut to one or two episodes
+            res.skipped["pairwise"] = (f"the planner suite has {n_eps} episode(s); "
+                                       f"episode-cluster contrasts need at least "
+                                       f"{MIN_CLUSTERS}")
         else:
             metrics = list(scfg.contrast_metrics)
             say(f"statistics: {len(labels) * (len(labels) - 1) // 2} pairs x {len(metrics)} "
@@ -207,6 +240,11 @@ def compute(export, cfg=None, progress=None) -> Results:
     if not pairs:
         res.skipped["memory"] = ("the export holds no planner with both a persistent and a "
                                  "reset run on the memory suite")
+    n_mem = tm[tm.suite == "memory"].episode_id.nunique()
+    if pairs and n_mem < MIN_CLUSTERS:
+        res.skipped["memory"] = (f"the memory suite has {n_mem} episode(s); the paired "
+                                 f"episode-cluster statistics need at least {MIN_CLUSTERS}")
+        pairs = []
     for planner in pairs:
         say(f"statistics: memory study of {planner}")
         from .memory_stats import memory_study

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .common import Skip, runs_note
+from .common import METHODS_POINTER, Skip
 from .example import find_example_task
 from .output import Table
 
@@ -54,7 +54,7 @@ def step_level_execution(export, results) -> Table:
                "including executor repairs. They describe execution volume and composition; "
                "the pooled accepted share is not the task-macro action validity of Table 4 "
                "(which averages per task). Counts, not estimates: no interval. "
-               + runs_note(results)))
+               + METHODS_POINTER))
 
 
 #: What the excerpts read of a group record (the planner calls are most of the rest).

@@ -1,4 +1,4 @@
-"""Grounding table (issue 10) and per-task cards: how much of each suite rests on HD-EPIC
+"""Grounding table (cohort faithfulness) and per-task cards: how much of each suite rests on HD-EPIC
 annotations, and, for every task, the source rows a reviewer needs to check it.
 
 * :func:`grounding_table`: per suite, the observed share of world facts, of operation
@@ -62,7 +62,7 @@ def grounding_table(export) -> Table:
         "observed first conditions (%)": data.observed_first_condition_share.map(pct)})
     return Table(
         name="table14_grounding", title="Grounding: observed shares per suite",
-        paper_ref="issue 10 (cohort fidelity)", data=data, display=disp,
+        paper_ref="paper 3 and 7", data=data, display=disp,
         notes="Observed = supported by an HD-EPIC row (file, row or annotation ID, time); "
               "curated = produced by a documented compiler rule (docs/compiler.md). Operation "
               "arguments count each argument of each reference operation. Shares in percent; "

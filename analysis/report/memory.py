@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .common import (CLIP_NOTE, DOUBLE_COLUMN, LINESTYLES, MARKERS, Skip, ci, estimand_note,
-                     memory_runs_note, new_figure, pct_ci)
+from .common import (DOUBLE_COLUMN, LINESTYLES, MARKERS, METHODS_POINTER, Skip, ci, new_figure,
+                     pct_ci, plural)
 from .memory_stats import COUNTERS, PROFILE_METRICS, STUDY_METRICS
 from .context import few_clusters_note
 from .output import FigureOutput, Table
@@ -85,8 +85,7 @@ def memory_study_table(export, results) -> Table:
                "other columns the difference has an episode-cluster bootstrap-t interval "
                f"({p0.n_resamples} resamples, seed {cfg.seed}) and the relative change a "
                "log-scale MOVER of CR1 t intervals. "
-               "Per-condition columns: " + cfg.describe() + " " + estimand_note() + " "
-               + CLIP_NOTE + " " + memory_runs_note(results)
+               "Per-condition columns: " + cfg.brief() + " " + METHODS_POINTER
                + few_clusters_note(*[x for s in _studies(results)
                                      for x in (s.by_condition, s.paired)])))
 
@@ -99,7 +98,8 @@ def paired_outcomes(export, results) -> Table:
         two = pr.contingency
         for k, v in two.items():
             data.append({"planner": s.planner, "section": "2x2", "key": k, "tasks": v,
-                         "only_persistent": pd.NA, "only_reset": pd.NA, "p_value": np.nan})
+                         "only_persistent": pd.NA, "only_reset": pd.NA,
+                         "sign_patterns": pd.NA, "p_value": np.nan})
         disp += [{"planner": s.planner, "row": "success in both", "value": str(two["both"])},
                  {"planner": s.planner, "row": "success only with persistent belief",
                   "value": str(two["only_a"])},
@@ -110,26 +110,32 @@ def paired_outcomes(export, results) -> Table:
         for r in disc.itertuples():
             data.append({"planner": s.planner, "section": "episode", "key": r.episode_id,
                          "tasks": int(r.n_tasks), "only_persistent": int(r.only_a),
-                         "only_reset": int(r.only_b), "p_value": np.nan})
+                         "only_reset": int(r.only_b), "sign_patterns": pd.NA,
+                         "p_value": np.nan})
             if r.only_a or r.only_b:
                 disp.append({"planner": s.planner, "row": f"episode {r.episode_id}",
-                             "value": f"{int(r.n_tasks)} tasks; only persistent "
+                             "value": f"{plural(int(r.n_tasks), 'task')}; only persistent "
                                       f"{int(r.only_a)}, only reset {int(r.only_b)}"})
         n_quiet = int(((disc.only_a == 0) & (disc.only_b == 0)).sum())
         disp.append({"planner": s.planner, "row": "episodes without discordant tasks",
                      "value": f"{n_quiet} of {len(disc)}"})
+        # ``tasks`` of a test row: the discordant tasks it rests on (the sign patterns
+        # the exact sign-flip test enumerates have a column of their own)
         data.append({"planner": s.planner, "section": "test", "key": "mcnemar_exact",
                      "tasks": two["only_a"] + two["only_b"], "only_persistent": two["only_a"],
-                     "only_reset": two["only_b"], "p_value": pr.mcnemar_p})
+                     "only_reset": two["only_b"], "sign_patterns": pd.NA,
+                     "p_value": pr.mcnemar_p})
         data.append({"planner": s.planner, "section": "test", "key": "cluster_sign_flip_exact",
-                     "tasks": pr.n_sign_patterns, "only_persistent": two["only_a"],
-                     "only_reset": two["only_b"], "p_value": pr.sign_flip_p})
+                     "tasks": two["only_a"] + two["only_b"], "only_persistent": two["only_a"],
+                     "only_reset": two["only_b"], "sign_patterns": pr.n_sign_patterns,
+                     "p_value": pr.sign_flip_p})
         disp.append({"planner": s.planner,
                      "row": "exact McNemar (assumes independent tasks)",
                      "value": f"p = {pr.mcnemar_p:.3f}"})
         disp.append({"planner": s.planner,
                      "row": "exact cluster sign-flip (episodes exchangeable)",
-                     "value": f"p = {pr.sign_flip_p:.3f} ({pr.n_sign_patterns} sign patterns)"})
+                     "value": f"p = {pr.sign_flip_p:.3f} "
+                              f"({plural(int(pr.n_sign_patterns), 'sign pattern')})"})
     return Table(
         name="table09_paired_outcomes", title="Paired task outcomes (memory study)",
         paper_ref="paper Table 18 and E.2", data=pd.DataFrame(data), display=pd.DataFrame(disp),
@@ -139,7 +145,7 @@ def paired_outcomes(export, results) -> Table:
                "cluster sign-flip test uses every sign pattern of the per-episode "
                "discordance differences (only persistent minus only reset), so it respects "
                "the episode clustering. Neither resamples; no seed is involved. "
-               + memory_runs_note(results)))
+               + METHODS_POINTER))
 
 
 def _profile_rows(results):
@@ -175,7 +181,7 @@ def quarter_profiles_table(export, results) -> Table:
                "group; intervals are pointwise (not simultaneous across quarters). Profiles "
                "are descriptive: relative progress does not hold task difficulty fixed. "
                "Displayed lower bounds are truncated at 0 (counts); the CSV keeps them. "
-               + cfg.describe() + " " + memory_runs_note(results)
+               + cfg.brief() + " " + METHODS_POINTER
                + few_clusters_note(*[s.profiles for s in _studies(results)])))
 
 
@@ -246,8 +252,7 @@ def quarter_profiles_figure(export, results, width: float = DOUBLE_COLUMN) -> Fi
                               "truncated at 0; tokens plotted in thousands, the data in "
                               "tokens). An upper bound beyond three times the panel's "
                               "largest estimate runs off the axis; its value is in the data "
-                              "CSV. " + results.config.describe() + " "
-                              + memory_runs_note(results))
+                              "CSV. " + results.config.brief() + " " + METHODS_POINTER)
 
 
 def memory_counters(export, results) -> Table:
@@ -276,5 +281,5 @@ def memory_counters(export, results) -> Table:
         notes=("Totals are counts over every group of the memory suite (observed, not "
                "estimated); per-group means carry intervals. Neither counter measures every "
                "stale belief or failed action. Displayed lower bounds are truncated at 0 (counts). "
-               + cfg.describe() + " " + memory_runs_note(results)
+               + cfg.brief() + " " + METHODS_POINTER
                + few_clusters_note(*[s.counter_rates for s in _studies(results)])))

@@ -5,8 +5,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics import ENDPOINTS
-from .common import (CLIP_NOTE, SINGLE_COLUMN, Skip, estimand_note, new_figure, pct_ci,
-                     runs_note)
+from .common import METHODS_POINTER, SINGLE_COLUMN, Skip, new_figure, pct_ci
 from .context import PLANNER_METRICS, few_clusters_note
 from .output import FigureOutput, Table
 
@@ -64,8 +63,7 @@ def planner_results(export, results) -> Table:
                "terminal-tier tasks, GCR (event) the event-tier tasks. A task in which the "
                "planner made no attempt counts as 0 action validity; 'tasks without "
                "attempts' gives how many. "
-               + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE + " "
-               + runs_note(results) + few_clusters_note(results.planner_boot)))
+               + cfg.brief() + " " + METHODS_POINTER + few_clusters_note(results.planner_boot)))
 
 
 def endpoints_table(export, results) -> Table:
@@ -91,7 +89,7 @@ def endpoints_table(export, results) -> Table:
         notes=("Each task of each run has exactly one endpoint: the first non-completed group "
                "status, else how many conditions were met. Cells: task count (share in "
                f"percent with its {cfg.level_pct} interval). Counts describe outcomes, not "
-               "causes. " + cfg.describe() + " " + CLIP_NOTE + " " + runs_note(results)
+               "causes. " + cfg.brief() + " " + METHODS_POINTER
                + few_clusters_note(results.endpoint_boot)))
 
 
@@ -106,41 +104,75 @@ ENDPOINT_FACE = {"parse_failure": "white", "empty_plan": "white",
 
 
 def endpoints_figure(export, results, width: float = SINGLE_COLUMN) -> FigureOutput:
-    """Stacked horizontal bars of endpoint counts per planner; each endpoint has its own
-    hatch pattern, so the figure reads in greyscale. ``width`` is the print width in
-    inches (the layout adapts: one legend column at single-column width)."""
+    """Left: stacked horizontal bars of endpoint counts per planner, each endpoint with
+    its own hatch pattern (reads in greyscale). Right: each endpoint's share with its
+    interval, one marker shape per endpoint, dodged within the planner's row. One compact
+    legend names both encodings. ``width`` is the print width in inches."""
+    from matplotlib.legend_handler import HandlerTuple
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    from .common import MARKERS
+
     _need_planner(results)
     pt = results.planner_tasks
     counts = pd.crosstab(pt.label, pt.endpoint).reindex(index=results.labels,
                                                         columns=list(ENDPOINTS), fill_value=0)
-    ncol = 1 if width < 5 else 3
+    bt = results.endpoint_boot.table.set_index(["label", "metric"])
+    ncol = 2 if width < 5 else 3
     n_leg_rows = -(-len(ENDPOINTS) // ncol)
-    fig = new_figure(width, 0.24 * len(results.labels) + 0.55 + 0.16 * n_leg_rows)
-    ax = fig.add_subplot()
+    fig = new_figure(width, 0.3 * len(results.labels) + 0.6 + 0.15 * n_leg_rows)
+    ax, ax2 = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [3, 2]})
     y = np.arange(len(results.labels))
     left = np.zeros(len(y))
     rows = []
-    for e in ENDPOINTS:
+    offsets = np.linspace(-0.3, 0.3, len(ENDPOINTS))
+    for k, e in enumerate(ENDPOINTS):
         v = counts[e].to_numpy()
         ax.barh(y, v, left=left, height=0.7, color=ENDPOINT_FACE[e], hatch=ENDPOINT_HATCH[e],
-                edgecolor="black", linewidth=0.5, label=ENDPOINT_LABELS[e])
-        for p, c, l0 in zip(results.labels, v, left):
-            rows.append({"planner": p, "endpoint": e, "tasks": int(c), "left": int(l0)})
+                edgecolor="black", linewidth=0.5)
+        share = np.array([bt.loc[(p, e), "estimate"] for p in results.labels], float)
+        low = np.array([bt.loc[(p, e), "low"] for p in results.labels], float)
+        high = np.array([bt.loc[(p, e), "high"] for p in results.labels], float)
+        lo_c, hi_c = np.clip(low, 0, 1), np.clip(high, 0, 1)
+        ok = ~np.isnan(lo_c) & ~np.isnan(hi_c)
+        ax2.errorbar(100 * share[ok], (y + offsets[k])[ok],
+                     xerr=[100 * (share - lo_c)[ok], 100 * (hi_c - share)[ok]], fmt=MARKERS[k],
+                     color="black", mfc="white" if k % 2 else "black", ms=3, lw=0.6,
+                     capsize=1.2, elinewidth=0.6)
+        for i, (p, c, l0) in enumerate(zip(results.labels, v, left)):
+            rows.append({"planner": p, "endpoint": e, "tasks": int(c), "left": int(l0),
+                         "share": share[i], "low": lo_c[i], "high": hi_c[i],
+                         "y": float(y[i] + offsets[k])})
         left += v
     ax.set_yticks(y, results.labels)
     ax.set_ylim(len(y) - 0.5 + 0.15, -0.5 - 0.15)  # top-down, with air above and below
     ax.set_xlim(0, 1.04 * max(float(left.max()), 1.0))  # longest bar stops short of the edge
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    ax.set_xlabel("tasks (count)")
+    ax2.set_xlim(-2, 102)
+    for a in (ax, ax2):
+        for side in ("top", "right"):
+            a.spines[side].set_visible(False)
+    ax.set_xlabel("tasks (count)" if width >= 5 else "tasks")
     ax.set_ylabel("planner")
-    fig.legend(loc="outside lower center", ncol=ncol, frameon=False, handlelength=2.2,
-               handleheight=1.1, columnspacing=1.0)
+    ax2.set_xlabel(f"share (%, {results.config.level_pct} CI)")
+    ax2.tick_params(axis="y", left=False)
+    handles = [(Patch(facecolor=ENDPOINT_FACE[e], hatch=ENDPOINT_HATCH[e], edgecolor="black",
+                      linewidth=0.5),
+                Line2D([], [], marker=MARKERS[k], color="black", ls="", ms=3,
+                       mfc="white" if k % 2 else "black"))
+               for k, e in enumerate(ENDPOINTS)]
+    fig.legend(handles, [ENDPOINT_LABELS[e] for e in ENDPOINTS], loc="outside lower center",
+               ncol=ncol, frameon=False, handlelength=2.6, handleheight=0.9,
+               columnspacing=0.8, handletextpad=0.4, labelspacing=0.25,
+               handler_map={tuple: HandlerTuple(ndivide=None, pad=0.3)})
     return FigureOutput(name="fig05_endpoints", title="Task endpoints per planner",
                         paper_ref="paper Figure 2", figure=fig, data=pd.DataFrame(rows),
-                        notes="Stacked counts of mutually exclusive endpoints on the planner "
-                              "suite (one hatch pattern per endpoint); data: count and bar "
-                              "start per planner and endpoint. " + runs_note(results))
+                        notes="Left: stacked counts of mutually exclusive endpoints on the "
+                              "planner suite (one hatch pattern per endpoint); right: each "
+                              "endpoint's share with its interval (one marker per endpoint; "
+                              "bounds truncated to [0, 100]%). Data: count, bar start, "
+                              "share, interval and marker row per planner and endpoint. "
+                              + results.config.brief() + " " + METHODS_POINTER)
 
 
 def tier_results(export, results) -> Table:
@@ -168,5 +200,5 @@ def tier_results(export, results) -> Table:
         notes=("Terminal tasks are scored on the world state at the task's end, event tasks "
                "on accepted events within the task; the tiers are different contract "
                "interpretations, not a difficulty scale. Success on terminal tasks is "
-               "Strict-TSR. " + cfg.describe() + " " + estimand_note() + " " + CLIP_NOTE
-               + " " + runs_note(results) + few_clusters_note(results.tier_boot)))
+               "Strict-TSR. " + cfg.brief() + " " + METHODS_POINTER
+               + few_clusters_note(results.tier_boot)))

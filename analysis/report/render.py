@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from contextlib import contextmanager
 
-from .common import STYLE
+from .common import STYLE, name_sections
 from .output import FigureOutput, Table, _cells, _csv
 
 __all__ = ["render_table", "render_figure", "figure_style", "latex_table"]
@@ -33,7 +33,7 @@ def figure_style():
 def _markdown(table: Table) -> bytes:
     head, rows = _cells(table)
     esc = lambda s: s.replace("|", "\\|")  # noqa: E731
-    lines = [f"# {table.title}", "", f"Mirrors: {table.paper_ref}.", ""]
+    lines = [f"# {table.title}", "", f"Mirrors: {name_sections(table.paper_ref)}.", ""]
     lines.append("| " + " | ".join(map(esc, head)) + " |")
     lines.append("|" + "|".join("---" for _ in head) + "|")
     lines += ["| " + " | ".join(map(esc, r)) + " |" for r in rows]

@@ -1,4 +1,4 @@
-"""Episode-cluster statistics for Ego2World (DESIGN.md section 9).
+"""Episode-cluster statistics for Ego2World (docs/statistics.md).
 
 Tidy DataFrames in, result objects out; every result records ``method``,
 ``resampling_unit``, ``n_resamples``, ``confidence_level``, ``seed`` and the

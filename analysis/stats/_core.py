@@ -31,7 +31,7 @@ RESAMPLING_UNIT = "episode (cluster)"
 @dataclass(frozen=True, kw_only=True)
 class Provenance:
     """How a statistics result was computed; every result object carries these fields
-    (DESIGN.md section 9: method, resampling unit, resamples, confidence level, seed)."""
+    (docs/statistics.md: method, resampling unit, resamples, confidence level, seed)."""
 
     method: str
     resampling_unit: str = RESAMPLING_UNIT

@@ -34,6 +34,24 @@ from typing import Callable, Mapping
 
 from analysis.executor.protocol import ProviderError
 
+# The SDK's HTTP library logs one INFO line per request once anything (Hydra's job
+# logging, a notebook) configures the root logger at INFO: thousands of lines per run.
+# Its warnings still show; E2W_HTTP_LOG=1 keeps the per-request lines.
+import logging as _logging  # noqa: E402
+
+#: The loggers of the SDK and its HTTP stack (openai 1.x uses httpx, later ones httpx2).
+HTTP_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai")
+
+
+def quiet_http_logs() -> None:
+    """Per-request HTTP log lines off (warnings stay), unless ``E2W_HTTP_LOG=1``."""
+    if os.environ.get("E2W_HTTP_LOG", "") in ("", "0"):
+        for name in HTTP_LOGGERS:
+            _logging.getLogger(name).setLevel(_logging.WARNING)
+
+
+quiet_http_logs()
+
 from .accounting import CallLog
 from .cache import CACHE_MODES, ResponseCache, request_key
 from .schema import RESPONSE_FORMATS

@@ -1,67 +1,201 @@
-"""A scratch export holding the first N episodes of one suite (for trying a model).
+"""A scratch export holding the first N episodes of the suites, with the baselines beside
+them (for a quick trial of a model that still compares).
 
-``python -m analysis.planners.llm.subset SRC DST [suite=planner] [episodes=2]`` copies
-SRC's cohort to DST (never into SRC) with the suite cut down to its first N episodes and
-their tasks, and a fresh manifest. The full cohort's episodes stay (a run executes only
-the suite's), so the subset's cohort fingerprint differs from SRC's: runs made on it are
-for measurement only and cannot be added to SRC.
+``python -m analysis.planners.llm.subset SRC DST [episodes=2] [suites=planner,memory]``
+writes a new export DST (never into SRC): SRC's cohort with each chosen suite cut to its
+first N episodes and their tasks, and every run of SRC on those suites cut to the same
+episodes. The cut runs are re-executed against DST's cohort before they are written
+(zero divergences, else nothing is written), so they verify there like any other run;
+their ``cohort_sha256`` is DST's (the cut cohort differs from SRC's, so runs made on DST
+cannot be added to SRC). Run a model on DST, then ``python -m analysis.tables
+export_root=DST out_dir=...`` gives every table with the baselines on the same episodes.
+The full cohort's episode file stays (a run executes only its suite's episodes).
+
+Every option is checked before anything is written; DST is built in a temporary folder
+beside it and renamed into place, so a failure leaves no DST.
 
 >>> import tempfile, pathlib
 >>> dst = pathlib.Path(tempfile.mkdtemp()) / "x"
->>> make_subset("frozen_exports", dst, "planner", 2)["episode_ids"][:1]
+>>> cut = make_subset("frozen_exports", dst, episodes=1, suites=["planner"])
+>>> cut["planner"]["episode_ids"]
 ['P01-20240202-110250']
+>>> sorted(p.name for p in (dst / "runs").iterdir())[:2]
+['belief_search__planner__persistent', 'greedy_hints__planner__persistent']
 """
 from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from analysis.frozen.io import read_records, write_records
-from analysis.frozen.manifest import update_manifest
+from analysis.frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
 
-__all__ = ["make_subset"]
+__all__ = ["make_subset", "SubsetError", "main"]
+
+USAGE = ("usage: python -m analysis.planners.llm.subset SRC DST [episodes=2] "
+         "[suites=planner,memory]")
+OPTIONS = ("episodes", "suites")
 
 
-def make_subset(src, dst, suite: str = "planner", episodes: int = 2) -> dict:
-    src, dst = Path(src).resolve(), Path(dst).resolve()
+class SubsetError(ValueError):
+    """An option or a folder the subset tool refuses (nothing written)."""
+
+
+def _check(src: Path, dst: Path, episodes, suites) -> tuple[list, list]:
+    if not (src / "MANIFEST.json").is_file():
+        raise SubsetError(f"SRC={src}: not an export (no MANIFEST.json)")
     if dst == src or src in dst.parents:
-        raise ValueError(f"{dst}: the subset must live outside {src}")
+        raise SubsetError(f"DST={dst}: the subset must live outside SRC={src}")
     if dst.exists():
-        raise ValueError(f"{dst}: exists; choose a new folder")
-    suites = read_records(src / "cohort/suites.jsonl")
-    chosen = next((s for s in suites if s["suite"] == suite), None)
-    if chosen is None:
-        raise ValueError(f"suite={suite!r}: not in {src / 'cohort/suites.jsonl'}")
-    eps = chosen["episode_ids"][:episodes]
+        raise SubsetError(f"DST={dst}: exists; choose a new folder")
+    probe = dst.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise SubsetError(f"DST={dst}: {probe} is not a folder")
+    if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
+        raise SubsetError(f"episodes={episodes!r}: expected a positive integer")
+    all_suites = read_records(src / "cohort/suites.jsonl")
+    names = [s["suite"] for s in all_suites]
+    chosen = names if suites is None else list(suites)
+    if not chosen:
+        raise SubsetError(f"suites=: expected one or more of {names}")
+    for s in chosen:
+        if s not in names:
+            import difflib
+            close = difflib.get_close_matches(s, names, n=1)
+            raise SubsetError(f"suites: {s!r} is not a suite of {src}"
+                              f"{'; did you mean ' + close[0] + '?' if close else ''} "
+                              f"(suites: {names})")
+    for s in all_suites:
+        if s["suite"] in chosen and episodes > len(s["episode_ids"]):
+            raise SubsetError(f"episodes={episodes}: suite {s['suite']} has only "
+                              f"{len(s['episode_ids'])} episodes")
+    return all_suites, chosen
+
+
+def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
+    """Write the subset export ``dst`` of ``src`` (see the module docstring); returns the
+    cut suite records by suite name. Raises :class:`SubsetError` before writing anything
+    for a bad option, and when a cut run does not re-execute."""
+    from analysis.executor.replay import replay_run
+    from analysis.executor.rules import Rules
+    from analysis.frozen import verify
+
+    say = say or (lambda msg: None)
+    src, dst = Path(src).resolve(), Path(dst).resolve()
+    if isinstance(suites, str):
+        suites = [suites]
+    all_suites, chosen = _check(src, dst, episodes, suites)
     tasks = {t["task_id"]: t for t in read_records(src / "cohort/tasks.jsonl")}
-    cut = dict(chosen, episode_ids=eps,
-               task_ids=[t for t in chosen["task_ids"] if tasks[t]["episode_id"] in eps],
-               definition=chosen.get("definition", "") + f" (first {episodes} episodes only)")
-    (dst / "cohort").mkdir(parents=True)
-    for name in ("rules.json", "episodes.jsonl.gz", "tasks.jsonl"):
-        shutil.copyfile(src / "cohort" / name, dst / "cohort" / name)
-    write_records(dst / "cohort/suites.jsonl", [cut])
-    update_manifest(dst, {"cohort/rules.json": "rules", "cohort/episodes.jsonl.gz": "episode",
-                          "cohort/tasks.jsonl": "task", "cohort/suites.jsonl": "suite"})
+    cut = {}
+    for s in all_suites:
+        if s["suite"] not in chosen:
+            continue
+        eps = s["episode_ids"][:episodes]
+        cut[s["suite"]] = dict(
+            s, episode_ids=eps,
+            task_ids=[t for t in s["task_ids"] if tasks[t]["episode_id"] in eps],
+            definition=s.get("definition", "") + f" (first {episodes} episodes only)")
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.subset.", dir=dst.parent))
+    try:
+        out = tmp / "export"
+        (out / "cohort").mkdir(parents=True)
+        manifest = read_manifest(src)
+        # every cohort file as it is (rules, episodes, tasks, audit, ...), the suites cut
+        cohort_files = {rel: e["record_type"] for rel, e in manifest["files"].items()
+                        if rel.startswith("cohort/") and rel != "cohort/suites.jsonl"}
+        for rel in cohort_files:
+            shutil.copyfile(src / rel, out / rel)
+        write_records(out / "cohort/suites.jsonl", [cut[s] for s in chosen])
+        update_manifest(out, {**cohort_files, "cohort/suites.jsonl": "suite"})
+        attribution = src / "ATTRIBUTION.md"
+        if attribution.is_file():
+            shutil.copyfile(attribution, out / "ATTRIBUTION.md")
+        fingerprint = cohort_fingerprint(read_manifest(out))
+        rules = Rules.from_dict(read_records(out / "cohort/rules.json")[0])
+        episodes_by_id = {e["episode_id"]: e
+                          for e in read_records(out / "cohort/episodes.jsonl.gz")}
+        files = {}
+        run_files = sorted(rel for rel, e in manifest["files"].items()
+                           if e["record_type"] == "run")
+        for rel in run_files:
+            run = read_records(src / rel)[0]
+            if run["suite"] not in cut:
+                continue
+            suite = cut[run["suite"]]
+            keep_eps, keep_tasks = set(suite["episode_ids"]), set(suite["task_ids"])
+            base = rel.rsplit("/", 1)[0]
+            groups = [g for g in read_records(src / base / "groups.jsonl.gz")
+                      if g["episode_id"] in keep_eps]
+            trecs = [t for t in read_records(src / base / "tasks.jsonl")
+                     if t["task_id"] in keep_tasks]
+            run = dict(run, cohort_sha256=fingerprint)
+            rep = replay_run(run["run_id"], groups, trecs, episodes_by_id, tasks, rules,
+                             groups_file=f"{base}/groups.jsonl.gz",
+                             tasks_file=f"{base}/tasks.jsonl", run=run, suite=suite,
+                             run_file=rel)
+            if not rep.ok:
+                raise SubsetError(f"{rel}: the cut run does not re-execute on the subset: "
+                                  f"{rep.divergences[0].message()}; nothing written")
+            say(rep.summary())
+            write_records(out / base / "run.json", [run])
+            write_records(out / base / "groups.jsonl.gz", groups)
+            write_records(out / base / "tasks.jsonl", trecs)
+            files.update({f"{base}/run.json": "run", f"{base}/groups.jsonl.gz": "group_record",
+                          f"{base}/tasks.jsonl": "task_record"})
+        if files:
+            update_manifest(out, files)
+        verify(out)
+        out.rename(dst)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     return cut
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if "--help" in argv or "-h" in argv:
+        print(USAGE + "\n\n" + __doc__.split("\n\n")[1])
+        return 0
     pos = [a for a in argv if "=" not in a]
     kw = dict(a.split("=", 1) for a in argv if "=" in a)
-    if len(pos) != 2 or set(kw) - {"suite", "episodes"}:
-        print("usage: python -m analysis.planners.llm.subset SRC DST [suite=planner] "
-              "[episodes=2]", file=sys.stderr)
+    bad = sorted(set(kw) - set(OPTIONS))
+    if bad:
+        import difflib
+        close = difflib.get_close_matches(bad[0], OPTIONS, n=1)
+        print(f"subset: unknown option {bad[0]!r}"
+              f"{'; did you mean ' + close[0] + '?' if close else ''} (options: "
+              f"{', '.join(OPTIONS)}); {USAGE} (nothing was done)", file=sys.stderr)
+        return 2
+    if len(pos) != 2:
+        print(f"subset: expected SRC and DST; {USAGE} (nothing was done)", file=sys.stderr)
         return 2
     try:
-        cut = make_subset(pos[0], pos[1], kw.get("suite", "planner"), int(kw.get("episodes", 2)))
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"subset FAILED: {exc}", file=sys.stderr)
+        n = int(kw.get("episodes", 2))
+    except ValueError:
+        print(f"subset: episodes={kw['episodes']!r}: expected a positive integer "
+              "(nothing was done)", file=sys.stderr)
         return 2
-    print(f"{pos[1]}: suite {cut['suite']} with {len(cut['episode_ids'])} episodes, "
-          f"{len(cut['task_ids'])} tasks")
+    suites = [s for s in kw["suites"].split(",") if s] if "suites" in kw else None
+    try:
+        cut = make_subset(pos[0], pos[1], n, suites,
+                          say=lambda m: print(f"[subset] {m}", file=sys.stderr, flush=True))
+    except SubsetError as exc:
+        print(f"subset: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as exc:
+        print(f"subset FAILED, nothing written: {exc}", file=sys.stderr)
+        return 1
+    runs = sorted(p.name for p in (Path(pos[1]) / "runs").iterdir()) \
+        if (Path(pos[1]) / "runs").is_dir() else []
+    print(f"{pos[1]}: " + "; ".join(f"suite {s} with {len(c['episode_ids'])} episodes, "
+                                    f"{len(c['task_ids'])} tasks"
+                                    for s, c in cut.items())
+          + f"; {len(runs)} baseline runs re-executed and added")
     return 0
 
 
