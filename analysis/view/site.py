@@ -206,11 +206,15 @@ def _run_metrics(src) -> dict:
                 metrics.append({"metric": m, "label": lab + (" (%)" if m in _PCT_STUDY else ""),
                                 "text": text, "estimate": _num(r.estimate)})
             out[rid] = {"table": "table08_memory_study", "metrics": metrics}
+    skipped = dict(getattr(res, "skipped", {}) or {})
     for r in src.runs:
         if r["run_id"] in out:
             continue
-        why = ("the memory study needs both a persistent and a reset run of this planner"
-               if r["suite"] == "memory" else "not in the tables' statistics")
+        if r["suite"] == "memory":
+            why = ("the memory study needs both a persistent and a reset run of this planner"
+                   if "memory" not in skipped or res.memory else skipped["memory"])
+        else:
+            why = skipped.get("planner", "not in the tables' statistics")
         out[r["run_id"]] = {"table": None, "metrics": [], "why": why}
     return out
 
@@ -221,7 +225,6 @@ def build_site(src, progress=None) -> dict[str, bytes]:
     say = progress or (lambda msg: None)
     files: dict[str, str | bytes] = {}
     runs = src.runs
-    run_ids = [r["run_id"] for r in runs]
     tm = src.task_metrics
     cells: dict = {}
     for row in tm.itertuples():
