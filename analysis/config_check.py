@@ -145,7 +145,7 @@ def site_out_dir(key, v):
         raise ConfigError(key, f"{key}={v!r}: expected a folder path")
     from .view.output import SiteDirError, check_site_dir
     try:
-        check_site_dir(v, "/nonexistent-export")  # the export is checked in cross_checks
+        check_site_dir(v, None)  # against export_root: in cross_checks
     except SiteDirError as exc:
         raise ConfigError(key, str(exc)) from None
 

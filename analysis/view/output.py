@@ -38,11 +38,12 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def check_site_dir(out_dir, export_root) -> Path:
-    """Refuse an ``out_dir`` that is a file, not writable, an export, inside the export,
-    or a non-empty folder that no earlier build wrote."""
+    """Refuse an ``out_dir`` that is a file, not writable, an export, inside (or around)
+    ``export_root`` (None: not checked), or a non-empty folder that no earlier build
+    wrote."""
     out = Path(out_dir).expanduser().resolve()
-    export = Path(export_root).expanduser().resolve()
-    if _inside(out, export) or _inside(export, out):
+    export = None if export_root is None else Path(export_root).expanduser().resolve()
+    if export is not None and (_inside(out, export) or _inside(export, out)):
         raise SiteDirError(f"out_dir={out_dir}: {'is inside' if _inside(out, export) else 'holds'} "
                            f"the export {export}; write the site elsewhere (exports hold "
                            "records only)")
