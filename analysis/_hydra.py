@@ -9,9 +9,10 @@ exit code 1. ``E2W_DEBUG=1`` adds the full traceback. ``--help`` prints the comm
 help, rendered from the same key table.
 
 Paths follow one rule in every command: a default path is relative to the repository (so
-commands work from any working directory), a path given on the command line is relative
-to the working directory. No command writes a Hydra run directory or changes the working
-directory.
+commands work from any working directory; an installed package uses its shipped copies,
+:mod:`analysis.resources`), a path given on the command line is relative to the working
+directory. Caches and journals default to the user cache directory. No command leaves a
+Hydra run directory or changes the working directory.
 """
 from __future__ import annotations
 

@@ -369,8 +369,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "for this export under the user cache directory, $E2W_CACHE_DIR or "
              "~/.cache/ego2world-analysis)", lambda k, v: v is None or writable_dir_or_creatable(k, v)),
          WRITTEN_EXPORT),
-        ("python -m analysis.run planner=belief_search suite=memory memory=reset "
-         "export_root=/tmp/scratch overwrite=true",
+        ("python -m analysis.run planner=lexicon suite=memory memory=reset "
+         "export_root=/tmp/scratch",
          "python -m analysis.run planner=custom planner.name=mypkg.mod:MyPlanner "
          "suite=planner memory=persistent export_root=/tmp/scratch"),
         groups=("planner", "suite"), free_prefixes=("planner.settings.",)),

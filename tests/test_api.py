@@ -126,3 +126,21 @@ def test_load_verifies_once_and_again_after_a_change(tmp_path, export):
         analysis.load(root)
     with pytest.raises(FileNotFoundError, match="export_root="):
         analysis.load(tmp_path / "missing")
+
+
+def test_readme_from_python_example_runs(capsys):
+    """The README's "From Python" block runs as written; its first three lines give
+    table 4 as a DataFrame equal to the committed CSV."""
+    import re
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## From Python", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    lines = [l for l in code.splitlines() if l.strip() and not l.lstrip().startswith("#")]
+    assert len(code.strip().splitlines()) <= 16
+    first = {}
+    exec(compile("\n".join(lines[:3]), "README.md", "exec"), first)
+    assert _csv(first["t4"]) == (REPO / "tables/table04_planner_results.csv").read_bytes()
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    out = capsys.readouterr().out
+    assert "belief_search" in out and "verdict" in out

