@@ -40,6 +40,11 @@ def _run(*args, cwd=None, env=None, timeout=120):
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+def _git_status() -> str:
+    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=REPO,
+                          capture_output=True, text=True, check=True).stdout
+
+
 def _tree(folder: Path) -> dict:
     return {p.relative_to(folder).as_posix(): p.read_bytes()
             for p in sorted(folder.rglob("*")) if p.is_file()}
@@ -210,12 +215,20 @@ def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
     for doc in ("README.md", "docs/viewer.md"):
         text = (REPO / doc).read_text(encoding="utf-8")
         for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
-            lines += [ln.split("#")[0].strip() for ln in block.splitlines()
+            lines += [re.sub(r"\s+#\s.*$", "", ln).strip() for ln in block.splitlines()
                       if ln.strip().startswith("python -m analysis.view")]
+        prose = re.sub(r"```.*?```", "", text, flags=re.S)
+        lines += re.findall(r"`(python -m analysis\.view(?: [^`\n]*)?)`", prose)
     assert lines, "no analysis.view command in README.md or docs/viewer.md"
     scratch = tmp_path / "scratch"
     kinds = set()
+    before = _git_status()
     for line in dict.fromkeys(lines):
+        if line.endswith(" --help"):
+            r = _run(*shlex.split(line)[2:])
+            assert r.returncode == 0 and r.stdout.startswith("python -m analysis.view ")
+            kinds.add("help")
+            continue
         argv = shlex.split(line.replace("/tmp/", f"{tmp_path}/"))
         on_scratch = any(a.startswith("export_root=") for a in argv)
         if on_scratch and not scratch.exists():
@@ -234,7 +247,8 @@ def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
             _check_my_planner(out, src_run)
         else:  # deterministic bytes: the same records give the same site, anywhere
             assert _tree(out) == _tree(committed_site()), line
-    assert kinds == {"build", "serve"} and scratch.exists()
+        assert _git_status() == before, line  # build/ is git-ignored; nothing else written
+    assert kinds == {"build", "serve", "help"} and scratch.exists()
 
 
 # --- the command line ------------------------------------------------------------------
