@@ -70,7 +70,8 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
 
 def run_reexecute(export_root, planner: str | None = None, run: str | None = None) -> int:
     """Re-execute the export's runs (only ``run``, a run ID or planner name, if given);
-    print one line per run and the first divergence; return the exit code."""
+    print one line per run and the first divergence; return the exit code (2 for a run
+    the manifest does not name, before any verification)."""
     from .transaction import TransactionBusy, recover_export
     name = run if run is not None else planner
     try:
@@ -86,8 +87,9 @@ def run_reexecute(export_root, planner: str | None = None, run: str | None = Non
                 except ValueError as exc:
                     raise ConfigError("run", f"{exc} (nothing was done)") from None
         reports = reexecute(export_root, name)
-    except ConfigError:
-        raise  # exit 2: refused before any work
+    except ConfigError as exc:  # refused before any work
+        print(f"analysis.reexecute: {exc}", file=sys.stderr)
+        return 2
     except (IntegrityError, ValueError, FileNotFoundError, TransactionBusy) as exc:
         print(f"reexecute FAILED: {exc}", file=sys.stderr)
         return 1

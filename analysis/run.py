@@ -342,11 +342,19 @@ def _multirun(argv: list[str]) -> int:
     own = [a for a in argv if a not in hydra_args and a not in ("-m", "--multirun")]
     try:
         combos = _sweep_combinations(own)
-        for combo in combos:
-            compose_config("run", combo)
+        cfgs = [compose_config("run", combo) for combo in combos]
     except ConfigError as exc:
         print(f"analysis.run: {exc} (nothing was done)", file=sys.stderr)
         return 2
+    from ._hydra import resolve_path
+    for cfg in cfgs:  # a run the export already holds is refused before any job starts
+        if not cfg.overwrite:
+            rid = run_id(planner_label(cfg.planner.name), cfg.suite.name, cfg.memory)
+            try:
+                check_run_absent(resolve_path(cfg.export_root), rid)
+            except RunExists as exc:
+                print(f"analysis.run: refused, nothing was done: {exc}", file=sys.stderr)
+                return 1
     for a in hydra_args:
         key = a.split("=", 1)[0].lstrip("+")
         if key.startswith("hydra/launcher"):

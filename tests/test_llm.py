@@ -298,3 +298,42 @@ def test_multirun_with_the_joblib_launcher_merges_deterministically(tmp_path):
                               state_dir=tmp_path / "sb")
     assert (a / "MANIFEST.json").read_bytes() == (b / "MANIFEST.json").read_bytes()
     assert len(list((a / "runs").iterdir())) == 4
+
+
+def test_multirun_refuses_before_any_job_and_writes_no_hydra_folder(tmp_path, server):
+    """Every job's configuration and the runs it would replace are checked before the
+    first job starts; a planner setting needs no '++'; Hydra's folder does not stay;
+    no per-request HTTP log line."""
+    pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
+    srv = server()
+    export = make_export(tmp_path / "fe")
+    tmpdir = tmp_path / "tmp"  # the commands' temporary folders, to see what stays
+    tmpdir.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "E2W_CACHE_DIR": str(tmp_path / "cache"),
+           "TMPDIR": str(tmpdir)}
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+
+    def multirun(*args):
+        return subprocess.run([sys.executable, "-m", "analysis.run", "-m",
+                               "hydra/launcher=joblib_local", *args, f"export_root={export}",
+                               "progress=false"], env=env, cwd=cwd, capture_output=True,
+                              text=True, timeout=300)
+    r = multirun("planner=chat,chat_schem", "suite=planner")
+    assert r.returncode == 2 and "did you mean chat_schema?" in r.stderr, r.stderr
+    r = multirun("planner=chat,chat_schema", "suite=planner", "planner.settings.modle=m")
+    assert r.returncode == 2 and "did you mean model?" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "not in struct" not in r.stderr
+    r = multirun("planner=chat,chat_schema", "suite=planner,memory",
+                 f"planner.settings.base_url={srv.url}", "planner.settings.model=m",
+                 "planner.settings.timeout=2.0", "runtime.max_planner_calls=2")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "HTTP Request" not in r.stderr
+    assert len(list((export / "runs").iterdir())) == 4
+    before = srv.requests
+    r = multirun("planner=chat,chat_schema", "suite=planner",
+                 f"planner.settings.base_url={srv.url}")
+    assert r.returncode == 1 and "already exists" in r.stderr, r.stderr
+    assert srv.requests == before  # refused before any job ran
+    assert list(cwd.iterdir()) == []
+    assert not list(tmpdir.glob("e2w_multirun_*"))  # Hydra's multirun folder is gone

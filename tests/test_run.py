@@ -90,8 +90,9 @@ def test_interrupted_run_leaves_no_partial_records(export, monkeypatch):
     assert not (export / "runs").exists() or list((export / "runs").iterdir()) == []
     assert not any(k.startswith("runs/") for k in read_manifest(export)["files"])
     assert (export / "MANIFEST.json").read_bytes() == manifest
-    # no transaction left (.run_state holds the episode journal that lets a rerun resume)
-    assert [p.name for p in export.parent.iterdir() if p.name != ".run_state"] == ["fe"]
+    # no transaction left, and nothing beside the export (the episode journal that lets a
+    # rerun resume lives under the user cache directory)
+    assert [p.name for p in export.parent.iterdir()] == ["fe"]
 
 
 def test_changed_cohort_is_refused(export):
@@ -106,12 +107,12 @@ def test_reexecute_all_runs_and_detect_tampering(export, capsys):
     reports = reexecute(export)
     assert len(reports) == 2 and all(r.ok for r in reports)
     assert run_reexecute(export, "belief_search") == 0
-    assert run_reexecute(export, "nobody") == 1
+    assert run_reexecute(export, "nobody") == 2  # refused from the manifest, before any work
     # run= takes a run ID or a planner name of the export
     assert run_reexecute(export, run="belief_search__memory__reset") == 0
     assert "1 runs re-executed" in capsys.readouterr().out
     assert run_reexecute(export, run="noisy_search_binding") == 0
-    assert run_reexecute(export, run="belief_search__planner__reset") == 1
+    assert run_reexecute(export, run="belief_search__planner__reset") == 2
     assert "belief_search__memory__reset" in capsys.readouterr().err
     # flip one recorded attempt status, recomputing every hash: only re-execution sees it
     from analysis.frozen.io import read_records

@@ -64,3 +64,15 @@ def test_progress_bar_counts_failed_episodes_apart(capsys):
     _progress(2, 2, "chat__planner__persistent", True, failed=2)
     err = capsys.readouterr().err
     assert "0/2 episodes done, 2 failed (provider error)" in err
+
+
+def test_llm_doc_quotes_the_subset_of_the_committed_cohort():
+    """docs/llm.md's counts for the two-episode trial are this cohort's."""
+    import re
+    full = analysis.load(SRC)
+    eps = list(dict.fromkeys(full.suites[full.suites.suite == "planner"].episode_id))[:2]
+    n_groups = int(full.groups.episode_id.isin(eps).sum())
+    n_tasks = int(((full.suites.suite == "planner") & full.suites.episode_id.isin(eps)).sum())
+    doc = re.sub(r"\s+", " ", (REPO / "docs" / "llm.md").read_text())
+    assert f"the planner suite ({eps[0]} and {eps[1]})" in doc
+    assert f"cuts them to {n_groups} groups and {n_tasks} tasks" in doc
