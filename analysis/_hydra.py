@@ -45,6 +45,8 @@ for _name, _fn in {
         "e2w_export": lambda: str(default_export_root()),
         "e2w_repo_out": lambda: str(REPO_ROOT) if in_repository() else None,
         "e2w_repo_export": lambda: str(REPO_ROOT / "frozen_exports") if in_repository() else None,
+        # the trace viewer's site (git-ignored build/view in a clone; docs/viewer.md)
+        "e2w_view_out": lambda: str(REPO_ROOT / "build" / "view") if in_repository() else None,
         "e2w_cache": lambda sub="": str(user_cache_dir() / sub),
         "e2w_state": _state_dir_of,
 }.items():
@@ -236,6 +238,7 @@ _SHOWN_DEFAULTS = {
     "${e2w_export:}": "<repo>/frozen_exports (installed package: its shipped read-only copy)",
     "${e2w_repo_out:}": "<repo> (installed package: required)",
     "${e2w_repo_export:}": "<repo>/frozen_exports (installed package: required)",
+    "${e2w_view_out:}": "<repo>/build/view (installed package: required)",
     "${e2w_state:${export_root}}": "<user cache>/run_state/<export>",
     "${repo_root:}": "<repo>",
 }

@@ -136,6 +136,20 @@ def writable_out_dir(key, v):
         raise ConfigError(key, str(exc)) from None
 
 
+def site_out_dir(key, v):
+    if v is None:
+        raise ConfigError(key, f"{key} is required here (the package is installed, not a "
+                               f"clone, so there is no build/ folder to write into): "
+                               f"{key}=FOLDER")
+    if not isinstance(v, str) or not v:
+        raise ConfigError(key, f"{key}={v!r}: expected a folder path")
+    from .view.output import SiteDirError, check_site_dir
+    try:
+        check_site_dir(v, None)  # against export_root: in cross_checks
+    except SiteDirError as exc:
+        raise ConfigError(key, str(exc)) from None
+
+
 def writable_dir_or_creatable(key, v):
     if v is None:
         raise ConfigError(key, f"{key} is required here (the package is installed, not a "
@@ -397,6 +411,20 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          "export_root=/tmp/scratch",
          "python -m analysis.add_planner records=/tmp/my_run name=my_planner reexecute=false "
          "export_root=/tmp/scratch")),
+    Command(
+        "view",
+        "Write the trace viewer for the frozen export: a static site (overview of every run "
+        "against every task, one page per task with every run's attempts, queries and "
+        "truths, a compare page per task) that opens from file:// with no server and no "
+        "network. serve=true then serves it on 127.0.0.1 until Ctrl-C.",
+        (EXPORT_ROOT,
+         Key("out_dir", "path", "the site folder: new, empty, or a site an earlier build "
+             "wrote (never inside the export)", site_out_dir),
+         Key("serve", "bool", "after building, serve the site on 127.0.0.1", boolean),
+         Key("port", "int", "port for serve=true (0: any free port)", int_range(0, 65535)),
+         *STATS),
+        ("python -m analysis.view",
+         "python -m analysis.view export_root=/tmp/scratch out_dir=/tmp/scratch_site")),
 )}
 
 
@@ -434,7 +462,13 @@ def cross_checks(command: str, cfg: dict) -> None:
         raise ConfigError("shard", f"shard={cfg['shard']}: a sharded run needs resume=true "
                                    "(its shards meet in the resume journal)")
     _state_paths(command, cfg)
-    if command == "tables":
+    if command == "view" and cfg.get("out_dir") is not None:
+        from .view.output import SiteDirError, check_site_dir
+        try:
+            check_site_dir(cfg["out_dir"], cfg["export_root"])
+        except SiteDirError as exc:
+            raise ConfigError("out_dir", str(exc)) from None
+    if command in ("tables", "view"):
         s = cfg.get("stats", {})
         level, n = s.get("confidence_level"), s.get("n_resamples")
         if s.get("method") != "cr1_t" and n is not None and level is not None:

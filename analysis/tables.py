@@ -79,6 +79,7 @@ def _index(artefacts, results) -> bytes:
              f"resamples {cfg.n_resamples}; confidence level {cfg.confidence_level:g}; "
              f"seed {cfg.seed}; single-mean method {cfg.method}; pairwise method "
              f"{cfg.pairwise}; contrast metrics {', '.join(cfg.contrast_metrics)}.", "",
+             _viewer_note(), "",
              "| artefact | files | mirrors | method | note |", "|---|---|---|---|---|"]
     esc = lambda s: s.replace("\n", " ").replace("|", "\\|")  # noqa: E731
     skipped = []
@@ -117,6 +118,14 @@ def _index(artefacts, results) -> bytes:
         lines += [f"| {esc(a.title)} (`{a.name}`) | {esc(name_sections(a.paper_ref))} | "
                   f"{esc(a.reason)} |" for a in skipped]
     return ("\n".join(lines) + "\n").encode()
+
+
+def _viewer_note() -> str:
+    """Where the traces behind these tables can be read (``python -m analysis.view``)."""
+    from .report.links import view_index, view_link_from
+    return (f"Traces behind these numbers (every run's attempts, queries and truths per "
+            f"task): the [trace viewer]({view_link_from('tables', view_index())}), built by "
+            "`python -m analysis.view`; each task card links its task's page.")
 
 
 def txn_dir_of(out_dir) -> Path:

@@ -61,7 +61,13 @@ NOT_RUN = {
                                              "(the command it profiles runs here)",
 }
 #: Sections whose commands another test runs literally with the same git-status check.
-ELSEWHERE = {("README.md", "Adding your planner"): "tests/test_readme_planner.py"}
+ELSEWHERE = {("README.md", "Adding your planner"): "tests/test_readme_planner.py",
+             # the viewer's: its scratch export has a planner added first, and
+             # serve=true serves until stopped
+             ("README.md", "Seeing what a planner did: the trace viewer"): "tests/test_view.py",
+             ("docs/viewer.md", "The trace viewer (`python -m analysis.view`)"):
+                 "tests/test_view.py",
+             ("docs/viewer.md", "Questions the pages answer"): "tests/test_view.py"}
 SERVERS = ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8011/v1", "https://api.openai.com/v1")
 PLACEHOLDER = re.compile(r"<[^>]*>|\[[A-Za-z_]+=[^\]]*\]|\[[A-Z_.]+\]|=PATH\b|\bname=NAME\b"
                          r"|=DIR\b|\bCALL_LOG\b")
@@ -214,9 +220,9 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                 if k == "synopsis":
                     argv = argv[:3] + ["--help"] if argv[2].startswith("analysis.") and \
                         "<" not in argv[2] else None
-                    if argv is None:  # python -m analysis.<command> --help: all six
+                    if argv is None:  # python -m analysis.<command> --help: all seven
                         for c in ("tables", "verify", "compile", "run", "reexecute",
-                                  "add_planner"):
+                                  "add_planner", "view"):
                             r = subprocess.run([sys.executable, "-m", f"analysis.{c}",
                                                 "--help"], cwd=REPO, env=env,
                                                capture_output=True, text=True, timeout=120)

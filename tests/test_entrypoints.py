@@ -1,4 +1,4 @@
-"""The six commands' configuration checks, help and directory rules.
+"""The seven commands' configuration checks, help and directory rules.
 
 Every bad value or key is refused before the command loads anything: exit code 2, one
 line on stderr naming the key (and what is allowed), no traceback, nothing written. Most
@@ -111,6 +111,10 @@ CASES = [
     ("add_planner", ["records={R}", "name=x", "reexecute=maybe"], ["reexecute='maybe'"]),
     ("add_planner", ["records={T}/missing", "name=x"], ["records=", "no such folder"]),
     ("add_planner", ["records={R}", "name=x", "--force"], ["unknown option '--force'"]),
+    ("view", ["port=-1"], ["port=-1", "from 0 to 65535"]),
+    ("view", ["out_dir={F}"], ["out_dir=", "is not a folder"]),
+    ("view", ["out_dir={E}/site"], ["out_dir=", "inside the export"]),
+    ("view", ["serve=yes please"], ["serve='yes please'", "true or false"]),
 ]
 
 
@@ -134,7 +138,7 @@ def test_bad_configuration_is_one_line_exit_2_nothing_written(command, overrides
     if command in ("run", "add_planner", "verify", "reexecute") and \
             not any(a.startswith("export_root") for a in argv):
         argv.append(f"export_root={places['E']}")
-    if command == "tables":
+    if command in ("tables", "view"):
         argv += [a for a in (f"export_root={places['E']}", f"out_dir={tmp_path}/out")
                  if not any(x.startswith(a.split("=")[0] + "=") for x in argv)]
     before = _snapshot(places["E"])

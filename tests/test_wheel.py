@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-COMMANDS = ("tables", "verify", "compile", "run", "reexecute", "add_planner")
+COMMANDS = ("tables", "verify", "compile", "run", "reexecute", "add_planner", "view")
 SKIP_TREE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
                                    ".pytest_cache", ".hypothesis", "tables", "figures",
                                    "tests", "bench", ".*e2w*", ".run_state", ".llm_cache")
@@ -85,12 +85,18 @@ def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     assert "read-only" in sh("analysis.run", "planner=lexicon",
                              f"export_root={shipped}", code=2).stderr
     assert "out_dir is required" in sh("analysis.compile", f"source={work}", code=2).stderr
+    assert "out_dir is required" in sh("analysis.view", code=2).stderr
 
     sh("analysis.tables", "out_dir=out", "stats.n_resamples=10000")
     for name in ("table04_planner_results.csv", "table06_pairwise_contrasts.csv"):
         assert (work / "out" / "tables" / name).read_bytes() == \
             (REPO / "tables" / name).read_bytes(), name
 
+    # the viewer's site from the shipped export: its scripts and styles ship in the wheel
+    sh("analysis.view", "out_dir=site", "stats.n_resamples=200")
+    assert (work / "site" / "assets" / "viewer.js").read_bytes() == \
+        (REPO / "analysis" / "view" / "assets" / "viewer.js").read_bytes()
+    assert (work / "site" / "index.html").is_file()
     sh("analysis.verify", "copy_to=scratch")
     sh("analysis.run", "planner=lexicon", "suite=memory", "memory=reset",
        "export_root=scratch", "progress=false")
@@ -105,7 +111,7 @@ def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     sh("analysis.planners.llm.subset", str(shipped), "sub", "episodes=1")
     assert "10 runs" in sh("analysis.verify", "export_root=scratch").stdout
 
-    assert sorted(p.name for p in work.iterdir()) == ["out", "records", "scratch", "sub"]
+    assert sorted(p.name for p in work.iterdir()) == ["out", "records", "scratch", "site", "sub"]
     assert _digest(installed) == installed_before  # nothing written into the package
     if shutil.which("git"):
         after_git = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .links import view_link_from, view_task_page
 from .output import Table
 
 __all__ = ["grounding_table", "task_cards", "CARDS_DIR"]
@@ -88,6 +89,13 @@ def _cond_text(c: dict) -> str:
     return f"event `{ev['type']}({', '.join(x if x is not None else '*' for x in ev['args'])})`"
 
 
+def _viewer_line(task_id: str) -> str:
+    """The link to the task's trace-viewer page (every run's attempts and truths)."""
+    page = view_link_from(f"tables/{CARDS_DIR}", view_task_page(task_id))
+    return (f"What every run did on this task: [trace viewer page]({page}) (built by "
+            "`python -m analysis.view`).")
+
+
 def _card(task: dict, episode: dict) -> str:
     groups = {g["group_id"]: g for g in episode["groups"]}
     mine = [groups[g] for g in task["group_ids"]]
@@ -95,6 +103,7 @@ def _card(task: dict, episode: dict) -> str:
     lines = [f"# {task['task_id']}: {task['title']}", "",
              f"Episode `{task['episode_id']}`, tier **{task['tier']}**, "
              f"groups {task['group_ids'][0]} .. {task['group_ids'][-1]} ({len(mine)}).", "",
+             _viewer_line(task["task_id"]), "",
              "## Source", ""]
     src = ", ".join(f"{k} `{v}`" for k, v in sorted(refs.items()) if v is not None)
     lines.append(f"- task source row: {src}")

@@ -1,0 +1,47 @@
+"""``python -m analysis.view``: write the trace viewer's static site for an export.
+
+Thin entry point: the configuration is checked before anything is loaded
+(:mod:`analysis._hydra`); :func:`analysis.view.builder.build` does the work;
+``serve=true`` then serves the site on 127.0.0.1 (:mod:`analysis.view.serve`).
+"""
+from __future__ import annotations
+
+import sys
+
+from omegaconf import OmegaConf
+
+from .._hydra import UserError, command_main, resolve_path
+
+
+def _say(msg: str) -> None:
+    print(f"[analysis.view] {msg}", file=sys.stderr, flush=True)
+
+
+def _body(cfg) -> int:
+    from ..frozen import IntegrityError
+    from ..transaction import TransactionBusy
+    from .builder import build
+    from .output import SiteDirError
+
+    stats = OmegaConf.to_container(cfg.stats, resolve=True)
+    try:
+        report = build(resolve_path(cfg.export_root), resolve_path(cfg.out_dir), stats,
+                       progress=_say)
+    except IntegrityError as exc:
+        raise UserError(f"verification FAILED, nothing written: {exc}") from None
+    except (SiteDirError, TransactionBusy) as exc:
+        raise UserError(f"{exc}; nothing written") from None
+    _say(f"wrote {report.files} files ({report.pages} pages) in {report.seconds:.1f} s")
+    print(f"open {report.index.as_uri()}", flush=True)
+    if cfg.serve:
+        from .serve import serve
+        return serve(report.index.parent, cfg.port)
+    return 0
+
+
+def main(argv=None) -> None:
+    command_main("view", _body, argv)
+
+
+if __name__ == "__main__":
+    main()
