@@ -124,8 +124,17 @@ def step_windows(world, recipes) -> list[StepWindow]:
     return out
 
 
-def title_of(text: str) -> str:
-    return re.split(r"\s+-\s+|-\s", text, maxsplit=1)[0].strip()[:60] or text[:60]
+def title_of(text: str, limit: int = 70) -> str:
+    """The annotation's own words, cut at a word boundary (never mid-word).
+
+    >>> title_of("Pour the soy sauce and the sesame oil in a small bowl and mix them well together", 40)
+    'Pour the soy sauce and the sesame oil...'
+    """
+    head = re.split(r"\s+-\s+|-\s", text, maxsplit=1)[0].strip() or text.strip()
+    if len(head) <= limit:
+        return head
+    cut = head[:limit + 1].rsplit(" ", 1)[0].rstrip(" ,;:.")
+    return cut + "..."
 
 
 # ------------------------------------------------------------------ the text's own words
@@ -261,6 +270,19 @@ class Grounder:
             return False
         return bool(self.heads.get(ent, set()) & self.vessel_heads)
 
+    @staticmethod
+    def nearest(trs, t0, t1):
+        """The track of an instance that witnesses an event at ``[t0, t1]``: one that
+        overlaps it, else the last one before it, else the first after it (a card then
+        cites the track the event used, not an earlier handling)."""
+        over = [tr for tr in trs if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+        if over:
+            return min(over, key=lambda x: (x.start, x.track_id))
+        before = [tr for tr in trs if tr.end <= t0]
+        if before:
+            return max(before, key=lambda x: (x.end, x.track_id))
+        return min(trs, key=lambda x: (x.start, x.track_id))
+
     def overlapping(self, t0, t1, margin=MARGIN):
         return [tr for tr in self.w.tracks if overlaps(tr.start, tr.end, t0, t1, margin)]
 
@@ -305,7 +327,7 @@ class Grounder:
                 return None, None, f"step text names '{named}', and no tracked vessel carries that name"
             near = sorted({tr.entity for tr in self.overlapping(ws, we) if tr.entity in cands})
             if len(near) == 1:
-                tr = next(tr for tr in self.overlapping(ws, we) if tr.entity == near[0])
+                tr = self.nearest([tr for tr in self.overlapping(ws, we) if tr.entity == near[0]], t0, t1)
                 return near[0], {"how": f"step text names '{named}'; the only such track in the step window",
                                  **self.track_ref(tr)}, ""
             if len(near) > 1:
@@ -317,7 +339,8 @@ class Grounder:
             mine_v = [e for e in cands if any(tr.assoc.video == video for tr in self.tracks_of[e])] \
                 if video else cands
             if len(cands) == 1 and len(mine_v) == 1:
-                tr = next(tr for tr in self.tracks_of[cands[0]] if video is None or tr.assoc.video == video)
+                tr = self.nearest([tr for tr in self.tracks_of[cands[0]] if video is None or tr.assoc.video == video],
+                                  t0, t1)
                 return cands[0], {"how": f"step text names '{named}'; the only tracked such vessel of the episode",
                                   **self.track_ref(tr)}, ""
             if len(cands) == 1:
@@ -330,7 +353,7 @@ class Grounder:
         near = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0)
                        if tr.entity not in exclude and self.target_ok(tr.entity)})
         if len(near) == 1:
-            tr = next(tr for tr in self.overlapping(t0, t1, 0.0) if tr.entity == near[0])
+            tr = self.nearest([tr for tr in self.overlapping(t0, t1, 0.0) if tr.entity == near[0]], t0, t1)
             return near[0], {"how": "the only vessel handled during the event", **self.track_ref(tr)}, ""
         return None, None, (f"{len(near)} vessels handled during the event {near}" if near
                             else "no vessel named in the step text or handled during the event")

@@ -238,6 +238,7 @@ class OpBuilder:
             return False
         self.open_(tr.end, dst)
         own = track_prov(tr)
+        own["refs"]["start"] = own["refs"]["time"]       # the track's span, for the cards
         own["refs"]["time"] = own["refs"]["end"]
         ok = self._try(tr.end, typ, [ent, dst], [own, dprov])
         self.close_(tr.end, dst)
@@ -248,14 +249,18 @@ class OpBuilder:
     def put_down(self, tr, next_src: dict):
         if ("holding", tr.entity) not in self.facts:
             return          # consumed by the event it was held for (added, inserted, cracked)
+        nxt = next_src.get(tr.track_id)
         if tr.dst:
-            dst, prov = tr.dst, obs("3d_perception_object_location.json", tr.dst_ref,
-                                    round(tr.start - tr.offset, 5), track=tr.track_id,
-                                    how="VQA: where the object was put")
-        elif next_src.get(tr.track_id):
-            nsrc, ref, t = next_src[tr.track_id]
-            dst, prov = nsrc, obs("3d_perception_object_location.json", ref, round(t - tr.offset, 5),
-                                  how="VQA: where the object's next track took it from")
+            dst, prov = tr.dst, obs(tr.dst_file, tr.dst_ref,
+                                    round((tr.start if tr.dst_file.startswith("3d") else tr.end) - tr.offset, 5),
+                                    track=tr.track_id, how=tr.dst_how, **(tr.dst_extra or {}))
+        elif nxt:
+            nsrc, ref, t, file, how, extra, ntr = nxt
+            dst, prov = nsrc, obs(file, ref, round(t - tr.offset, 5),
+                                  how=(how or "") + " (the object's next track took it from here)",
+                                  next_track=f"{ntr.assoc.video}/{ntr.assoc.assoc_id}/{ntr.track_id}",
+                                  next_track_span=[round(ntr.start - ntr.offset, 5), round(ntr.end - ntr.offset, 5)],
+                                  **(extra or {}))
         else:
             dst, prov = self.w.work_counter, cur("unobserved_destination_work_counter")
         if not self.put(tr, dst, prov):
@@ -361,8 +366,35 @@ class OpBuilder:
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     needed = {p.hold_track for p in grounding.planned if p.hold_track}
-    chosen, blocked, pick_time = select_tracks(world.tracks, needed)
+    by_ent: dict[str, list] = {}
+    for tr in world.tracks:
+        by_ent.setdefault(tr.entity, []).append(tr)
+    next_src = {}
+    for ent, trs in by_ent.items():
+        for x, y in zip(trs, trs[1:]):
+            if y.src and y.assoc.video == x.assoc.video:
+                vqa = (y.src_how or "").startswith("VQA")
+                next_src[x.track_id] = (y.src, y.src_ref, y.end if vqa else y.start,
+                                        "3d_perception_object_location.json" if vqa else
+                                        "object_motion_object_movement_itinerary.json", y.src_how,
+                                        y.src_extra, y)
+    for tr in world.tracks:
+        nxt = next_src.get(tr.track_id)
+        if tr.dst and nxt and nxt[0] != tr.dst and not tr.conflict:
+            # the put answer (or itinerary) and the next track's source disagree: neither
+            world.conflicts.append({"video": tr.assoc.video, "association": tr.assoc.assoc_id,
+                                    "track": tr.track_id, "side": "dst", "answers": [
+                                        {"file": tr.dst_file, "id": tr.dst_ref, "fixture": tr.dst},
+                                        {"file": nxt[3], "id": nxt[1], "fixture": nxt[0]}]})
+            tr.conflict = f"{tr.dst_file} {tr.dst_ref}: {tr.dst}; {nxt[3]} {nxt[1]}: {nxt[0]}"
     b = OpBuilder(world, sim)
+    for tr in world.tracks:
+        if tr.conflict:
+            b.drop("track", f"track {tr.track_id} ({tr.entity})",
+                   f"observed sources disagree ({tr.conflict}): not compiled", tr.start,
+                   file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
+                   video=tr.assoc.video)
+    chosen, blocked, pick_time = select_tracks([t for t in world.tracks if not t.conflict], needed)
     for tr, other in blocked:
         if other is None:
             b.drop("track", f"track {tr.track_id} ({tr.entity})", "track shorter than 0.05 s", tr.start,
@@ -373,14 +405,6 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
                f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
                "is held (nested in it: the other hand; one-hand model)", tr.start, file="assoc_info.json",
                association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
-    by_ent: dict[str, list] = {}
-    for tr in world.tracks:
-        by_ent.setdefault(tr.entity, []).append(tr)
-    next_src = {}
-    for ent, trs in by_ent.items():
-        for x, y in zip(trs, trs[1:]):
-            if y.src:
-                next_src[x.track_id] = (y.src, y.src_ref, y.end)
     events = []
     for i, tr in enumerate(chosen):
         events.append((pick_time[tr.track_id], 1, i, "pick", tr))
