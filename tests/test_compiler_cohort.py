@@ -1,4 +1,5 @@
 """End-to-end compile: determinism, refusal on bad sources, the worked examples, admission."""
+import json
 import os
 import shutil
 from pathlib import Path
@@ -82,7 +83,10 @@ def test_add_squash_binds_the_new_glass_that_was_filled(compiled):
     assert c1["source"] == "observed" and c1["refs"]["operation"] == "pour"
     names = {a_["refs"].get("name") for a_ in c1["refs"]["args"]}
     assert {"new glass", "bottle of squash"} <= names
-    assert sq[0]["provenance"]["refs"]["ingredient"] == "P02_R03_I02"
+    assert "P02_R03/P02_R03_I02" in {a_["refs"].get("id") for a_ in c1["refs"]["args"]}
+    # the unit's contract: the squash in the glass and the glass's observed placement
+    assert [c["atom"] for c in sq[0]["contract"]["conditions"]] == [
+        ["in", "squash", "glass_2"], ["at", "glass_2", "counter_right_of_fridge"]]
     suites = {s["suite"]: s for s in read_records(a / "cohort" / "suites.jsonl")}
     assert sq[0]["task_id"] in suites["memory"]["task_ids"]
     assert sq[0]["task_id"] in suites["planner"]["task_ids"]
@@ -103,7 +107,8 @@ def test_audit_all_admitted_pass_and_rejections_have_reasons(compiled):
     audit = read_records(a / "cohort" / "audit.jsonl")
     assert audit and all(r["passed"] for r in audit)
     rej = read_records(a / "cohort" / "rejected.jsonl")
-    assert all(r["reason"] in {"reference_fails", "initial_passes", "trivially_true"} for r in rej)
+    assert all(r["reason"] in {"reference_fails", "initial_passes", "trivially_true",
+                               "duplicate_condition_set"} for r in rej)
     tasks = {t["task_id"] for t in read_records(a / "cohort" / "tasks.jsonl")}
     assert not tasks & {r["task_id"] for r in rej}
     assert {r["check"] for r in audit if r["check"].startswith("stress_")} >= {
@@ -120,22 +125,28 @@ def test_nespresso_capsule_milk_frother_and_button(compiled):
     eid = "P01-20240202-110250"
     tasks = [t for t in read_records(a / "cohort" / "tasks.jsonl") if t["episode_id"] == eid]
     c1 = lambda t: t["contract"]["conditions"][0]
+    ids = lambda t: {x["refs"].get("id") for x in t["provenance"]["conditions"]["c1"]["refs"]["args"]}
     cap = [t for t in tasks if c1(t).get("atom") == ["in", "capsule", "coffee_machine"]]
     assert len(cap) == 1 and cap[0]["tier"] == "terminal"
     refs = cap[0]["provenance"]["refs"]
-    assert (refs["ingredient"], refs["step"], refs["start"]) == ("P01_R01_I01", "P01_R01_S01", 16.0)
-    assert "insert" in cap[0]["reference_action_types"]
+    assert (refs["recipe"], refs["step"], refs["unit"]) == ("P01_R01", "P01_R01_S01",
+                                                           "recipe step with its prep segments")
+    assert "P01_R01/P01_R01_S01" in ids(cap[0]) and "insert" in cap[0]["reference_action_types"]
     milk = [t for t in tasks if c1(t).get("atom") == ["in", "milk", "milk_frother"]]
-    assert len(milk) == 1 and milk[0]["provenance"]["refs"]["ingredient"] == "P01_R01_I02"
+    assert len(milk) == 1 and "P01_R01/P01_R01_I02" in ids(milk[0])
     ep = _episode(a, eid)
     assert ep["initial_world"]["objects"]["milk_frother"] == "milk_frother"
     assert ["in", "milk", "milk_bottle"] in ep["initial_world"]["facts"]
-    frothed = [t for t in tasks if c1(t).get("event") == {"type": "pour",
-                                                          "args": ["milk", "milk_frother", "mug", None]}]
-    assert len(frothed) == 1 and frothed[0]["tier"] == "event"
+    # S04 pours the frothed milk into the mug: an end state (terminal), not just an event
+    frothed = [t for t in tasks if c1(t).get("atom") == ["in", "milk", "mug"]]
+    assert len(frothed) == 1 and frothed[0]["tier"] == "terminal"
     assert frothed[0]["provenance"]["refs"]["step"] == "P01_R01_S04"
-    press = [t for t in tasks if c1(t).get("event") == {"type": "press_button", "args": ["coffee_machine"]}]
-    assert len(press) == 2
+    # S02 twice: the first press leaves the machine powered and running (terminal), the
+    # second finds it running already, so only the accepted press is left (event)
+    press = [t for t in tasks if t["provenance"]["refs"].get("step") == "P01_R01_S02"]
+    assert [(t["tier"], [c.get("atom") or c["event"] for c in t["contract"]["conditions"]]) for t in press] == [
+        ("terminal", [["powered", "coffee_machine"], ["running", "coffee_machine"]]),
+        ("event", [{"type": "press_button", "args": ["coffee_machine"]}])]
     suites = {s["suite"]: s for s in read_records(a / "cohort" / "suites.jsonl")}
     assert {t["task_id"] for t in cap + milk + frothed + press} <= set(suites["planner"]["task_ids"])
     dropped = read_records(a / "cohort" / "dropped.jsonl")
@@ -185,7 +196,10 @@ def test_multi_condition_contracts_hold_at_end_and_fail_at_start(compiled):
         provs = t["provenance"]["conditions"]
         assert sorted(provs) == sorted(c["id"] for c in t["contract"]["conditions"])
         assert all(p["source"] == "observed" for p in provs.values()), t["task_id"]
-    assert max(len(t["contract"]["conditions"]) for t in tasks) <= 4
+    # one task per unit: no two tasks of an episode with the same condition set
+    sets = [(t["episode_id"], frozenset(json.dumps(c.get("atom") or c["event"]) for c in t["contract"]["conditions"]))
+            for t in tasks]
+    assert len(sets) == len(set(sets))
     eps = {e["episode_id"]: e for e in read_records(a / "cohort" / "episodes.jsonl.gz")}
     for t in tasks:
         e = eps[t["episode_id"]]

@@ -101,19 +101,30 @@ def _tr(tid, start, end, ent=None):
     return SimpleNamespace(track_id=tid, start=start, end=end, entity=ent or tid)
 
 
-def test_one_hand_track_selection_by_hand():
-    # a: 0-10 (needed by a grounded event); b: 5-8 nested in a -> dropped; c: 9-12 starts
-    # while a is held -> picked up when a is put down (10.001), put down at its own end 12;
-    # d: 20-21 free.
+def test_track_selection_by_hand():
+    # a: 0-10 (needed by a grounded event at 2 s); b: 5-8 inside a -> kept, a is set down
+    # for it (the other hand); c: 9-12 starts while a is held -> picked up when a is put
+    # down (10.001), put down at its own end 12; d: 20-21 free.
     a, b, c, d = _tr("a", 0, 10), _tr("b", 5, 8), _tr("c", 9, 12), _tr("d", 20, 21)
-    chosen, blocked, pick = select_tracks([a, b, c, d], {"a"})
-    assert [t.track_id for t in chosen] == ["a", "c", "d"]
+    chosen, blocked, pick, juggled = select_tracks([a, b, c, d], {"a"}, {"a": [2.0]})
+    assert [t.track_id for t in chosen] == ["a", "b", "c", "d"] and not blocked
+    assert pick == {"a": 0, "b": 5, "c": 10.001, "d": 20}
+    assert {k: v.track_id for k, v in juggled.items()} == {"b": "a"}
+    # a's event at 6 s falls inside b: a cannot be set down, b is dropped
+    chosen, blocked, pick, juggled = select_tracks([a, b, c, d], {"a"}, {"a": [6.0]})
+    assert [t.track_id for t in chosen] == ["a", "c", "d"] and not juggled
     assert [(t.track_id, o.track_id) for t, o in blocked] == [("b", "a")]
-    assert pick == {"a": 0, "c": 10.001, "d": 20}
+    # b with no observed destination (not in ``placed``) gains nothing from the set-down
+    chosen, blocked, _, juggled = select_tracks([a, b, c, d], {"a"}, {"a": [2.0]}, placed={"c", "d"})
+    assert not juggled and [(t.track_id, o.track_id) for t, o in blocked] == [("b", "a")]
+    # a third object while both hands are busy (e inside b inside a) is dropped
+    e = _tr("e", 6, 7)
+    chosen, blocked, _, juggled = select_tracks([a, b, e], {"a"}, {"a": [2.0]})
+    assert [(t.track_id, o.track_id) for t, o in blocked] == [("e", "a")]
     # a needed track is kept whole; the track around it is picked up after it, within its
     # own interval, and put down at its own end
-    chosen, blocked, pick = select_tracks([a, b], {"b"})
-    assert [t.track_id for t in chosen] == ["b", "a"] and not blocked
+    chosen, blocked, pick, juggled = select_tracks([a, b], {"b"})
+    assert [t.track_id for t in chosen] == ["b", "a"] and not blocked and not juggled
     assert pick == {"b": 5, "a": 8.001}
 
 

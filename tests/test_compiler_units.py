@@ -91,64 +91,104 @@ def test_find_commute_pair_prefers_adjacent_reference_ops_and_reports_none(vocab
                              [{"group_id": "e/g0000", "operations": ops2}], task, {-1: lone}) is None
 
 
-# ------------------------------------------------------------ multi-condition contracts
-class _StubSim:
-    """Applies the effects an action spells in its args: ``"+in|water|cup"`` adds
-    ``in(water, cup)``, ``"-hand-empty"`` deletes ``hand-empty`` (enough for ``goal_atoms``)."""
-    def apply(self, objects, facts, action):
-        eff = lambda sign: {tuple(a[1:].split("|")) for a in action["args"] if a[0] == sign}
-        return True, [], frozenset((set(facts) - eff("-")) | eff("+"))
+# ------------------------------------------------------------ goal-aligned task units
+def _unit_fixture():
+    """Five groups of one video: an activity row 0-100 s split by two segments of step
+    S01 ("Stir the juice") and one segment of step S02 ("Pour juice into the cup"), plus
+    a group after the row. Hand-checkable: which end states each unit produced."""
+    from types import SimpleNamespace as NS
+    from analysis.compiler.groups import Segment
+    from analysis.compiler.operations import Op
+    from analysis.compiler.readers import Activity
+    objects = {"counter": "counter", "table": "table", "cupboard": "cupboard", "cup": "cup",
+               "bottle": "bottle", "spoon": "spoon", "juice": "juice"}
+    o = lambda ref: {"source": "observed", "refs": {"file": ref}}
+    c = {"source": "curated", "refs": {"rule": "unobserved_destination_work_counter"}}
+    step = lambda sid, t0, t1: Segment("step", f"step:{sid}:{t0}", "R01", [sid], "v", t0, t1, "Stir the juice")
+    track = lambda t: Segment("track", f"track:{t}", None, [], "v", t, t + 1, "Make juice: handle")
+    planned = lambda kind: NS(kind=kind, step=None, refs={}, title="")
 
-
-def _stub_task(ops_by_group, objects_by_group, c1):
-    group_recs = [{"group_id": f"g{i}", "objects": objs, "operations": ops}
-                  for i, (ops, objs) in enumerate(zip(ops_by_group, objects_by_group))]
-    return group_recs, {"tier": "terminal", "first": 1, "last": 2,
-                        "conditions": [{"id": "c1", "kind": "atom", "atom": c1}]}
-
-
-def test_goal_atoms_rule_by_hand():
-    from analysis.compiler.admission import replay
-    from analysis.compiler.tasks import goal_atoms
-    op = lambda add=(), dele=(): {"type": "x", "args": ["+" + "|".join(a) for a in add]
-                                  + ["-" + "|".join(a) for a in dele]}
-    init = frozenset({("agent-at", "counter"), ("hand-empty",), ("at", "cup", "shelf")})
-    ops = [
-        [op(add=[("cut", "lemon")])],                          # g0: before the task
-        [op(add=[("holding", "cup")], dele=[("at", "cup", "shelf"), ("hand-empty",)]),
-         op(add=[("at", "cup", "counter"), ("hand-empty",)], dele=[("holding", "cup")]),
-         op(add=[("open", "fridge")]),                         # skipped predicate
-         op(add=[("powered", "kettle")]),                      # kettle: not named
-         op(add=[("mixed", "bowl")]),                          # transient: undone below
-         op(dele=[("mixed", "bowl")])],
-        [op(add=[("in", "water", "cup"), ("filled", "cup")]),  # filled: skipped
-         op(add=[("in", "juice", "cup")]),                     # c1 itself
-         op(add=[("cut", "orange")]),
-         op(add=[("at", "spoon", "counter")])],
+    def op(t, typ, args, provs, p=None):
+        return Op(t, {"type": typ, "args": args}, {"source": "observed" if all(
+            x["source"] == "observed" for x in provs) else "curated", "refs": {"args": provs}}, planned=p)
+    nav = lambda t, x, y: op(t, "navigate", [x, y], [c, c])
+    G = [
+        # g0 (activity row, run 1): the cup put on the table (observed), the spoon too (curated)
+        (track(1.0), [op(1, "pick_up", ["cup", "counter"], [o("t"), o("t")]), nav(1, "counter", "table"),
+                      op(2, "put_on", ["cup", "table"], [o("t"), o("vqa")]), nav(2, "table", "counter"),
+                      op(3, "pick_up", ["spoon", "counter"], [o("t"), o("t")]), nav(3, "counter", "table"),
+                      op(4, "put_on", ["spoon", "table"], [o("t"), c])]),
+        # g1 (S02): pour, then the bottle set down (observed): a terminal unit of 2 conditions
+        (step("S02", 10.0, 20.0), [nav(11, "table", "counter"),
+                                   op(11, "pick_up", ["bottle", "counter"], [o("t"), o("t")]),
+                                   nav(12, "counter", "table"),
+                                   op(13, "pour", ["juice", "bottle", "cup", "table"], [o("a"), o("t"), o("t"), c],
+                                      planned("add")),
+                                   op(14, "put_on", ["bottle", "table"], [o("t"), o("vqa")])]),
+        # g2 (S01 first segment): a stir, an event unit
+        (step("S01", 30.0, 40.0), [op(31, "pick_up", ["spoon", "table"], [o("t"), o("t")]),
+                                   op(33, "stir", ["spoon", "cup", "table"], [o("t"), o("t"), c],
+                                      planned("step"))]),
+        # g3 (S01 second segment): the same stir again: same condition set, rejected
+        (step("S01", 50.0, 60.0), [op(51, "stir", ["spoon", "cup", "table"], [o("t"), o("t"), c],
+                                      planned("step"))]),
+        # g4 (activity row, run 2, after the steps): the spoon put on the counter (observed)
+        (track(70.0), [nav(71, "table", "counter"), op(71, "put_on", ["spoon", "counter"], [o("t"), o("vqa")])]),
+        # g5 (after the row): no unit, no task
+        (track(150.0), [nav(151, "counter", "table"), op(151, "pick_up", ["cup", "table"], [o("t"), o("t")])]),
     ]
-    objs = [["lemon"], ["cup", "bowl"], ["juice", "orange", "spoon"]]
-    grecs, task = _stub_task(ops, objs, ["in", "juice", "cup"])
-    sim = _StubSim()
-    states, _, _ = replay(sim, {}, init, grecs)
-    # in first, then at in establishment order, then attributes; capped at 3 extras;
-    # cut(lemon) predates the task, open/filled/agent facts skipped, mixed(bowl) undone
-    assert goal_atoms(task, sim, {}, states, grecs) == [
-        ("in", "water", "cup"), ("at", "cup", "counter"), ("at", "spoon", "counter")]
+    groups = [{"seg": seg, "ops": ops} for seg, ops in G]
+    ops = [x for _, xs in G for x in xs]
+    op_group = [i for i, (_, xs) in enumerate(G) for _ in xs]
+    grecs = [{"group_id": f"e/g{i:04d}", "operations": [{"type": x.action["type"], "args": x.action["args"],
+                                                          "provenance": x.provenance} for x in xs]}
+             for i, (_, xs) in enumerate(G)]
+    acts = [Activity("v", ("P01_R01",), "Make juice", 0.0, 100.0, False, "P01_recipe_timestamps.csv:2")]
+    init = frozenset({("agent-at", "counter"), ("hand-empty",), ("at", "cup", "counter"),
+                      ("at", "bottle", "counter"), ("at", "spoon", "counter"), ("in", "juice", "bottle")})
+    world = NS(fixture_ids=frozenset({"counter", "table", "cupboard"}), offsets={"v": 0.0})
+    return world, groups, grecs, NS(out=NS(ops=ops)), op_group, acts, objects, init
 
 
-def test_key_events_skip_movement_handling_and_duplicates():
-    from analysis.compiler.tasks import key_events
-    ev = lambda t, *a: {"type": t, "args": list(a)}
-    events = {0: [ev("stir", "spoon", "pot", "hob")],
-              1: [ev("navigate", "a", "b"), ev("pick_up", "spoon", "b"),
-                  ev("stir", "spoon", "pot", "hob"), ev("pour", "oil", "bottle", "pot", "hob"),
-                  ev("pour", "oil", "bottle", "pot", "hob"), ev("turn_on", "hob")],
-              2: [ev("put_on", "spoon", "b"), ev("chop", "onion", "knife", "b"),
-                  ev("cover", "pot", "hob")]}
-    task = {"first": 1, "last": 2, "conditions": [
-        {"id": "c1", "kind": "event", "event": ev("stir", "spoon", "pot", "hob")}]}
-    assert key_events(task, events) == [ev("pour", "oil", "bottle", "pot", "hob"),
-                                        ev("turn_on", "hob"), ev("chop", "onion", "knife", "b")]
+def test_unit_tasks_one_task_per_source_unit_with_every_observed_end_state():
+    from analysis.compiler.admission import replay
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.tasks import unit_tasks
+    from analysis.compiler.vocabulary import Vocabulary
+    world, groups, grecs, builder, op_group, acts, objects, init = _unit_fixture()
+    sim = Sim(Vocabulary.load())
+    states, _, bad = replay(sim, objects, init, grecs)
+    assert bad == []
+    tasks, rejected = unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects, states)
+    got = [(t["tier"], t["group_ids"], [c.get("atom") or c["event"] for c in t["conditions"]]) for t in tasks]
+    assert got == [
+        # the activity row's first run: the observed placement only (the spoon's is curated)
+        ("terminal", ["e/g0000"], [["at", "cup", "table"]]),
+        # the add's step: in() first, then the bottle's observed placement
+        ("terminal", ["e/g0001"], [["in", "juice", "cup"], ["at", "bottle", "table"]]),
+        # the stir: an event (the unobserved fixture a wildcard)
+        ("event", ["e/g0002"], [{"type": "stir", "args": ["spoon", "cup", None]}]),
+        # the row's second run (split by the steps): the spoon, observed this time
+        ("terminal", ["e/g0004"], [["at", "spoon", "counter"]]),
+    ]
+    assert [t["provenance"]["refs"]["unit"] for t in tasks] == [
+        "activity row", "recipe step with its prep segments", "recipe step with its prep segments",
+        "activity row"]
+    assert [r["reason"] for r in rejected] == ["duplicate_condition_set"]
+    # every condition carries the provenance of the arguments it keeps
+    prov = tasks[1]["provenance"]["conditions"]
+    assert [a["refs"]["file"] for a in prov["c1"]["refs"]["args"]] == ["a", "t", "t"]   # with the source
+    assert [a["refs"]["file"] for a in prov["c2"]["refs"]["args"]] == ["t", "vqa"]
+
+
+def test_atom_needs_every_argument_observed():
+    from types import SimpleNamespace as NS
+    from analysis.compiler.tasks import _atom_keep
+    op = NS(action={"type": "put_on", "args": ["cup", "table"]},
+            provenance={"refs": {"args": [{"source": "observed"}, {"source": "curated"}]}})
+    assert _atom_keep(op, ("at", "cup", "table")) is None
+    op.provenance["refs"]["args"][1]["source"] = "observed"
+    assert _atom_keep(op, ("at", "cup", "table")) == [0, 1]
 
 
 def test_negative_suite_one_record_per_condition():
@@ -162,3 +202,49 @@ def test_negative_suite_one_record_per_condition():
     assert [(r["task_id"], r["condition_id"]) for r in recs] == [("e/t000", "c1"), ("e/t000", "c2")]
     assert [r["detail"].split(":")[0] for r in recs] == ["c1 in(juice, cup)", "c2 at(cup, counter)"]
     assert all(r["passed"] for r in recs)
+
+
+# ------------------------------------------------------------ unique binding, itinerary chains
+def _assocs():
+    from analysis.compiler.readers import Association, Track
+    mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0), Track("t2", 30.0, 31.0)))
+    pan = Association("v", "a2", "pan", "pan", (Track("t3", 10.0, 15.0),))
+    spoon = Association("v", "a3", "spoon", "spoon", (Track("t4", 50.0, 52.0),))
+    return [mug, pan, spoon]
+
+
+def test_time_keyed_answers_bind_only_one_matching_track():
+    from analysis.compiler.readers import LocationAnswer
+    from analysis.compiler.worlds import _link_answers
+    fx = frozenset({"hob", "sink", "counter_right_of_hob"})
+    answers = [LocationAnswer("q1", "v", "put", 10.0, "hob"),      # mug t1 and pan t3 start at 10.0
+               LocationAnswer("q2", "v", "put", 50.0, "sink")]     # only the spoon
+    per_track, _, dropped, conflicts = _link_answers("v", _assocs(), answers, [], fx)
+    assert per_track == {("a3", "t4"): {"dst": ("sink", ("3d_perception_object_location.json", "q2",
+                                                          "VQA: where the object was put",
+                                                          {"answer": "sink", "question": "", "video": "v"}))}}
+    # a second track 0.04 s away (more than a frame, within the ambiguity window) is enough
+    from analysis.compiler.readers import Association, Track
+    near = _assocs() + [Association("v", "a4", "fork", "fork", (Track("t5", 50.04, 53.0),))]
+    per_track, _, dropped2, _ = _link_answers("v", near, answers[1:], [], fx)
+    assert per_track == {} and "2 tracks start/end within 0.05 s" in dropped2[0]["reason"]
+    assert len(dropped) == 1 and "2 tracks start/end within" in dropped[0]["reason"] and "q1" in dropped[0]["what"]
+    assert conflicts == []
+
+
+def test_itinerary_chain_gives_every_track_its_source_and_destination():
+    from analysis.compiler.readers import Itinerary, LocationAnswer
+    from analysis.compiler.worlds import _link_answers
+    fx = frozenset({"hob", "sink", "counter_right_of_hob"})
+    it = Itinerary("i1", "v", 30.0, (("hob", "sink"), ("sink", "counter right of hob")))
+    per_track, initial, dropped, conflicts = _link_answers("v", _assocs(), [], [it], fx)
+    assert initial == {"a1": ("hob", "i1")}
+    assert {k: (v["src"][0], v["dst"][0]) for k, v in per_track.items()} == {
+        ("a1", "t1"): ("hob", "sink"), ("a1", "t2"): ("sink", "counter_right_of_hob")}
+    assert dropped == [] and conflicts == []
+    # a VQA answer that disagrees with the itinerary on the same track: neither is used
+    put = LocationAnswer("q9", "v", "put", 30.0, "hob")
+    per_track, _, _, conflicts = _link_answers("v", _assocs(), [put], [it], fx)
+    assert "dst" not in per_track[("a1", "t2")] and per_track[("a1", "t2")]["src"][0] == "sink"
+    assert [(c["track"], c["side"], sorted(a["id"] for a in c["answers"])) for c in conflicts] == [
+        ("t2", "dst", ["i1", "q9"])]

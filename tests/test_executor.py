@@ -173,3 +173,48 @@ def test_docs_table_is_generated_from_the_rules():
     from pathlib import Path
     doc = (Path(__file__).resolve().parents[1] / "docs" / "executor.md").read_text()
     assert RULES.markdown_table() in doc
+
+
+# ------------------------------------------------------------ reachable work places
+# Negative suites for the rule that work needs a reachable fixture (issue 18): each
+# action is accepted on the counter and rejected, naming exactly `fixture_reachable`, in
+# the same world with the vessel (or food) standing in an enclosing fixture instead.
+_REACH = [
+    ("stir", ["spoon", "pot", "F"], [("holding", "spoon"), ("at", "pot", "F")]),
+    ("whisk", ["whisk", "pot", "F"], [("holding", "whisk"), ("at", "pot", "F")]),
+    ("pour", ["milk", "jug", "pot", "F"], [("holding", "jug"), ("in", "milk", "jug"), ("at", "pot", "F")]),
+    ("add_ingredient", ["onion", "pot", "F"], [("holding", "onion"), ("at", "pot", "F")]),
+    ("empty_into", ["onion", "jug", "pot", "F"], [("holding", "jug"), ("in", "onion", "jug"),
+                                                  ("at", "pot", "F")]),
+    ("chop", ["onion", "knife", "F"], [("holding", "knife"), ("at", "onion", "F")]),
+    ("chop_in_container", ["onion", "knife", "pot", "F"], [("holding", "knife"), ("at", "pot", "F"),
+                                                           ("in", "onion", "pot")]),
+    ("knead", ["onion", "F"], [("hand-empty",), ("at", "onion", "F")]),
+]
+_REACH_OBJECTS = {"counter": "counter", "cupboard": "cupboard", "fridge": "fridge", "oven": "oven",
+                  "spoon": "spoon", "whisk": "whisk_tool", "pot": "pot", "jug": "jug", "milk": "milk",
+                  "onion": "other_food", "knife": "knife"}
+
+
+@pytest.mark.parametrize("typ,args,facts", _REACH, ids=[r[0] for r in _REACH])
+@pytest.mark.parametrize("place", ["cupboard", "fridge", "oven"])
+def test_work_inside_enclosing_storage_is_rejected(typ, args, facts, place):
+    def world(f):
+        sub = lambda xs: [f if x == "F" else x for x in xs]
+        fs = [("agent-at", f)] + [tuple(sub(a)) for a in facts]
+        fs += [("enclosing", x) for x in ("cupboard", "fridge", "oven")] + [("open", place)]
+        return World(_REACH_OBJECTS, fs), {"type": typ, "args": sub(args)}
+    w, a = world("counter")
+    assert EX.apply(w, a).accepted
+    w, a = world(place)
+    out = EX.apply(w, a)
+    assert not out.accepted and out.failed_checks == ["fixture_reachable"]
+
+
+def test_reachability_guards_every_work_action():
+    # the actions that work on something at a fixture (families merge/split/manipulate...)
+    guarded = {n for n, a in RULES.actions.items() if "fixture_reachable" in {c.name for c in a.pre}}
+    assert {"stir", "whisk", "pour", "add_ingredient", "empty_into", "chop", "chop_in_container",
+            "peel", "grate", "break_into", "knead", "sprinkle", "squeeze"} <= guarded
+    # retrieving and putting away stay possible in storage
+    assert not guarded & {"take_from_storage", "put_in_storage", "pick_up", "put_on"}

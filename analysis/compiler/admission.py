@@ -6,7 +6,7 @@ A contract fails a state when not all of its conditions are TRUE there. Admissio
 stricter for the primary condition ``c1`` (the task's goal fact): it must be FALSE both in
 the episode's initial world and, for terminal tasks, at the task's start, so a contract
 never rests on a goal that already held. The further conditions are FALSE at the task's
-start by construction (``tasks.add_goal_conditions``)."""
+start by construction (``tasks.unit_tasks``: end states of the unit)."""
 from __future__ import annotations
 
 from types import MappingProxyType

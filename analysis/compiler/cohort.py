@@ -22,7 +22,7 @@ from .episodes import capture_groups, episode_videos, offsets_of, shift_activiti
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, group_records
 from .sim import Sim
-from .tasks import add_goal_conditions, candidate_tasks
+from .tasks import unit_tasks
 from .vocabulary import Vocabulary
 from .worlds import build_world
 
@@ -161,6 +161,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     op_counts = Counter()
     per_ep = {}
     dropped_of: dict[str, list[dict]] = {}
+    conflicts_all: list[dict] = []
     checks_of: dict[str, list[dict]] = {}
     for n, eid in enumerate(episode_ids, 1):
         progress(f"episode {n}/{len(episode_ids)} {eid}")
@@ -170,13 +171,19 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         ep_recipes = shift_recipes(recipes, offsets)
         world = build_world(eid, s, vids, fixtures_of[s], counter_of[s], assocs, answers, itins,
                             ep_recipes, nouns, vocab, offsets)
-        groups, builder, grounding, op_group = build_groups(world, ep_recipes,
-                                                            shift_activities(activities, offsets), sim)
+        ep_acts = shift_activities(activities, offsets)
+        groups, builder, grounding, op_group = build_groups(world, ep_recipes, ep_acts, sim)
         grecs = group_records(world, groups)
-        dropped_of[eid] = sorted(grounding.dropped + builder.out.dropped,
+        dropped_of[eid] = sorted(grounding.dropped + builder.out.dropped + world.dropped,
                                  key=lambda d: (d["time"] if d["time"] is not None else -1.0,
                                                 d["kind"], d["what"], d["reason"]))
-        checks_of[eid] = grounding.checks
+        checks_of[eid] = grounding.checks + [
+            {"check": "observed_conflict", "what": f"{c['video']}/{c['association']}/{c['track']} ({c['side']})",
+             "reason": "observed sources disagree, neither compiled: " + "; ".join(
+                 f"{x['file']} {x['id']}: {x['fixture']}" for x in c["answers"]),
+             "time": None, "refs": {"video": c["video"], "association": c["association"], "track": c["track"],
+                                    "answers": c["answers"]}} for c in world.conflicts]
+        conflicts_all.extend(world.conflicts)
         facts = sorted(world.facts)
         objects = world.objects
         init = frozenset(world.facts)
@@ -196,11 +203,11 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
             "anchors": {k: sorted(v) for k, v in sorted(anchors.items())},
             "groups": grecs,
         })
-        cands = candidate_tasks(eid, world, groups, grecs, builder, grounding, op_group, ep_recipes)
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
-        add_goal_conditions(cands, sim, objects, states, events, grecs)
+        cands, dup = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim, objects, states)
+        rejected += dup
         admitted = []
         for c in cands:
             ok, reason, detail = admit(c, states, events, objects)
@@ -255,6 +262,10 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         if mine:
             audit += audit_episode(sim, objects, init, grecs, mine, stress_ids)
     audit += executor_crosscheck(episodes)
+    audit.append({"check": "observed_conflicts", "task_id": None, "condition_id": None, "passed": True,
+                  "detail": f"{len(conflicts_all)} tracks whose observed sources (VQA answers, itineraries) "
+                            "disagree; neither source compiled (listed in dropped.jsonl as source check "
+                            "observed_conflict)"})
     audit.sort(key=lambda a: (a["task_id"] or "", a["check"], a["condition_id"] or "", a["detail"]))
 
     used_eps = sorted({c["episode_id"] for c in all_tasks.values()})

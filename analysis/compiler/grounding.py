@@ -70,6 +70,7 @@ class StepWindow:
     end: float
     win_start: float        # with the step's prep segments
     index: int              # occurrence of this step in the episode (0 = first)
+    spans: tuple = ()       # the step segment and its own prep segments ((start, end), ...)
 
 
 @dataclass
@@ -118,14 +119,24 @@ def step_windows(world, recipes) -> list[StepWindow]:
                 ws = min([s.span.start] + [p.start for p in preps])
                 k = (rid, s.step_id)
                 out.append(StepWindow(rid, s.step_id, r.steps.get(s.step_id, ""), s.span.video,
-                                      s.span.start, s.span.end, ws, seen.get(k, 0)))
+                                      s.span.start, s.span.end, ws, seen.get(k, 0),
+                                      tuple([(s.span.start, s.span.end)] + [(p.start, p.end) for p in preps])))
                 seen[k] = seen.get(k, 0) + 1
     out.sort(key=lambda w: (w.video, w.start, w.end, w.step))
     return out
 
 
-def title_of(text: str) -> str:
-    return re.split(r"\s+-\s+|-\s", text, maxsplit=1)[0].strip()[:60] or text[:60]
+def title_of(text: str, limit: int = 70) -> str:
+    """The annotation's own words, cut at a word boundary (never mid-word).
+
+    >>> title_of("Pour the soy sauce and the sesame oil in a small bowl and mix them well together", 40)
+    'Pour the soy sauce and the sesame oil...'
+    """
+    head = re.split(r"\s+-\s+|-\s", text, maxsplit=1)[0].strip() or text.strip()
+    if len(head) <= limit:
+        return head
+    cut = head[:limit + 1].rsplit(" ", 1)[0].rstrip(" ,;:.")
+    return cut + "..."
 
 
 # ------------------------------------------------------------------ the text's own words
@@ -165,24 +176,50 @@ def _verb_text(text: str) -> str:
     return " " + re.sub(r"[^a-z ]+", " ", re.sub(r"([a-z])-([a-z])", r"\1\2", text.lower())) + " "
 
 
+_NEGATION = {"not", "never", "without", "don", "dont", "no", "nor", "avoid"}
+
+
+def _asked(low: str, m) -> bool:
+    """A verb the step asks for: not negated ("don't stir", "without stirring") and not
+    the aspectual "start to" ("until they start to brown" switches nothing on)."""
+    before = low[:m.start()].split()[-3:]
+    if set(before) & _NEGATION:
+        return False
+    if m.group(0).strip().endswith("ed"):
+        return False    # a participle describes a prior state: "the chopped onion", "melted butter"
+    return not (m.group(0).strip().startswith("start") and low[m.end():].startswith("to "))
+
+
+def _verb_hits(low: str, f: str):
+    return [m for m in re.finditer(rf" {_forms(f)} ", low) if _asked(low, m)]
+
+
 def key_verb(text: str) -> str | None:
+    """The first verb the step text asks for.
+
+    >>> key_verb("Turn the heat to medium-high, so that the potatoes sizzle, but don't stir until they start to brown")
+    >>> key_verb("Stir in the lentils")
+    'stir'
+    >>> key_verb("Sweat one chopped onion in a pot, stirring")
+    'stir'
+    """
     low = _verb_text(text)
     best = None
     for forms, key in _VERBS:
         for f in forms:
-            m = re.search(rf" {_forms(f)} ", low)
-            if m and (best is None or m.start() < best[0]):
-                best = (m.start(), key)
+            hits = _verb_hits(low, f)
+            if hits and (best is None or hits[0].start() < best[0]):
+                best = (hits[0].start(), key)
     return best[1] if best else None
 
 
 def all_verbs(text: str) -> list[str]:
-    """Every verb key of the step text, in the order the text names them."""
+    """Every verb key the step text asks for, in the order the text names them."""
     low = _verb_text(text)
     found = {}
     for forms, key in _VERBS:
         for f in forms:
-            for m in re.finditer(rf" {_forms(f)} ", low):
+            for m in _verb_hits(low, f):
                 found[key] = min(found.get(key, m.start()), m.start())
     return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
 
@@ -261,6 +298,19 @@ class Grounder:
             return False
         return bool(self.heads.get(ent, set()) & self.vessel_heads)
 
+    @staticmethod
+    def nearest(trs, t0, t1):
+        """The track of an instance that witnesses an event at ``[t0, t1]``: one that
+        overlaps it, else the last one before it, else the first after it (a card then
+        cites the track the event used, not an earlier handling)."""
+        over = [tr for tr in trs if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+        if over:
+            return min(over, key=lambda x: (x.start, x.track_id))
+        before = [tr for tr in trs if tr.end <= t0]
+        if before:
+            return max(before, key=lambda x: (x.end, x.track_id))
+        return min(trs, key=lambda x: (x.start, x.track_id))
+
     def overlapping(self, t0, t1, margin=MARGIN):
         return [tr for tr in self.w.tracks if overlaps(tr.start, tr.end, t0, t1, margin)]
 
@@ -281,8 +331,9 @@ class Grounder:
         return sorted(e for e, toks in self.tokens.items() if head in toks and e in self.tracks_of)
 
     def bind_target(self, text: str, t0: float, t1: float, win: StepWindow | None,
-                    exclude: set) -> tuple[str | None, dict | None, str]:
-        """The vessel the step text names (or the only vessel handled in the window)."""
+                    exclude: set, fallback: bool = True) -> tuple[str | None, dict | None, str]:
+        """The vessel the step text names (or, with ``fallback``, the only vessel handled
+        during the event)."""
         ws, we = (win.win_start, win.end) if win else (t0, t1)
         ws, we = min(ws, t0), max(we, t1)
         for group in target_groups(text, self.vessel_heads):
@@ -303,9 +354,15 @@ class Grounder:
             cands = sorted(set(cands))
             if not cands:
                 return None, None, f"step text names '{named}', and no tracked vessel carries that name"
-            near = sorted({tr.entity for tr in self.overlapping(ws, we) if tr.entity in cands})
+            # handled in the step's own segment or prep segments (or the event itself),
+            # not merely inside the window's hull, which can hold another step's segment
+            own = list(win.spans) if win and win.spans else [(ws, we)]
+            own.append((t0, t1))
+            in_own = [tr for tr in self.w.tracks if tr.entity in cands
+                      and any(overlaps(tr.start, tr.end, a, b) for a, b in own)]
+            near = sorted({tr.entity for tr in in_own})
             if len(near) == 1:
-                tr = next(tr for tr in self.overlapping(ws, we) if tr.entity == near[0])
+                tr = self.nearest([tr for tr in in_own if tr.entity == near[0]], t0, t1)
                 return near[0], {"how": f"step text names '{named}'; the only such track in the step window",
                                  **self.track_ref(tr)}, ""
             if len(near) > 1:
@@ -317,12 +374,15 @@ class Grounder:
             mine_v = [e for e in cands if any(tr.assoc.video == video for tr in self.tracks_of[e])] \
                 if video else cands
             if len(cands) == 1 and len(mine_v) == 1:
-                tr = next(tr for tr in self.tracks_of[cands[0]] if video is None or tr.assoc.video == video)
+                tr = self.nearest([tr for tr in self.tracks_of[cands[0]] if video is None or tr.assoc.video == video],
+                                  t0, t1)
                 return cands[0], {"how": f"step text names '{named}'; the only tracked such vessel of the episode",
                                   **self.track_ref(tr)}, ""
             if len(cands) == 1:
                 return None, None, f"step text names '{named}'; the only such vessel is tracked in another video"
             return None, None, f"step text '{named}' matches {len(cands)} instances, none tracked in the window"
+        if not fallback:
+            return None, None, "no vessel named in the step text (a vessel held while a food is added may be its source)"
         # The text names no vessel: only a vessel handled *during the event itself* (the
         # add, or the step segment) decides it. A vessel last handled earlier in the
         # step's prep window is not evidence: the ingredient usually goes into an
@@ -330,7 +390,7 @@ class Grounder:
         near = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0)
                        if tr.entity not in exclude and self.target_ok(tr.entity)})
         if len(near) == 1:
-            tr = next(tr for tr in self.overlapping(t0, t1, 0.0) if tr.entity == near[0])
+            tr = self.nearest([tr for tr in self.overlapping(t0, t1, 0.0) if tr.entity == near[0]], t0, t1)
             return near[0], {"how": "the only vessel handled during the event", **self.track_ref(tr)}, ""
         return None, None, (f"{len(near)} vessels handled during the event {near}" if near
                             else "no vessel named in the step text or handled during the event")
@@ -823,7 +883,9 @@ class Grounder:
         if fx is not None:
             action, target, tev = "insert", fx, {"how": "step text names the appliance", **refs}
         else:
-            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ent})
+            # no "only vessel handled" fallback: a vessel held while a food is added is as
+            # likely the food's source (the bowl of sliced onion) as its target
+            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ent}, fallback=False)
             if target is None:
                 self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
                 return

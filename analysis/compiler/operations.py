@@ -76,34 +76,66 @@ class OpStream:
     dropped: list[dict] = field(default_factory=list)
 
 
-def select_tracks(tracks, needed: set) -> tuple[list, list[tuple], dict]:
-    """``(selected, [(track, blocking track), ...], pick_time)`` under the one-hand model.
+def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: set | None = None):
+    """``(selected, [(track, blocking track), ...], pick_time, juggled)`` under the
+    one-hand model of the rules, with the other hand modelled by setting down.
 
     Tracks a grounded event needs keep their whole interval. Every other track is held
     from the latest moment the hand is free inside its interval up to its own end, where
     its put-down is observed: its pick-up moves later within the track (``pick_time``),
-    never outside it. A track whose end falls while another selected track is held (it
-    is nested in that track, i.e. held in the other hand) is dropped."""
+    never outside it. A track held *inside* another one (picked up and put down while
+    the other is held: the person's other hand) is kept when the outer track's object
+    can be set down for it: nothing else is held then and no grounded event needs the
+    outer object during it, and when the inner track is needed by a grounded event or its
+    destination is observed (``placed``: nothing else would be gained from the curated
+    set-down steps). ``juggled[track_id]`` is then the outer track; the builder
+    sets the outer object down before the pick-up and picks it up again after the
+    put-down (curated steps). Any other track whose end falls while another is held is
+    dropped."""
+    busy_times = busy_times or {}
+    placed = set(tracks and [t.track_id for t in tracks]) if placed is None else placed
     busy = sorted(((t.start, t.end, t) for t in tracks if t.track_id in needed),
                   key=lambda x: (x[0], x[1], x[2].track_id))
-    chosen, blocked, pick = [], [], {}
+    chosen, blocked, pick, juggled = [], [], {}, {}
+
+    def inside(t, c):
+        """``t`` lies strictly inside ``c``'s held interval and ``c``'s object is free."""
+        return (pick[c.track_id] < t.start - OVERLAP_EPS and t.end < c.end - OVERLAP_EPS
+                and not any(t.start - OVERLAP_EPS <= x <= t.end + OVERLAP_EPS
+                            for x in busy_times.get(c.track_id, ()))
+                and not any(o is not c and o.track_id not in juggled and o.start < t.end and t.start < o.end
+                            for o in chosen)
+                and not any(j.start < t.end and t.start < j.end for j in chosen
+                            if j.track_id in juggled))
+
     for s0, e0, t in busy:
         clash = next((c for c in chosen if s0 < c.end - OVERLAP_EPS and c.start < e0 - OVERLAP_EPS), None)
         if clash is None:
             chosen.append(t)
             pick[t.track_id] = t.start
+        elif clash.track_id not in juggled and inside(t, clash):
+            chosen.append(t)
+            pick[t.track_id] = t.start
+            juggled[t.track_id] = clash
         else:
             blocked.append((t, clash))
-    held = [(pick[c.track_id], c.end, c) for c in chosen]
+    held = [(pick[c.track_id], c.end, c) for c in chosen if c.track_id not in juggled]
     for t in sorted((t for t in tracks if t.track_id not in needed),
                     key=lambda t: (t.start, t.end, t.entity, t.track_id)):
         cover = next((h for h in held if h[0] - OVERLAP_EPS < t.end <= h[1] + OVERLAP_EPS), None)
         if cover is not None:
-            blocked.append((t, cover[2]))
+            if t.track_id in placed and inside(t, cover[2]):
+                chosen.append(t)
+                pick[t.track_id] = t.start
+                juggled[t.track_id] = cover[2]
+            else:
+                blocked.append((t, cover[2]))
             continue
         # every selected interval overlapping this one ends before its end (no cover):
         # the hand is free after the last of them
         lasts = [h for h in held if h[0] < t.end and h[1] > t.start - OVERLAP_EPS]
+        lasts += [(pick[j.track_id], j.end, j) for j in chosen if j.track_id in juggled
+                  and j.start < t.end and j.end > t.start - OVERLAP_EPS]
         free = max([t.start] + [h[1] + 0.001 for h in lasts])
         if free >= t.end - OVERLAP_EPS:
             blocked.append((t, max(lasts, key=lambda h: (h[1], h[2].track_id))[2] if lasts else None))
@@ -112,7 +144,7 @@ def select_tracks(tracks, needed: set) -> tuple[list, list[tuple], dict]:
         pick[t.track_id] = round(free, 3)
         held.append((pick[t.track_id], t.end, t))
     chosen.sort(key=lambda t: (pick[t.track_id], t.end, t.entity, t.track_id))
-    return chosen, blocked, pick
+    return chosen, blocked, pick, juggled
 
 
 class OpBuilder:
@@ -129,6 +161,7 @@ class OpBuilder:
                 self.place[a[1]] = p
         self.now = 0.0
         self.event = -1
+        self.held_aside: dict[str, str] = {}    # outer object -> where it was set down
 
     # ----------------------------------------------------------------- helpers
     def _try(self, t: float, typ: str, args: list[str], argprov: list[dict], planned=None,
@@ -238,6 +271,7 @@ class OpBuilder:
             return False
         self.open_(tr.end, dst)
         own = track_prov(tr)
+        own["refs"]["start"] = own["refs"]["time"]       # the track's span, for the cards
         own["refs"]["time"] = own["refs"]["end"]
         ok = self._try(tr.end, typ, [ent, dst], [own, dprov])
         self.close_(tr.end, dst)
@@ -248,14 +282,18 @@ class OpBuilder:
     def put_down(self, tr, next_src: dict):
         if ("holding", tr.entity) not in self.facts:
             return          # consumed by the event it was held for (added, inserted, cracked)
+        nxt = next_src.get(tr.track_id)
         if tr.dst:
-            dst, prov = tr.dst, obs("3d_perception_object_location.json", tr.dst_ref,
-                                    round(tr.start - tr.offset, 5), track=tr.track_id,
-                                    how="VQA: where the object was put")
-        elif next_src.get(tr.track_id):
-            nsrc, ref, t = next_src[tr.track_id]
-            dst, prov = nsrc, obs("3d_perception_object_location.json", ref, round(t - tr.offset, 5),
-                                  how="VQA: where the object's next track took it from")
+            dst, prov = tr.dst, obs(tr.dst_file, tr.dst_ref,
+                                    round((tr.start if tr.dst_file.startswith("3d") else tr.end) - tr.offset, 5),
+                                    track=tr.track_id, how=tr.dst_how, **(tr.dst_extra or {}))
+        elif nxt:
+            nsrc, ref, t, file, how, extra, ntr = nxt
+            dst, prov = nsrc, obs(file, ref, round(t - tr.offset, 5),
+                                  how=(how or "") + " (the object's next track took it from here)",
+                                  next_track=f"{ntr.assoc.video}/{ntr.assoc.assoc_id}/{ntr.track_id}",
+                                  next_track_span=[round(ntr.start - ntr.offset, 5), round(ntr.end - ntr.offset, 5)],
+                                  **(extra or {}))
         else:
             dst, prov = self.w.work_counter, cur("unobserved_destination_work_counter")
         if not self.put(tr, dst, prov):
@@ -265,6 +303,24 @@ class OpBuilder:
                 self.drop("track", f"track {tr.track_id} ({tr.entity})", f"put-down at {dst} not executable",
                           tr.end, file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
                           video=tr.assoc.video)
+
+    def set_down(self, outer, t: float) -> bool:
+        """The other hand: put the held outer object down where the agent stands (a
+        surface), else on the work counter, so that the nested track can be picked up."""
+        here = self.agent()
+        spot = here if self.kind(here) == "surface" else self.w.work_counter
+        if not self.goto(t, spot):
+            return False
+        self.held_aside[outer.entity] = spot
+        return self._curated_op(t, "put_on", [outer.entity, spot], "set_down_for_the_other_hand")
+
+    def pick_again(self, outer, t: float) -> bool:
+        spot = self.held_aside.pop(outer.entity, None)
+        if spot is None or ("at", outer.entity, spot) not in self.facts or ("hand-empty",) not in self.facts:
+            return False
+        if not self.goto(t, spot):
+            return False
+        return self._curated_op(t, "pick_up", [outer.entity, spot], "picked_up_again_after_the_other_hand")
 
     # ----------------------------------------------------------------- planned
     def emit(self, p: Planned) -> str | None:
@@ -361,8 +417,41 @@ class OpBuilder:
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     needed = {p.hold_track for p in grounding.planned if p.hold_track}
-    chosen, blocked, pick_time = select_tracks(world.tracks, needed)
+    by_ent: dict[str, list] = {}
+    for tr in world.tracks:
+        by_ent.setdefault(tr.entity, []).append(tr)
+    next_src = {}
+    for ent, trs in by_ent.items():
+        for x, y in zip(trs, trs[1:]):
+            if y.src and y.assoc.video == x.assoc.video:
+                vqa = (y.src_how or "").startswith("VQA")
+                next_src[x.track_id] = (y.src, y.src_ref, y.end if vqa else y.start,
+                                        "3d_perception_object_location.json" if vqa else
+                                        "object_motion_object_movement_itinerary.json", y.src_how,
+                                        y.src_extra, y)
+    for tr in world.tracks:
+        nxt = next_src.get(tr.track_id)
+        if tr.dst and nxt and nxt[0] != tr.dst and not tr.conflict:
+            # the put answer (or itinerary) and the next track's source disagree: neither
+            world.conflicts.append({"video": tr.assoc.video, "association": tr.assoc.assoc_id,
+                                    "track": tr.track_id, "side": "dst", "answers": [
+                                        {"file": tr.dst_file, "id": tr.dst_ref, "fixture": tr.dst},
+                                        {"file": nxt[3], "id": nxt[1], "fixture": nxt[0]}]})
+            tr.conflict = f"{tr.dst_file} {tr.dst_ref}: {tr.dst}; {nxt[3]} {nxt[1]}: {nxt[0]}"
     b = OpBuilder(world, sim)
+    for tr in world.tracks:
+        if tr.conflict:
+            b.drop("track", f"track {tr.track_id} ({tr.entity})",
+                   f"observed sources disagree ({tr.conflict}): not compiled", tr.start,
+                   file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
+                   video=tr.assoc.video)
+    busy_times: dict[str, list] = {}
+    for p in grounding.planned:
+        if p.hold_track:
+            busy_times.setdefault(p.hold_track, []).append(p.time)
+    placed = {t.track_id for t in world.tracks if t.dst or t.track_id in next_src}
+    chosen, blocked, pick_time, juggled = select_tracks([t for t in world.tracks if not t.conflict],
+                                                        needed, busy_times, placed)
     for tr, other in blocked:
         if other is None:
             b.drop("track", f"track {tr.track_id} ({tr.entity})", "track shorter than 0.05 s", tr.start,
@@ -373,14 +462,6 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
                f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
                "is held (nested in it: the other hand; one-hand model)", tr.start, file="assoc_info.json",
                association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
-    by_ent: dict[str, list] = {}
-    for tr in world.tracks:
-        by_ent.setdefault(tr.entity, []).append(tr)
-    next_src = {}
-    for ent, trs in by_ent.items():
-        for x, y in zip(trs, trs[1:]):
-            if y.src:
-                next_src[x.track_id] = (y.src, y.src_ref, y.end)
     events = []
     for i, tr in enumerate(chosen):
         events.append((pick_time[tr.track_id], 1, i, "pick", tr))
@@ -392,6 +473,9 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
     for n, (t, _, _, kind, x) in enumerate(events):
         b.event = n
         if kind == "pick":
+            outer = juggled.get(x.track_id)
+            if outer is not None and ("holding", outer.entity) in b.facts:
+                b.set_down(outer, t)
             if b.pick(x, t):
                 picked.add(x.track_id)
             else:
@@ -401,6 +485,9 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
         elif kind == "put":
             if x.track_id in picked:
                 b.put_down(x, next_src)
+            outer = juggled.get(x.track_id)
+            if outer is not None and outer.entity in b.held_aside:
+                b.pick_again(outer, t)
         else:
             why = b.emit(x)
             if why:

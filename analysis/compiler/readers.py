@@ -377,6 +377,7 @@ class LocationAnswer:
     kind: str         # "take" (answer = location before the track) or "put" (after)
     time: float
     phrase: str
+    question: str = ""    # the question's own text (for the task cards)
 
 
 @dataclass(frozen=True)
@@ -385,6 +386,7 @@ class Itinerary:
     video: str
     time: float
     moves: tuple[tuple[str, str], ...]    # ((from, to), ...)
+    question: str = ""
 
 
 def _answer(q: dict, where: str) -> str:
@@ -405,6 +407,16 @@ def _video_of(q: dict, where: str, known) -> str:
     return vid
 
 
+def _plain(question: str) -> str:
+    """A question as a reviewer reads it: the bounding box dropped, times kept.
+
+    >>> _plain("Where did I put the object identified by <BBOX 1 2 3 4> at <TIME 00:04:47.9 video 1>?")
+    'Where did I put the object at 00:04:47.9?'
+    """
+    q = re.sub(r"\s*(?:identified by\s*)?<BBOX[^>]*>", "", question)
+    return re.sub(r"<TIME ([0-9:.]+)[^>]*>", r"\1", q).strip()
+
+
 def read_location_answers(root: Path, known=None) -> list[LocationAnswer]:
     path = Path(root) / VQA_LOCATION
     data = _load_json(root, VQA_LOCATION)
@@ -421,7 +433,7 @@ def read_location_answers(root: Path, known=None) -> list[LocationAnswer]:
         if not times:
             raise SourceError(f"{where}: field question has no <TIME>")
         out.append(LocationAnswer(qid, _video_of(q, where, known), kind,
-                                  parse_time(times[0][0], where), _answer(q, where)))
+                                  parse_time(times[0][0], where), _answer(q, where), _plain(text)))
     return out
 
 
@@ -442,7 +454,7 @@ def read_itineraries(root: Path, known=None) -> list[Itinerary]:
                 raise SourceError(f"{where}: answer part {part!r} is not 'from X to Y'")
             moves.append((m.group(1).strip(), m.group(2).strip()))
         out.append(Itinerary(qid, _video_of(q, where, known), parse_time(times[0][0], where),
-                             tuple(moves)))
+                             tuple(moves), _plain(str(q.get("question", "")))))
     return out
 
 

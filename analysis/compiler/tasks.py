@@ -1,224 +1,227 @@
-"""Goal-aligned tasks and their frozen contracts; every ``c1`` rests on observed evidence.
+"""Goal-aligned tasks: one task per source unit, its contract the conjunction of every
+observed end state the unit produced (issue 18).
 
-Terminal tier (a represented end state the evidence supports):
-* each grounded ingredient add (:mod:`analysis.compiler.grounding`) -> ``in(ingredient,
-  target)`` (e.g. ``in(squash, glass_2)``), admitted only when the ingredient, its source
-  and the target are observed bindings (the fixture where it happens may be curated);
-* each put-down whose destination a VQA answer observes -> ``at(object, fixture)``.
-Event tier: each grounded step key action (the verb the step text names, bound to the
-objects held or handled during the step) -> that event; an argument the evidence does not
-observe is a fixture and becomes a wildcard (``null``); any other unobserved argument
-means no task.
-A task spans the consecutive groups of its step (prep and step segments) up to the group
-holding its witnessing operation.
+A *unit* is what a person set out to do in one unit of the source, split where the source
+splits it: a recipe step with its prep segments (a run of consecutive groups of one
+recipe step), or, outside every step, an activity row of ``PXX_recipe_timestamps.csv``
+(a run of consecutive track groups inside that row). Groups outside every activity row
+belong to no unit and give no task.
 
-Multi-condition contracts (``add_goal_conditions``, run after the reference replay): the
-witnessing condition stays ``c1``, followed by up to ``MAX_CONDITIONS - 1`` more:
-* terminal: goal-relevant facts the task's *observed* operations establish, i.e. atoms TRUE
-  after the task's last group and FALSE before its first, whose last establishing
-  operation has every argument observed. Skipped: facts about the agent (``agent-at``,
-  ``holding``, ``hand-empty``), ``filled`` and ``open``. Relevant: the fact's first argument
-  is an object the task's groups name (or an argument of ``c1``); for ``in`` the container
-  may be. Order: ``in`` first, then ``at``, then attributes, each in establishment order.
-* event: the distinct accepted key events of the task's observed operations (types outside
-  navigation, access and plain pick/put handling), in replay order.
-Each condition's provenance (the witnessing operation, its time and the provenance of every
-argument it keeps) is exported in the task's ``provenance.conditions``.
+A unit's conditions, each resting on observed evidence only:
+
+* **end states** (atoms TRUE after the unit's last group and FALSE before its first): every
+  ``in`` an observed add or transfer established (``in(squash, glass_2)``), every ``at``
+  an observed put-down established (destination from a VQA answer or an itinerary), and
+  every appliance or container state (``powered``, ``open``, ``capped``, ``covered``,
+  ``running``) an observed operation established. An atom counts only when each of its
+  arguments is an observed argument of the operation that last established it.
+* **key events**: the step's grounded key actions (stir, chop, press_button, ...), an
+  unobserved fixture argument a wildcard (``null``).
+
+The paper's rule decides the tier: *terminal* when the unit's goal is an end state in a
+represented attribute (a grounded add or transfer, or, for an activity row, the observed
+placements), with every end state as a condition; *event* when the step's goal is an
+action whose result is not a represented end state (a stir, a chop, a button press): its
+key events first, then the unit's observed end states. ``c1`` is the first condition FALSE
+in the episode's initial world. Two units of an episode with the same condition set give
+one task (the first); the second is rejected (``duplicate_condition_set``).
+
+>>> sorted(END_PREDICATES)
+['at', 'capped', 'covered', 'in', 'open', 'powered', 'running']
 """
 from __future__ import annotations
 
+from .grounding import title_of
+
+END_PREDICATES = {"in", "at", "open", "powered", "running", "capped", "covered"}
+GOAL_ATOM_PREDICATES = {"in", "powered"}     # what an add, a transfer or a switch-on is for
 MOVE_TYPES = {"navigate", "open_storage", "close_storage", "open_appliance", "close_appliance"}
-# Retrieving and setting down items: logistics any plan needs, not what a step asks for
-# (most are curated ``take_tool_for_step`` / ``put_down_after_use`` operations).
+# Retrieving and setting down items: logistics any plan needs, not what a step asks for.
 HANDLING_TYPES = {"pick_up", "pick_up_from_appliance", "take_from_storage", "take_from_sink",
                   "take_from_appliance", "take_out_of_container", "put_on", "put_in_storage",
-                  "put_in_sink", "place_on_appliance", "put_in_appliance"}
-MAX_CONDITIONS = 4                      # c1 plus up to 3 more
-AGENT_PREDICATES = {"agent-at", "holding", "hand-empty"}
-SKIPPED_PREDICATES = AGENT_PREDICATES | {"filled", "open"}
-PREDICATE_RANK = {"in": 0, "at": 1}     # every attribute predicate ranks 2
-
-
-def _span_start(groups, gi: int) -> int:
-    """First group of the run of groups of group ``gi``'s step (its prep and step
-    segments), going back over groups of the same step id only."""
-    key = groups[gi]["seg"].steps, groups[gi]["seg"].recipe
-    j = gi
-    while j > 0 and key[0] and (groups[j - 1]["seg"].steps, groups[j - 1]["seg"].recipe) == key:
-        j -= 1
-    return j
-
-
-def _observed(op) -> bool:
-    return op.provenance["source"] == "observed"
+                  "put_in_sink", "place_on_appliance", "put_in_appliance", "throw_away"}
+PREDICATE_RANK = {"in": 0, "at": 1}     # every state predicate ranks 2
 
 
 def _arg_refs(op) -> list[dict]:
     return op.provenance["refs"].get("args", [])
 
 
-def _cond_prov(op, nulls=()) -> dict:
+def _cond_prov(op, keep) -> dict:
     """A condition's provenance: the witnessing operation's time and the provenance of
-    every argument it keeps (wildcard arguments are left out)."""
-    args = [a for k, a in enumerate(_arg_refs(op)) if k not in nulls]
+    every argument it keeps (``keep``: argument indices)."""
+    args = [a for k, a in enumerate(_arg_refs(op)) if k in keep]
     src = "observed" if args and all(a["source"] == "observed" for a in args) else "curated"
     return {"source": src, "refs": {"operation": op.action["type"], "time": op.time, "args": args}}
 
 
-def candidate_tasks(episode_id: str, world, groups, group_recs, builder, grounding, op_group,
-                    recipes) -> list[dict]:
-    """Candidate tasks of one episode (see the module docstring); every ``c1`` rests on an
-    observed operation."""
-    out = []
-    gid = lambda i: group_recs[i]["group_id"]
+def _atom_keep(op, atom) -> list[int] | None:
+    """Argument indices of ``op`` that observe each argument of ``atom``, or ``None``
+    when some argument of the atom is not an observed argument of the operation. A
+    transfer's ``in`` keeps its source too (the container the binding rests on)."""
+    args, refs = op.action["args"], _arg_refs(op)
+    keep = [1] if atom[0] == "in" and op.action["type"] in ("pour", "empty_into") \
+        and refs[1]["source"] == "observed" else []
+    for x in atom[1:]:
+        ks = [k for k, a in enumerate(args) if a == x and refs[k]["source"] == "observed"]
+        if not ks:
+            return None
+        keep.append(ks[0])
+    return sorted(set(keep))
+
+
+def unit_of(seg, activities) -> tuple | None:
+    """The source unit of a group's segment: ``("step", recipe, steps, video)`` for step
+    and prep segments (:func:`unit_tasks` adds the step segment's start), ``("activity",
+    row, ...)`` for a track segment inside an activity row, ``None`` outside every row."""
+    if seg.kind in ("step", "prep"):
+        return ("step", seg.recipe, tuple(seg.steps), seg.video)
+    hits = [a for a in activities if a.video == seg.video and a.start - 1e-9 <= seg.start
+            and seg.end <= a.end + 1e-9]
+    if not hits:
+        return None
+    a = sorted(hits, key=lambda a: (-a.start, a.label))[0]
+    return ("activity", a.source_row, a.label, a.video, a.start, a.end)
+
+
+def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, activities,
+               sim, objects, states) -> tuple[list[dict], list[dict]]:
+    """``(candidates, rejected)`` of one episode (see the module docstring)."""
     ops = builder.out.ops
-    for op_i, op in enumerate(ops):
-        p = op.planned
-        typ, args = op.action["type"], op.action["args"]
-        gi = op_group[op_i]
-        if p is not None and p.kind == "add":
-            ing, target = (args[0], args[2]) if typ in ("pour", "empty_into") else (args[0], args[1])
-            keep = [k for k, a in enumerate(args) if a in (ing, target) or (typ in ("pour", "empty_into") and k == 1)]
-            if any(_arg_refs(op)[k]["source"] != "observed" for k in keep):
+    ops_of: dict[int, list] = {}
+    for k, op in enumerate(ops):
+        ops_of.setdefault(op_group[k], []).append(op)
+    members: dict[tuple, list[int]] = {}
+    pending: dict[tuple, list[int]] = {}     # prep groups waiting for their step segment
+    last_run: dict[tuple, tuple] = {}        # activity row -> (its current run, last group)
+    for i, g in enumerate(groups):
+        seg = g["seg"]
+        u = unit_of(seg, activities)
+        if u is None:
+            continue
+        if seg.kind == "prep":
+            pending.setdefault(u, []).append(i)
+            continue
+        if seg.kind == "step":
+            u = u + (seg.start,)          # one step segment (with its prep segments)
+            members.setdefault(u, []).extend(pending.pop(u[:-1], []))
+        else:
+            # an activity row is split where the source splits it: at its recipe steps
+            run = last_run.get(u)
+            if run is None or run[1] != i - 1:
+                run = (u + (i,), i)
+            last_run[u] = (run[0], i)
+            u = run[0]
+        members.setdefault(u, []).append(i)
+    for u, gs in pending.items():
+        members[u + (groups[gs[0]]["seg"].start,)] = gs
+    members = {u: sorted(gs) for u, gs in members.items()}
+    units = sorted(((u, gs[0], gs[-1], set(gs)) for u, gs in members.items()), key=lambda x: (x[1], x[2]))
+    out, rejected, seen = [], [], {}
+    init = states[-1]
+    for u, first, last, mine in units:
+        start, end = states[first - 1], states[last]
+        f = start
+        by: dict[tuple, object] = {}
+        goal_ops, key_ops = [], []
+        for i in range(first, last + 1):
+            for op in ops_of.get(i, []):
+                ok, _, nf = sim.apply(objects, f, op.action)
+                if not ok:
+                    continue
+                added = nf - f
+                for atom in added:
+                    by[atom] = op if i in mine else None   # produced by another unit's group
+                f = nf
+                p = op.planned
+                if p is not None and i in mine:
+                    goal = p.kind == "add" or any(a[0] in GOAL_ATOM_PREDICATES for a in added)
+                    (goal_ops if goal else key_ops).append(op)
+        atoms = []
+        for atom in sorted(end - start):
+            if atom[0] not in END_PREDICATES or by.get(atom) is None:
                 continue
-            out.append({
-                "key": ("add", op_i), "tier": "terminal", "first": _span_start(groups, gi), "last": gi,
-                "title": p.title,
-                "conditions": [{"id": "c1", "kind": "atom", "atom": ["in", ing, target]}],
-                "cprov": [_cond_prov(op, [k for k in range(len(args)) if k not in keep])],
-                "provenance": {"source": "observed", "refs": dict(p.refs)},
-            })
-        elif p is not None and p.kind == "step":
-            # the step's own key action; a fixture argument the evidence does not observe
-            # becomes a wildcard, every other argument must be observed
-            nulls = [k for k, a in enumerate(_arg_refs(op)) if a["source"] != "observed"
-                     and args[k] in world.fixture_ids]
-            if any(a["source"] != "observed" for k, a in enumerate(_arg_refs(op)) if k not in nulls):
+            keep = _atom_keep(by[atom], atom)
+            if keep is None:
                 continue
-            ev_args = [None if k in nulls else a for k, a in enumerate(args)]
-            out.append({
-                "key": ("event", op_i), "tier": "event", "first": _span_start(groups, gi), "last": gi,
-                "title": p.title,
-                "conditions": [{"id": "c1", "kind": "event", "event": {"type": typ, "args": ev_args}}],
-                "cprov": [_cond_prov(op, nulls)],
-                "provenance": {"source": "observed", "refs": dict(p.refs)},
-            })
-        elif (p is None and _observed(op) and typ in ("put_on", "put_in_storage", "put_in_sink",
-                                                        "place_on_appliance", "put_in_appliance")
-              and _arg_refs(op)[1]["refs"].get("file", "").startswith("3d_perception")):
-            ent, fx = args
-            out.append({
-                "key": ("put", op_i), "tier": "terminal", "first": gi, "last": gi,
-                "title": f"Put {ent.replace('_', ' ')} at {fx.replace('_', ' ')}",
-                "conditions": [{"id": "c1", "kind": "atom", "atom": ["at", ent, fx]}],
-                "cprov": [_cond_prov(op)],
-                "provenance": {"source": "observed", "refs": {"operation_time": op.time,
-                                                              **_arg_refs(op)[1]["refs"]}},
-            })
-    for c in out:
-        c["group_ids"] = [gid(i) for i in range(c["first"], c["last"] + 1)]
-        types = sorted({op["type"] for i in range(c["first"], c["last"] + 1)
-                        for op in group_recs[i]["operations"]})
-        c["reference_action_types"] = types
-    out.sort(key=lambda c: (c["first"], c["last"], c["tier"], c["key"]))
+            atoms.append((PREDICATE_RANK.get(atom[0], 2), ops.index(by[atom]), atom, keep))
+        atoms.sort()
+        goal = [a for a in atoms if a[2][0] in GOAL_ATOM_PREDICATES and by[a[2]].planned is not None]
+        events = []
+        for op in key_ops:
+            if op.action["type"] in MOVE_TYPES | HANDLING_TYPES:
+                continue
+            nulls = _event_keep(op, world)
+            if nulls is None:
+                continue
+            ev = {"type": op.action["type"], "args": [None if k in nulls else a
+                                                        for k, a in enumerate(op.action["args"])]}
+            if ev not in [e for e, _, _ in events]:
+                events.append((ev, op, [k for k in range(len(op.action["args"])) if k not in nulls]))
+        if goal or (not events and atoms):
+            tier = "terminal"
+            conds = [{"kind": "atom", "atom": list(a[2])} for a in atoms]
+            provs = [_cond_prov(by[a[2]], a[3]) for a in atoms]
+        elif events:
+            tier = "event"
+            conds = [{"kind": "event", "event": e} for e, _, _ in events] + [
+                {"kind": "atom", "atom": list(a[2])} for a in atoms]
+            provs = [_cond_prov(op, keep) for _, op, keep in events] + [
+                _cond_prov(by[a[2]], a[3]) for a in atoms]
+        else:
+            continue
+        # c1: the first condition that does not already hold in the initial world
+        lead = next((n for n, c in enumerate(conds) if c["kind"] == "event" or tuple(c["atom"]) not in init),
+                    0)
+        order = [lead] + [n for n in range(len(conds)) if n != lead]
+        conds = [{"id": f"c{m}", **conds[n]} for m, n in enumerate(order, 1)]
+        provs = [provs[n] for n in order]
+        if u[0] == "step":
+            seg = next((groups[i]["seg"] for i in sorted(mine) if groups[i]["seg"].kind == "step"),
+                       groups[min(mine)]["seg"])
+            title = title_of(seg.instruction.removeprefix("Prepare for: "))
+            off = world.offsets.get(seg.video, 0.0)
+            refs = {"file": "complete_recipes.json", "recipe": u[1], "step": ",".join(u[2]),
+                    "video": u[3], "start": round(seg.start - off, 5), "end": round(seg.end - off, 5),
+                    "unit": "recipe step with its prep segments"}
+        else:
+            title = title_of(u[2])
+            refs = {"file": u[1].split(":")[0], "row": u[1], "label": u[2], "video": u[3],
+                    "start": u[4] - world.offsets.get(u[3], 0.0), "end": u[5] - world.offsets.get(u[3], 0.0),
+                    "unit": "activity row"}
+        cset = frozenset(repr(sorted(c.items()) if c["kind"] == "atom" else c["event"]) for c in
+                         [{k: v for k, v in c.items() if k != "id"} for c in conds])
+        cand = {"key": ("add" if any(op.planned.kind == "add" for op in goal_ops) else u[0], first),
+                "tier": tier, "first": first, "last": last, "title": title, "conditions": conds,
+                "provenance": {"source": "observed", "refs": refs,
+                               "conditions": {c["id"]: pr for c, pr in zip(conds, provs)}}}
+        if cset in seen:
+            rejected.append((cand, f"same condition set as the unit at group {seen[cset]}"))
+            continue
+        seen[cset] = first
+        out.append(cand)
+    for c in out + [r[0] for r in rejected]:
+        c["group_ids"] = [group_recs[i]["group_id"] for i in range(c["first"], c["last"] + 1)]
+        c["reference_action_types"] = sorted({op["type"] for i in range(c["first"], c["last"] + 1)
+                                              for op in group_recs[i]["operations"]})
+    out.sort(key=lambda c: (c["first"], c["last"], c["tier"]))
     for n, c in enumerate(out):
         c["task_id"] = f"{episode_id}/t{n:03d}"
         c["episode_id"] = episode_id
-    return out
+    for n, (c, _) in enumerate(rejected):
+        c["task_id"] = f"{episode_id}/x{n:03d}"
+        c["episode_id"] = episode_id
+    return out, [{"task_id": c["task_id"], "episode_id": episode_id, "reason": "duplicate_condition_set",
+                  "detail": f"{c['title']}: {why}"} for c, why in rejected]
 
 
-def _task_ops(group_recs, first: int, last: int) -> list[dict]:
-    return [{"type": o["type"], "args": list(o["args"]), "provenance": o.get("provenance")}
-            for i in range(first, last + 1) for o in group_recs[i]["operations"]]
+def _event_keep(op, world) -> list[int] | None:
+    """Wildcard argument indices of a key event (unobserved fixtures), or ``None`` when a
+    non-fixture argument is unobserved (no event condition)."""
+    refs = _arg_refs(op)
+    nulls = [k for k, a in enumerate(refs) if a["source"] != "observed"
+             and op.action["args"][k] in world.fixture_ids]
+    if any(a["source"] != "observed" for k, a in enumerate(refs) if k not in nulls):
+        return None
+    return nulls
 
-
-def _op_observed(op: dict) -> bool:
-    """Operations without provenance (hand-built unit cases) count as observed."""
-    return op.get("provenance") is None or op["provenance"]["source"] == "observed"
-
-
-def goal_atoms(task: dict, sim, objects: dict, states: dict, group_recs,
-               prov_out: dict | None = None) -> list[tuple]:
-    """Extra terminal conditions (atoms, ordered, at most ``MAX_CONDITIONS - 1``); see the
-    module docstring for the rule. Only atoms whose last establishing operation is
-    observed qualify; ``prov_out`` (if given) receives each chosen atom's operation."""
-    first, last = task["first"], task["last"]
-    start, end = states[first - 1], states[last]
-    primary = tuple(task["conditions"][0]["atom"])
-    named = {x for i in range(first, last + 1) for x in group_recs[i]["objects"]}
-    named |= set(primary[1:])
-    established: dict[tuple, int] = {}       # atom -> index of the last operation adding it
-    by: dict[tuple, dict] = {}
-    f = start
-    for k, a in enumerate(_task_ops(group_recs, first, last)):
-        ok, _, nf = sim.apply(objects, f, {"type": a["type"], "args": a["args"]})
-        if ok:
-            for atom in nf - f:
-                established[atom] = k
-                by[atom] = a
-            f = nf
-    pool = []
-    for atom in end - start:
-        if atom == primary or atom[0] in SKIPPED_PREDICATES:
-            continue
-        relevant = atom[1] in named or (atom[0] == "in" and atom[2] in named)
-        if relevant and atom in by and _op_observed(by[atom]):
-            pool.append((PREDICATE_RANK.get(atom[0], 2), established.get(atom, -1), atom))
-    pool.sort()
-    chosen = [atom for _, _, atom in pool[: MAX_CONDITIONS - 1]]
-    if prov_out is not None:
-        for atom in chosen:
-            prov_out[atom] = by[atom]
-    return chosen
-
-
-def key_events(task: dict, events: dict) -> list[dict]:
-    """Extra event conditions: distinct accepted key events of the task, in replay order,
-    excluding ``c1``'s own event; at most ``MAX_CONDITIONS - 1``."""
-    primary = task["conditions"][0]["event"]
-    seen = {(primary["type"], tuple(primary["args"]))}
-    out = []
-    for i in range(task["first"], task["last"] + 1):
-        for e in events[i]:
-            key = (e["type"], tuple(e["args"]))
-            wild = e["type"] == primary["type"] and len(e["args"]) == len(primary["args"]) and all(
-                p is None or p == a for p, a in zip(primary["args"], e["args"]))
-            if e["type"] in MOVE_TYPES or e["type"] in HANDLING_TYPES or key in seen or wild:
-                continue
-            seen.add(key)
-            out.append({"type": e["type"], "args": list(e["args"])})
-    return out[: MAX_CONDITIONS - 1]
-
-
-def add_goal_conditions(cands: list[dict], sim, objects: dict, states: dict, events: dict,
-                        group_recs) -> None:
-    """Extend each candidate's contract in place: ``c1`` stays first, ``c2``.. follow."""
-    obs_events, obs_ops = {}, {}
-    for i, g in enumerate(group_recs):
-        pairs = [(e, op) for e, op in zip(events[i], g["operations"]) if _op_observed(op)]
-        obs_events[i] = [e for e, _ in pairs]
-        obs_ops[i] = [op for _, op in pairs]
-    for c in cands:
-        if c["tier"] == "terminal":
-            by: dict = {}
-            atoms = goal_atoms(c, sim, objects, states, group_recs, by)
-            extra = [{"kind": "atom", "atom": list(a)} for a in atoms]
-            provs = [_rec_prov(by[a]) for a in atoms]
-        else:
-            evs = key_events(c, obs_events)
-            extra = [{"kind": "event", "event": e} for e in evs]
-            provs = []
-            for e in evs:
-                op = next(op for i in range(c["first"], c["last"] + 1) for op in obs_ops[i]
-                          if op["type"] == e["type"] and op["args"] == e["args"])
-                provs.append(_rec_prov(op))
-        c["conditions"] = c["conditions"][:1] + [
-            {"id": f"c{n}", **x} for n, x in enumerate(extra, 2)]
-        c["cprov"] = c.get("cprov", [])[:1] + provs
-        c["provenance"]["conditions"] = {cond["id"]: p for cond, p in zip(c["conditions"], c["cprov"])}
-
-
-def _rec_prov(op: dict) -> dict:
-    refs = (op.get("provenance") or {}).get("refs", {})
-    return {"source": (op.get("provenance") or {}).get("source", "observed"),
-            "refs": {"operation": op["type"], "time": refs.get("time"), "args": refs.get("args", [])}}

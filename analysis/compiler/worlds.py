@@ -33,6 +33,12 @@ class TrackInfo:
     dst: str | None = None
     dst_ref: str | None = None
     offset: float = 0.0      # start of the track's video in episode time (start/end are episode time)
+    src_how: str | None = None
+    src_extra: dict | None = None     # question, answer, video of the source's row
+    dst_how: str | None = None
+    dst_extra: dict | None = None
+    dst_file: str | None = None
+    conflict: str | None = None   # observed sources disagree on this track: not compiled
 
 
 @dataclass
@@ -51,32 +57,100 @@ class EpisodeWorld:
     notes: list[str] = field(default_factory=list)
     assocs_unnamed: list = field(default_factory=list)   # "Track N" associations (not compiled)
     offsets: dict = field(default_factory=dict)          # video -> its start in episode time
+    dropped: list = field(default_factory=list)          # answers not bound (unique binding)
+    conflicts: list = field(default_factory=list)        # observed sources that disagree
+
+
+AMBIGUITY = 0.05      # seconds: two tracks this close to an answer's time make it ambiguous
 
 
 def _link_answers(video: str, assocs: list[Association], answers: list[LocationAnswer],
-                  itineraries: list[Itinerary]):
-    """``{(assoc_id, track_id): {"src": (phrase, vqa), "dst": (phrase, vqa)}}`` and
-    ``{assoc_id: (first_from_phrase, vqa)}`` for the video's named associations."""
+                  itineraries: list[Itinerary], fixture_ids=frozenset(), offset: float = 0.0):
+    """``(per_track, initial, dropped, conflicts)`` for the video's named associations.
+
+    ``per_track[(assoc_id, track_id)]`` holds ``"src"`` / ``"dst"`` as ``(fixture, ref)``
+    with ``ref = (file, question, how)``; ``initial[assoc_id]`` the first "from" of the
+    object's itinerary. Unique binding: a time-keyed answer binds only when exactly one
+    track of the video (named or not) starts (put, itinerary) or ends (take) within one
+    frame of its time; otherwise it is dropped with the reason. The whole itinerary chain
+    is used: when the itinerary has one move per track of the association, move ``i``
+    gives track ``i`` its source and its destination. Two observed sources that disagree
+    on one track's source or destination are a conflict: neither is used."""
     per_track: dict = {}
     initial: dict = {}
-    tracks = [(a, t) for a in assocs if a.name for t in a.tracks]
+    dropped: list[dict] = []
+    conflicts: list[dict] = []
+    alltracks = [(a, t) for a in assocs for t in a.tracks]
+    cand: dict = {}                      # (assoc, track, side) -> [(fixture, ref)]
+
+    def note(a, t, side, phrase, ref):
+        fx = fixture_id(phrase)
+        if fx in fixture_ids:
+            cand.setdefault((a.assoc_id, t.track_id, side), []).append((fx, ref, phrase))
+
+    def unique(hits, what, qid, time, file):
+        # a second track within AMBIGUITY of the time makes the answer ambiguous; the one
+        # bound track must lie within a frame of it
+        if len(hits) == 1 and hits[0][0].name and hits[0][2] <= FRAME:
+            return hits[0][:2]
+        why = ("no track starts/ends at the question's time" if not hits else
+               "the only matching track is unnamed" if len(hits) == 1 and not hits[0][0].name else
+               "the nearest track is more than a frame away" if len(hits) == 1 else
+               f"{len(hits)} tracks start/end within {AMBIGUITY} s of the question's time: " +
+               ", ".join(f"{a.raw_name} ({t.track_id})" for a, t, _ in hits))
+        dropped.append({"kind": "source", "what": f"{file} {qid} ({what})",
+                        "reason": f"unique binding: {why}; not bound", "time": round(time + offset, 5),
+                        "refs": {"file": file, "id": qid, "video": video}})
+        return None
+
     for ans in answers:
         if ans.video != video:
             continue
-        for a, t in tracks:
-            # "take ... from before putting it at T": T is the track's end; the answer is
-            # where the track started. "put ... after taking it at T": T is the start.
-            if ans.kind == "take" and abs(t.end - ans.time) <= FRAME:
-                per_track.setdefault((a.assoc_id, t.track_id), {})["src"] = (ans.phrase, ans.vqa_id)
-            elif ans.kind == "put" and abs(t.start - ans.time) <= FRAME:
-                per_track.setdefault((a.assoc_id, t.track_id), {})["dst"] = (ans.phrase, ans.vqa_id)
+        # "take ... from before putting it at T": T is the track's end; the answer is
+        # where the track started. "put ... after taking it at T": T is the start.
+        key = "end" if ans.kind == "take" else "start"
+        hits = [(a, t, abs(getattr(t, key) - ans.time)) for a, t in alltracks
+                if abs(getattr(t, key) - ans.time) <= AMBIGUITY]
+        hit = unique(hits, ans.kind, ans.vqa_id, ans.time, "3d_perception_object_location.json")
+        if hit:
+            a, t = hit
+            note(a, t, "src" if ans.kind == "take" else "dst", ans.phrase,
+                 ("3d_perception_object_location.json", ans.vqa_id,
+                  "VQA: where the object was taken from" if ans.kind == "take" else
+                  "VQA: where the object was put",
+                  {"question": ans.question, "answer": ans.phrase, "video": video}))
     for it in itineraries:
-        if it.video != video:
+        if it.video != video or not it.moves:
             continue
-        for a, t in tracks:
-            if abs(t.start - it.time) <= FRAME and it.moves:
-                initial.setdefault(a.assoc_id, (it.moves[0][0], it.vqa_id))
-    return per_track, initial
+        hits = [(a, t, abs(t.start - it.time)) for a, t in alltracks if abs(t.start - it.time) <= AMBIGUITY]
+        hit = unique(hits, "itinerary", it.vqa_id, it.time, "object_motion_object_movement_itinerary.json")
+        if not hit:
+            continue
+        a, t = hit
+        initial.setdefault(a.assoc_id, (it.moves[0][0], it.vqa_id))
+        if len(it.moves) == len(a.tracks):
+            for k, (tr, (frm, to)) in enumerate(zip(a.tracks, it.moves)):
+                ref = ("object_motion_object_movement_itinerary.json", it.vqa_id,
+                       f"itinerary move {k + 1} of {len(it.moves)}: from {frm} to {to}",
+                       {"question": it.question, "video": video,
+                        "answer": ", then ".join(f"from {x} to {y}" for x, y in it.moves)})
+                note(a, tr, "src", frm, ref)
+                note(a, tr, "dst", to, ref)
+        else:
+            dropped.append({"kind": "source", "what": f"itinerary {it.vqa_id} ({a.raw_name})",
+                            "reason": f"itinerary has {len(it.moves)} moves, the association "
+                                      f"{len(a.tracks)} tracks: only the first 'from' is used",
+                            "time": round(it.time + offset, 5),
+                            "refs": {"file": "object_motion_object_movement_itinerary.json",
+                                     "id": it.vqa_id, "video": video}})
+    for (aid, tid, side), xs in sorted(cand.items()):
+        if len({fx for fx, _, _ in xs}) > 1:
+            conflicts.append({"video": video, "association": aid, "track": tid, "side": side,
+                              "answers": [{"file": r[0], "id": r[1], "phrase": ph, "fixture": fx}
+                                          for fx, r, ph in xs]})
+            continue
+        per_track.setdefault((aid, tid), {})[side] = xs[0][:2]
+    return per_track, initial, dropped, conflicts
 
 
 def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[dict],
@@ -95,6 +169,9 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     fixture_ids = {f["id"] for f in fixtures}
     for f in fixtures:
         objects[f["id"]] = f["type"]
+        if vocab.is_a(f["type"], "storage") or vocab.is_a(f["type"], "enclosed_appliance"):
+            # a static fact the rules read: nothing is stirred, chopped or poured in there
+            facts[("enclosing", f["id"])] = curated(f"enclosing_by_fixture_type:{f['type']}")
     objects["hand"] = None  # placeholder removed below; keeps ID "hand" out of use
     del objects["hand"]
 
@@ -109,9 +186,18 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     overrides = vocab.overrides
     substances: dict[str, str] = {}      # substance -> source container
     tracks: list[TrackInfo] = []
+    wdropped: list[dict] = []
+    wconflicts: list[dict] = []
     for video in videos:
         vassocs = assocs.get(video, [])
-        per_track, initial = _link_answers(video, vassocs, answers, itineraries)
+        per_track, initial, dr, cf = _link_answers(video, vassocs, answers, itineraries, fixture_ids,
+                                                   offsets.get(video, 0.0))
+        wdropped += dr
+        wconflicts += cf
+        bad = {(c["association"], c["track"]): c for c in cf}
+        itq = {it.vqa_id: {"question": it.question,
+                           "answer": ", then ".join(f"from {x} to {y}" for x, y in it.moves)}
+               for it in itineraries if it.video == video}
         for a in vassocs:
             if a.unnamed or not a.tracks or vague_name(a.name):
                 continue
@@ -130,15 +216,28 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             first = a.tracks[0]
             link = per_track.get((a.assoc_id, first.track_id), {})
             loc, prov = None, None
-            if "src" in link and fixture_id(link["src"][0]) in fixture_ids:
-                loc = fixture_id(link["src"][0])
-                prov = observed(file="3d_perception_object_location.json", id=link["src"][1],
-                                time=first.end, vqa=link["src"][1], association=a.assoc_id, track=first.track_id,
-                                video=video, start=first.start, end=first.end)
-            elif a.assoc_id in initial and fixture_id(initial[a.assoc_id][0]) in fixture_ids:
-                loc = fixture_id(initial[a.assoc_id][0])
-                prov = observed(file="object_motion_object_movement_itinerary.json", id=initial[a.assoc_id][1],
-                                vqa=initial[a.assoc_id][1], association=a.assoc_id, video=video)
+            it0 = initial.get(a.assoc_id)
+            it_fx = fixture_id(it0[0]) if it0 and fixture_id(it0[0]) in fixture_ids else None
+            if "src" in link and it_fx and link["src"][0] != it_fx and link["src"][1][0] != (
+                    "object_motion_object_movement_itinerary.json"):
+                wconflicts.append({"video": video, "association": a.assoc_id, "track": first.track_id,
+                                   "side": "initial", "answers": [
+                                       {"file": link["src"][1][0], "id": link["src"][1][1], "fixture": link["src"][0]},
+                                       {"file": "object_motion_object_movement_itinerary.json", "id": it0[1],
+                                        "fixture": it_fx}]})
+            elif "src" in link:
+                loc = link["src"][0]
+                f_, q_, how_, ex_ = link["src"][1]
+                prov = observed(file=f_, id=q_, time=first.end if f_.startswith("3d") else first.start,
+                                vqa=q_, association=a.assoc_id, track=first.track_id,
+                                start=first.start, end=first.end, how=how_, **ex_)
+            elif it_fx and (a.assoc_id, first.track_id) not in bad:
+                loc = it_fx
+                prov = observed(file="object_motion_object_movement_itinerary.json", id=it0[1],
+                                vqa=it0[1], association=a.assoc_id, video=video,
+                                how="itinerary: the object's first 'from'",
+                                question=itq.get(it0[1], {}).get("question"),
+                                answer=itq.get(it0[1], {}).get("answer"))
             if loc is None:
                 loc, rule2 = default_location(leaf, fixtures, work_counter, vocab)
                 prov = curated(rule2)
@@ -147,10 +246,16 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                 off = offsets[video]
                 info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off)
                 lk = per_track.get((a.assoc_id, t.track_id), {})
-                if "src" in lk and fixture_id(lk["src"][0]) in fixture_ids:
-                    info.src, info.src_ref = fixture_id(lk["src"][0]), lk["src"][1]
-                if "dst" in lk and fixture_id(lk["dst"][0]) in fixture_ids:
-                    info.dst, info.dst_ref = fixture_id(lk["dst"][0]), lk["dst"][1]
+                if "src" in lk:
+                    info.src, info.src_ref = lk["src"][0], lk["src"][1][1]
+                    info.src_how, info.src_extra = lk["src"][1][2], lk["src"][1][3]
+                if "dst" in lk:
+                    info.dst, info.dst_ref = lk["dst"][0], lk["dst"][1][1]
+                    info.dst_how, info.dst_file = lk["dst"][1][2], lk["dst"][1][0]
+                    info.dst_extra = lk["dst"][1][3]
+                if (a.assoc_id, t.track_id) in bad:
+                    c = bad[(a.assoc_id, t.track_id)]
+                    info.conflict = "; ".join(f"{x['file']} {x['id']}: {x['fixture']}" for x in c["answers"])
                 tracks.append(info)
     tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
 
@@ -160,7 +265,8 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                if a.tracks and (a.unnamed or vague_name(a.name))]
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
                         tracks, work_counter, {}, dict(sorted(substances.items())),
-                        names, frozenset(fixture_ids), notes, unnamed, dict(offsets))
+                        names, frozenset(fixture_ids), notes, unnamed, dict(offsets),
+                        wdropped, wconflicts)
 
 
 VAGUE_WORDS = {"something", "thing", "stuff", "clue", "object", "item"}

@@ -10,8 +10,9 @@ annotations, and, for every task, the source rows a reviewer needs to check it.
   part of its generation, and the grounding table's note links the index from
   ``tables/README.md``.
 
->>> _fmt_ref({"source": "observed", "refs": {"file": "assoc_info.json", "id": "v/a/t", "time": 1.0}})
-'observed: assoc_info.json v/a/t @ 1.0 s'
+>>> _fmt_ref({"source": "observed", "refs": {"file": "assoc_info.json", "id": "v/a/t", "time": 1.0,
+...                                          "end": 2.5, "name": "new glass"}})
+'observed: assoc_info.json v/a/t "new glass" @ 1.0-2.5 s'
 """
 from __future__ import annotations
 
@@ -70,15 +71,35 @@ def grounding_table(export) -> Table:
               f"[{CARDS_DIR}/README.md]({CARDS_DIR}/README.md).")
 
 
+def _span(r: dict) -> str:
+    t, e = r.get("start", r.get("time")), r.get("end")
+    if t is None:
+        return ""
+    return f" @ {t}-{e} s" if e is not None and e != t else f" @ {t} s"
+
+
 def _fmt_ref(p: dict) -> str:
+    """One source row as a reviewer checks it: file and ID, the track's name and span
+    (start-end in its own video's time, with the video's offset in the episode), the
+    question and answer text of a VQA or itinerary row, the next track a "take" answer
+    belongs to; a curated row is flagged."""
     r = p.get("refs", {})
     if p.get("source") != "observed":
-        return f"curated: rule `{r.get('rule', '?')}`"
+        return f"**CURATED** rule `{r.get('rule', '?')}`"
     where = f"{r.get('file', '?')} {r.get('id', '')}".strip()
     if r.get("name"):
         where += f" \"{r['name']}\""
-    if r.get("time") is not None:
-        where += f" @ {r['time']} s"
+    where += _span(r)
+    if r.get("offset"):
+        where += f" (video starts at episode time {r['offset']} s)"
+    if r.get("video") and r.get("file", "").startswith(("3d_perception", "object_motion")):
+        where += f", video {r['video']}"
+    if r.get("question"):
+        where += f"; Q: \"{r['question']}\" A: \"{r.get('answer', '')}\""
+    if r.get("next_track"):
+        span = r.get("next_track_span") or []
+        where += f"; answer of the next track {r['next_track']}" + (
+            f" ({span[0]}-{span[1]} s)" if len(span) == 2 else "")
     return f"observed: {where}"
 
 
@@ -96,7 +117,7 @@ def _viewer_line(task_id: str) -> str:
             "`python -m analysis.view`).")
 
 
-def _card(task: dict, episode: dict) -> str:
+def _card(task: dict, episode: dict, conflicts: list[dict] = ()) -> str:
     groups = {g["group_id"]: g for g in episode["groups"]}
     mine = [groups[g] for g in task["group_ids"]]
     refs = task["provenance"].get("refs", {})
@@ -122,6 +143,13 @@ def _card(task: dict, episode: dict) -> str:
         for a in p.get("refs", {}).get("args", []):
             how = a.get("refs", {}).get("how")
             lines.append(f"  - {_fmt_ref(a)}" + (f" ({how})" if how else ""))
+    cited = {a.get("refs", {}).get("id", "") for g in mine for op in g["operations"]
+             for a in op["provenance"]["refs"].get("args", [])}
+    mine_c = [c for c in conflicts if f"{c['refs'].get('video')}/{c['refs'].get('association')}/"
+              f"{c['refs'].get('track')}" in cited]
+    if mine_c:
+        lines += ["", "## CONFLICTS (observed sources that disagree; neither compiled)", ""]
+        lines += [f"- {c['what']}: {c['reason']}" for c in mine_c]
     lines += ["", "## Reference operations", "", "| group | time | operation | provenance |",
               "|---|---|---|---|"]
     for g in mine:
@@ -139,6 +167,8 @@ def task_cards(export) -> dict[str, str]:
     episodes = {e["episode_id"]: e for e in export.records_of("episode")}
     tasks = sorted(export.records_of("task"), key=lambda t: t["task_id"])
     suites = {s["suite"]: set(s["task_ids"]) for s in export.records_of("suite")}
+    conflicts = [d for d in export.records_of("dropped_event")
+                 if d["kind"] == "source" and "observed_conflict" in d["reason"]]
     out = {}
     index = ["# Task cards", "",
              "One card per compiled task: source steps with times, each condition with the "
@@ -147,7 +177,7 @@ def task_cards(export) -> dict[str, str]:
              "| task | suites | tier | title | c1 |", "|---|---|---|---|---|"]
     for t in tasks:
         rel = f"{t['task_id'].replace('/', '_')}.md"
-        out[rel] = _card(t, episodes[t["episode_id"]])
+        out[rel] = _card(t, episodes[t["episode_id"]], conflicts)
         member = ", ".join(s for s in sorted(suites) if t["task_id"] in suites[s])
         index.append(f"| [{t['task_id']}]({rel}) | {member} | {t['tier']} | "
                      f"{t['title'].replace('|', '/')} | {_cond_text(t['contract']['conditions'][0])} |")
