@@ -49,8 +49,10 @@ def _entry_sha(key: str, request, response) -> str:
 
 
 class ResponseCache:
-    """``<dir>/<key[:2]>/<key>.json``; writes are atomic (temp file + fsync + rename), so
+    """``<dir>/<key[:2]>/<key>.json``; writes are atomic (temp file + rename), so
     concurrent writers of one key leave one whole entry (both hold the same request).
+    Entries are not fsynced: one fsync per model call made chat runs disk-bound, and an
+    entry torn by a power loss fails its own hash on read and is a miss (asked again).
 
     Entries are content-addressed and checked on read: the key is re-derived from the
     stored request, and the entry's ``sha256`` (over key, request and response) must
@@ -105,8 +107,6 @@ class ResponseCache:
             fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", dir=p.parent)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(_canonical(entry))
-                fh.flush()
-                os.fsync(fh.fileno())
             os.replace(tmp, p)
         except OSError as exc:
             if tmp is not None:
