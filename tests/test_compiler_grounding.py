@@ -151,3 +151,16 @@ def test_grounding_table_and_task_cards(tmp_path):
                 "3d_perception_object_location_424", "## Reference operations"):
         assert row in card, row
     assert "[P02-20240209-194141/" in cards["README.md"]
+
+
+def test_a_hand_over_is_not_a_nesting():
+    # one bottle held 472.7-482.8 s, the next tracked from 482.2 s to 491.7 s and poured
+    # at 485.1 s (P03-20240218-140054 soy sauce / sesame oil): the second pick-up moves to
+    # the moment the hand is free; poured at 482.5 s instead, it stays blocked
+    from analysis.compiler.operations import select_tracks
+    soy, oil = _tr("soy", 472.7, 482.8), _tr("oil", 482.2, 491.7)
+    chosen, blocked, pick, _ = select_tracks([soy, oil], {"soy", "oil"}, {"soy": [476.0], "oil": [485.1]})
+    assert [t.track_id for t in chosen] == ["soy", "oil"] and blocked == []
+    assert pick["oil"] == pytest.approx(482.801)
+    chosen, blocked, _, _ = select_tracks([soy, oil], {"soy", "oil"}, {"soy": [476.0], "oil": [482.5]})
+    assert [t.track_id for t in chosen] == ["soy"] and [(t.track_id, o.track_id) for t, o in blocked] == [("oil", "soy")]

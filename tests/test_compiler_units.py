@@ -219,14 +219,14 @@ def test_time_keyed_answers_bind_only_one_matching_track():
     fx = frozenset({"hob", "sink", "counter_right_of_hob"})
     answers = [LocationAnswer("q1", "v", "put", 10.0, "hob"),      # mug t1 and pan t3 start at 10.0
                LocationAnswer("q2", "v", "put", 50.0, "sink")]     # only the spoon
-    per_track, _, dropped, conflicts = _link_answers("v", _assocs(), answers, [], fx)
+    per_track, _, dropped, conflicts, _ = _link_answers("v", _assocs(), answers, [], fx)
     assert per_track == {("a3", "t4"): {"dst": ("sink", ("3d_perception_object_location.json", "q2",
                                                           "VQA: where the object was put",
                                                           {"answer": "sink", "question": "", "video": "v"}))}}
     # a second track 0.04 s away (more than a frame, within the ambiguity window) is enough
     from analysis.compiler.readers import Association, Track
     near = _assocs() + [Association("v", "a4", "fork", "fork", (Track("t5", 50.04, 53.0),))]
-    per_track, _, dropped2, _ = _link_answers("v", near, answers[1:], [], fx)
+    per_track, _, dropped2, _, _ = _link_answers("v", near, answers[1:], [], fx)
     assert per_track == {} and "2 tracks start/end within 0.05 s" in dropped2[0]["reason"]
     assert len(dropped) == 1 and "2 tracks start/end within" in dropped[0]["reason"] and "q1" in dropped[0]["what"]
     assert conflicts == []
@@ -237,14 +237,14 @@ def test_itinerary_chain_gives_every_track_its_source_and_destination():
     from analysis.compiler.worlds import _link_answers
     fx = frozenset({"hob", "sink", "counter_right_of_hob"})
     it = Itinerary("i1", "v", 30.0, (("hob", "sink"), ("sink", "counter right of hob")))
-    per_track, initial, dropped, conflicts = _link_answers("v", _assocs(), [], [it], fx)
+    per_track, initial, dropped, conflicts, chains = _link_answers("v", _assocs(), [], [it], fx)
     assert initial == {"a1": ("hob", "i1")}
     assert {k: (v["src"][0], v["dst"][0]) for k, v in per_track.items()} == {
         ("a1", "t1"): ("hob", "sink"), ("a1", "t2"): ("sink", "counter_right_of_hob")}
     assert dropped == [] and conflicts == []
     # a VQA answer that disagrees with the itinerary on the same track: neither is used
     put = LocationAnswer("q9", "v", "put", 30.0, "hob")
-    per_track, _, _, conflicts = _link_answers("v", _assocs(), [put], [it], fx)
+    per_track, _, _, conflicts, _ = _link_answers("v", _assocs(), [put], [it], fx)
     assert "dst" not in per_track[("a1", "t2")] and per_track[("a1", "t2")]["src"][0] == "sink"
     assert [(c["track"], c["side"], sorted(a["id"] for a in c["answers"])) for c in conflicts] == [
         ("t2", "dst", ["i1", "q9"])]

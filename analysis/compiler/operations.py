@@ -118,7 +118,18 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
             pick[t.track_id] = t.start
             juggled[t.track_id] = clash
         else:
-            blocked.append((t, clash))
+            # a hand-over, not a nesting: the track starts while another is held but
+            # outlasts it. Its pick-up moves to the moment the hand is free, when every
+            # grounded event on it comes after that (e.g. one bottle put down at 482.8 s
+            # while the next, tracked from 482.2 s, is poured at 485.1 s).
+            over = [c for c in chosen if s0 < c.end - OVERLAP_EPS and c.start < e0 - OVERLAP_EPS]
+            free = max(c.end for c in over) + 0.001
+            if (all(c.end < e0 - OVERLAP_EPS for c in over) and free < e0 - OVERLAP_EPS
+                    and all(x > free for x in busy_times.get(t.track_id, ()))):
+                chosen.append(t)
+                pick[t.track_id] = free
+            else:
+                blocked.append((t, clash))
     held = [(pick[c.track_id], c.end, c) for c in chosen if c.track_id not in juggled]
     for t in sorted((t for t in tracks if t.track_id not in needed),
                     key=lambda t: (t.start, t.end, t.entity, t.track_id)):
@@ -162,6 +173,7 @@ class OpBuilder:
         self.now = 0.0
         self.event = -1
         self.held_aside: dict[str, str] = {}    # outer object -> where it was set down
+        self.picked_from: dict[str, str] = {}   # entity -> fixture of its last pick-up
 
     # ----------------------------------------------------------------- helpers
     def _try(self, t: float, typ: str, args: list[str], argprov: list[dict], planned=None,
@@ -258,6 +270,8 @@ class OpBuilder:
         self.open_(t, f)
         ok = self._try(t, typ, [ent, f], [op, self.fixture_prov(ent, f)])
         self.close_(t, f)
+        if ok:
+            self.picked_from[ent] = f
         return ok
 
     def put(self, tr, dst: str, dprov: dict) -> bool:
@@ -294,6 +308,17 @@ class OpBuilder:
                                   next_track=f"{ntr.assoc.video}/{ntr.assoc.assoc_id}/{ntr.track_id}",
                                   next_track_span=[round(ntr.start - ntr.offset, 5), round(ntr.end - ntr.offset, 5)],
                                   **(extra or {}))
+        elif tr.chain_dst:
+            # no observed destination for this track, but the object's itinerary gives
+            # its chain of fixtures: the chain's moves aligned from the object's last
+            # track backwards (still a default, labelled curated)
+            dst, prov = tr.chain_dst, cur("unobserved_destination_itinerary_move_aligned_from_the_end")
+        elif tr.chain and self.w.work_counter not in tr.chain:
+            # the default stays inside the chain: where it was taken from, else the
+            # chain's final fixture
+            came = self.picked_from.get(tr.entity)
+            dst = came if came in tr.chain else tr.chain[-1]
+            prov = cur("unobserved_destination_in_itinerary_chain")
         else:
             dst, prov = self.w.work_counter, cur("unobserved_destination_work_counter")
         if not self.put(tr, dst, prov):
@@ -458,9 +483,12 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
                    file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
                    video=tr.assoc.video)
             continue
-        b.drop("track", f"track {tr.track_id} ({tr.entity})",
-               f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
-               "is held (nested in it: the other hand; one-hand model)", tr.start, file="assoc_info.json",
+        why = (f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
+               "is held (nested in it: the other hand; one-hand model)" if tr.end <= other.end + OVERLAP_EPS else
+               f"starts while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
+               f"is held and its grounded event comes before the hand is free (track {tr.start:.1f}-"
+               f"{tr.end:.1f}s; one-hand model)")
+        b.drop("track", f"track {tr.track_id} ({tr.entity})", why, tr.start, file="assoc_info.json",
                association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
     events = []
     for i, tr in enumerate(chosen):

@@ -13,7 +13,8 @@ A unit's conditions, each resting on observed evidence only:
   ``in`` an observed add or transfer established (``in(squash, glass_2)``), every ``at``
   an observed put-down established (destination from a VQA answer or an itinerary), and
   every appliance or container state (``powered``, ``open``, ``capped``, ``covered``,
-  ``running``) an observed operation established. An atom counts only when each of its
+  ``running``) an observed operation established, one per operation and object (a button
+  press that sets ``powered`` and ``running`` gives ``powered``). An atom counts only when each of its
   arguments is an observed argument of the operation that last established it.
 * **key events**: the step's grounded key actions (stir, chop, press_button, ...), an
   unobserved fixture argument a wildcard (``null``).
@@ -146,6 +147,18 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 continue
             atoms.append((PREDICATE_RANK.get(atom[0], 2), ops.index(by[atom]), atom, keep))
         atoms.sort()
+        # one observed end state, one condition: two state atoms one operation set on the
+        # same object (``powered`` and ``running`` from one button press) count once
+        seen_state: set = set()
+        kept = []
+        for a in atoms:
+            if a[0] == 2:
+                k = (a[1], a[2][1:])
+                if k in seen_state:
+                    continue
+                seen_state.add(k)
+            kept.append(a)
+        atoms = kept
         goal = [a for a in atoms if a[2][0] in GOAL_ATOM_PREDICATES and by[a[2]].planned is not None]
         events = []
         for op in key_ops:

@@ -39,6 +39,8 @@ class TrackInfo:
     dst_extra: dict | None = None
     dst_file: str | None = None
     conflict: str | None = None   # observed sources disagree on this track: not compiled
+    chain: tuple = ()             # fixtures of the object's itinerary chain (final 'to' last)
+    chain_dst: str | None = None  # curated default inside the chain (moves aligned from the end)
 
 
 @dataclass
@@ -66,8 +68,10 @@ AMBIGUITY = 0.05      # seconds: two tracks this close to an answer's time make 
 
 def _link_answers(video: str, assocs: list[Association], answers: list[LocationAnswer],
                   itineraries: list[Itinerary], fixture_ids=frozenset(), offset: float = 0.0):
-    """``(per_track, initial, dropped, conflicts)`` for the video's named associations.
+    """``(per_track, initial, dropped, conflicts, chains)`` for the video's named associations.
 
+    The fifth item maps an association to ``(fixtures of its itinerary chain, {track:
+    default destination inside the chain})``.
     ``per_track[(assoc_id, track_id)]`` holds ``"src"`` / ``"dst"`` as ``(fixture, ref)``
     with ``ref = (file, question, how)``; ``initial[assoc_id]`` the first "from" of the
     object's itinerary. Unique binding: a time-keyed answer binds only when exactly one
@@ -119,6 +123,7 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
                   "VQA: where the object was taken from" if ans.kind == "take" else
                   "VQA: where the object was put",
                   {"question": ans.question, "answer": ans.phrase, "video": video}))
+    chains: dict = {}                    # assoc -> (fixtures of the whole chain, tracks it covers, ref)
     for it in itineraries:
         if it.video != video or not it.moves:
             continue
@@ -128,21 +133,71 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
             continue
         a, t = hit
         initial.setdefault(a.assoc_id, (it.moves[0][0], it.vqa_id))
-        if len(it.moves) == len(a.tracks):
-            for k, (tr, (frm, to)) in enumerate(zip(a.tracks, it.moves)):
+        # the itinerary covers the object's moves "throughout the video": every track
+        rest = a.tracks
+        answer = ", then ".join(f"from {x} to {y}" for x, y in it.moves)
+        fxs = {fixture_id(p) for mv in it.moves for p in mv}
+        last = fixture_id(it.moves[-1][1])
+        order = tuple(x for x in dict.fromkeys(fixture_id(p) for mv in it.moves for p in mv)
+                      if x != last and x in fixture_ids) + ((last,) if last in fixture_ids else ())
+        if order:
+            # a chain with a phrase that names no fixture of the scene is not used to
+            # judge answers (the answer may be that fixture), only to keep defaults in it
+            # a default for the tracks between the two observed ends: the moves aligned
+            # from the last track backwards (earlier extra tracks stay where the chain
+            # starts); curated, used only where no observed destination exists
+            m, n = len(rest), len(it.moves)
+            guess = {}
+            if m != n:
+                for i, x in enumerate(rest[:-1]):
+                    k = i - (m - n)
+                    g = fixture_id(it.moves[k][1]) if k >= 0 else fixture_id(it.moves[0][0])
+                    if g in fixture_ids:
+                        guess[x.track_id] = g
+            chains.setdefault(a.assoc_id, (fxs, {x.track_id for x in rest}, it.vqa_id,
+                                           {"question": it.question, "answer": answer}, order,
+                                           fxs <= set(fixture_ids), guess))
+        if len(it.moves) == len(rest):
+            for k, (tr, (frm, to)) in enumerate(zip(rest, it.moves)):
                 ref = ("object_motion_object_movement_itinerary.json", it.vqa_id,
                        f"itinerary move {k + 1} of {len(it.moves)}: from {frm} to {to}",
-                       {"question": it.question, "video": video,
-                        "answer": ", then ".join(f"from {x} to {y}" for x, y in it.moves)})
+                       {"question": it.question, "video": video, "answer": answer})
                 note(a, tr, "src", frm, ref)
                 note(a, tr, "dst", to, ref)
         else:
+            # more or fewer tracks than moves: the chain's two ends are still observed,
+            # the first track starts at the first 'from' and the object's last track
+            # ends at the final 'to' (where the object is at the end of the itinerary)
+            n = len(it.moves)
+            note(a, rest[0], "src", it.moves[0][0],
+                 ("object_motion_object_movement_itinerary.json", it.vqa_id,
+                  f"itinerary move 1 of {n}: from {it.moves[0][0]} (first 'from')",
+                  {"question": it.question, "video": video, "answer": answer}))
+            note(a, rest[-1], "dst", it.moves[-1][1],
+                 ("object_motion_object_movement_itinerary.json", it.vqa_id,
+                  f"itinerary move {n} of {n}: to {it.moves[-1][1]} (final 'to', on the object's last track)",
+                  {"question": it.question, "video": video, "answer": answer}))
             dropped.append({"kind": "source", "what": f"itinerary {it.vqa_id} ({a.raw_name})",
                             "reason": f"itinerary has {len(it.moves)} moves, the association "
-                                      f"{len(a.tracks)} tracks: only the first 'from' is used",
+                                      f"{len(rest)} tracks: only the first 'from' and the "
+                                      "final 'to' are observed; the tracks between get the moves "
+                                      "aligned from the last track as curated defaults",
                             "time": round(it.time + offset, 5),
                             "refs": {"file": "object_motion_object_movement_itinerary.json",
                                      "id": it.vqa_id, "video": video}})
+    # a VQA answer naming a fixture the object's own itinerary chain never visits
+    # disagrees with the itinerary: a conflict, compiled by neither
+    for (aid, tid, side), xs in list(cand.items()):
+        ch = chains.get(aid)
+        if not ch or not ch[5] or tid not in ch[1]:
+            continue
+        off_chain = [x for x in xs if x[1][0] != "object_motion_object_movement_itinerary.json"
+                     and x[0] not in ch[0]]
+        if off_chain:
+            xs.append((f"chain:{'|'.join(sorted(ch[0]))}",
+                       ("object_motion_object_movement_itinerary.json", ch[2],
+                        "itinerary chain (the answer's fixture is not in it)", ch[3]),
+                       ch[3]["answer"]))
     for (aid, tid, side), xs in sorted(cand.items()):
         if len({fx for fx, _, _ in xs}) > 1:
             conflicts.append({"video": video, "association": aid, "track": tid, "side": side,
@@ -150,7 +205,7 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
                                           for fx, r, ph in xs]})
             continue
         per_track.setdefault((aid, tid), {})[side] = xs[0][:2]
-    return per_track, initial, dropped, conflicts
+    return per_track, initial, dropped, conflicts, {k: (v[4], v[6]) for k, v in chains.items()}
 
 
 def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[dict],
@@ -190,8 +245,8 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     wconflicts: list[dict] = []
     for video in videos:
         vassocs = assocs.get(video, [])
-        per_track, initial, dr, cf = _link_answers(video, vassocs, answers, itineraries, fixture_ids,
-                                                   offsets.get(video, 0.0))
+        per_track, initial, dr, cf, chains = _link_answers(video, vassocs, answers, itineraries,
+                                                           fixture_ids, offsets.get(video, 0.0))
         wdropped += dr
         wconflicts += cf
         bad = {(c["association"], c["track"]): c for c in cf}
@@ -244,7 +299,9 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             facts[("at", ent, loc)] = prov
             for t in a.tracks:
                 off = offsets[video]
-                info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off)
+                chain, guess = chains.get(a.assoc_id, ((), {}))
+                info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off,
+                                 chain=chain, chain_dst=guess.get(t.track_id))
                 lk = per_track.get((a.assoc_id, t.track_id), {})
                 if "src" in lk:
                     info.src, info.src_ref = lk["src"][0], lk["src"][1][1]
