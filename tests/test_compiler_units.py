@@ -129,13 +129,19 @@ def _unit_fixture():
         (step("S01", 30.0, 40.0), [op(31, "pick_up", ["spoon", "table"], [o("t"), o("t")]),
                                    op(33, "stir", ["spoon", "cup", "table"], [o("t"), o("t"), c],
                                       planned("step"))]),
-        # g3 (S01 second segment): the same stir again: same condition set, rejected
+        # g3 (S01 second segment): the same step again, the same unit as g2
         (step("S01", 50.0, 60.0), [op(51, "stir", ["spoon", "cup", "table"], [o("t"), o("t"), c],
                                       planned("step"))]),
-        # g4 (activity row, run 2, after the steps): the spoon put on the counter (observed)
+        # g4 (activity row, after the steps): the spoon put back on the counter (observed),
+        # where it started: the row's end state even though it also held before the row
         (track(70.0), [nav(71, "table", "counter"), op(71, "put_on", ["spoon", "counter"], [o("t"), o("vqa")])]),
-        # g5 (after the row): no unit, no task
-        (track(150.0), [nav(151, "counter", "table"), op(151, "pick_up", ["cup", "table"], [o("t"), o("t")])]),
+        # g5 (S03, another step): the same stir as S01's: same condition set, rejected
+        (step("S03", 80.0, 90.0), [op(81, "pick_up", ["spoon", "counter"], [o("t"), o("t")]),
+                                   nav(81, "counter", "table"),
+                                   op(83, "stir", ["spoon", "cup", "table"], [o("t"), o("t"), c],
+                                      planned("step"))]),
+        # g6 (after the row): no unit, no task
+        (track(150.0), [op(151, "put_on", ["spoon", "table"], [o("t"), o("vqa")])]),
     ]
     groups = [{"seg": seg, "ops": ops} for seg, ops in G]
     ops = [x for _, xs in G for x in xs]
@@ -162,18 +168,20 @@ def test_unit_tasks_one_task_per_source_unit_with_every_observed_end_state():
     tasks, rejected = unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects, states)
     got = [(t["tier"], t["group_ids"], [c.get("atom") or c["event"] for c in t["conditions"]]) for t in tasks]
     assert got == [
-        # the activity row's first run: the observed placement only (the spoon's is curated)
-        ("terminal", ["e/g0000"], [["at", "cup", "table"]]),
+        # the whole activity row, its steps inside it (not split at them): the cup's observed
+        # placement (g0) and the spoon's (g4, back where it started); the spoon's curated
+        # put-down on the table (g0) is an intermediate state and curated: no condition, and
+        # the bottle's placement belongs to step S02, not to the row
+        ("terminal", [f"e/g{i:04d}" for i in range(5)], [["at", "cup", "table"], ["at", "spoon", "counter"]]),
         # the add's step: in() first, then the bottle's observed placement
         ("terminal", ["e/g0001"], [["in", "juice", "cup"], ["at", "bottle", "table"]]),
-        # the stir: an event (the unobserved fixture a wildcard)
-        ("event", ["e/g0002"], [{"type": "stir", "args": ["spoon", "cup", None]}]),
-        # the row's second run (split by the steps): the spoon, observed this time
-        ("terminal", ["e/g0004"], [["at", "spoon", "counter"]]),
+        # step S01, both of its segments one unit: one event (the unobserved fixture a wildcard)
+        ("event", ["e/g0002", "e/g0003"], [{"type": "stir", "args": ["spoon", "cup", None]}]),
     ]
     assert [t["provenance"]["refs"]["unit"] for t in tasks] == [
-        "activity row", "recipe step with its prep segments", "recipe step with its prep segments",
-        "activity row"]
+        "activity row", "recipe step with its prep segments", "recipe step with its prep segments"]
+    assert [(x["start"], x["end"]) for x in tasks[2]["provenance"]["refs"]["segments"]] == [(30.0, 40.0), (50.0, 60.0)]
+    # step S03 asks for the same stir as S01: one task, the second unit rejected
     assert [r["reason"] for r in rejected] == ["duplicate_condition_set"]
     # every condition carries the provenance of the arguments it keeps
     prov = tasks[1]["provenance"]["conditions"]

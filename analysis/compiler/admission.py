@@ -5,8 +5,9 @@ condition TRUE at the task's end), the initial state fails it, and it is not tri
 A contract fails a state when not all of its conditions are TRUE there. Admission is
 stricter for the primary condition ``c1`` (the task's goal fact): it must be FALSE both in
 the episode's initial world and, for terminal tasks, at the task's start, so a contract
-never rests on a goal that already held. The further conditions are FALSE at the task's
-start by construction (``tasks.unit_tasks``: end states of the unit)."""
+never rests on a goal that already held. A further condition may already hold at the
+task's start: an end state the unit re-established (an object used and put back where it
+was, ``tasks.unit_tasks``)."""
 from __future__ import annotations
 
 from types import MappingProxyType

@@ -1,15 +1,19 @@
 """Goal-aligned tasks: one task per source unit, its contract the conjunction of every
 observed end state the unit produced (issue 18).
 
-A *unit* is what a person set out to do in one unit of the source, split where the source
-splits it: a recipe step with its prep segments (a run of consecutive groups of one
-recipe step), or, outside every step, an activity row of ``PXX_recipe_timestamps.csv``
-(a run of consecutive track groups inside that row). Groups outside every activity row
-belong to no unit and give no task.
+A *unit* is what a person set out to do in one unit of the source, never split and
+never merged: a recipe step with its prep segments (every segment of the step, however
+often the person came back to it), or, outside every step, an activity row of
+``PXX_recipe_timestamps.csv`` (every track group inside that row). A unit's task spans
+its groups from the first to the last; the recipe steps inside an activity row are units
+of their own, and what their groups establish is theirs, not the row's. Groups outside
+every activity row belong to no unit and give no task.
 
 A unit's conditions, each resting on observed evidence only:
 
-* **end states** (atoms TRUE after the unit's last group and FALSE before its first): every
+* **end states** (atoms TRUE after the unit's last group whose last establishing
+  operation is one of the unit's own groups, so an intermediate state the unit later
+  changed is not one): every
   ``in`` an observed add or transfer established (``in(squash, glass_2)``), every ``at``
   an observed put-down established (destination from a VQA answer or an itinerary), and
   every appliance or container state (``powered``, ``open``, ``capped``, ``covered``,
@@ -24,7 +28,7 @@ represented attribute (a grounded add or transfer, or, for an activity row, the 
 placements), with every end state as a condition; *event* when the step's goal is an
 action whose result is not a represented end state (a stir, a chop, a button press): its
 key events first, then the unit's observed end states. ``c1`` is the first condition FALSE
-in the episode's initial world. Two units of an episode with the same condition set give
+at the unit's start and in the episode's initial world. Two units of an episode with the same condition set give
 one task (the first); the second is rejected (``duplicate_condition_set``).
 
 >>> sorted(END_PREDICATES)
@@ -72,11 +76,14 @@ def _atom_keep(op, atom) -> list[int] | None:
 
 
 def unit_of(seg, activities) -> tuple | None:
-    """The source unit of a group's segment: ``("step", recipe, steps, video)`` for step
-    and prep segments (:func:`unit_tasks` adds the step segment's start), ``("activity",
-    row, ...)`` for a track segment inside an activity row, ``None`` outside every row."""
+    """The source unit of a group's segment: ``("step", recipe, steps)`` for every step
+    and prep segment of one recipe step (all its segments, in every video of the episode:
+    the person returning to a step is still doing that step), ``("activity", row, ...)``
+    for a track segment inside an activity row (the whole row: the recipe steps inside it
+    are units of their own, and its contract keeps only what the row's own groups left
+    in place), ``None`` outside every row."""
     if seg.kind in ("step", "prep"):
-        return ("step", seg.recipe, tuple(seg.steps), seg.video)
+        return ("step", seg.recipe, tuple(seg.steps))
     hits = [a for a in activities if a.video == seg.video and a.start - 1e-9 <= seg.start
             and seg.end <= a.end + 1e-9]
     if not hits:
@@ -93,29 +100,10 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
     for k, op in enumerate(ops):
         ops_of.setdefault(op_group[k], []).append(op)
     members: dict[tuple, list[int]] = {}
-    pending: dict[tuple, list[int]] = {}     # prep groups waiting for their step segment
-    last_run: dict[tuple, tuple] = {}        # activity row -> (its current run, last group)
     for i, g in enumerate(groups):
-        seg = g["seg"]
-        u = unit_of(seg, activities)
-        if u is None:
-            continue
-        if seg.kind == "prep":
-            pending.setdefault(u, []).append(i)
-            continue
-        if seg.kind == "step":
-            u = u + (seg.start,)          # one step segment (with its prep segments)
-            members.setdefault(u, []).extend(pending.pop(u[:-1], []))
-        else:
-            # an activity row is split where the source splits it: at its recipe steps
-            run = last_run.get(u)
-            if run is None or run[1] != i - 1:
-                run = (u + (i,), i)
-            last_run[u] = (run[0], i)
-            u = run[0]
-        members.setdefault(u, []).append(i)
-    for u, gs in pending.items():
-        members[u + (groups[gs[0]]["seg"].start,)] = gs
+        u = unit_of(g["seg"], activities)
+        if u is not None:
+            members.setdefault(u, []).append(i)
     members = {u: sorted(gs) for u, gs in members.items()}
     units = sorted(((u, gs[0], gs[-1], set(gs)) for u, gs in members.items()), key=lambda x: (x[1], x[2]))
     out, rejected, seen = [], [], {}
@@ -139,8 +127,11 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                     goal = p.kind == "add" or any(a[0] in GOAL_ATOM_PREDICATES for a in added)
                     (goal_ops if goal else key_ops).append(op)
         atoms = []
-        for atom in sorted(end - start):
-            if atom[0] not in END_PREDICATES or by.get(atom) is None:
+        # every atom the unit's own groups last established and that still holds at the
+        # unit's end, including one that also held before the unit (the pan taken from the
+        # sink, used on the hob and put back in the sink ends where the unit left it)
+        for atom in sorted(a for a in end if by.get(a) is not None):
+            if atom[0] not in END_PREDICATES:
                 continue
             keep = _atom_keep(by[atom], atom)
             if keep is None:
@@ -183,19 +174,26 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 _cond_prov(by[a[2]], a[3]) for a in atoms]
         else:
             continue
-        # c1: the first condition that does not already hold in the initial world
-        lead = next((n for n, c in enumerate(conds) if c["kind"] == "event" or tuple(c["atom"]) not in init),
-                    0)
+        # c1: the first condition that does not already hold at the unit's start (nor in the
+        # initial world); a unit whose every end state already held is rejected by admission
+        lead = next((n for n, c in enumerate(conds) if c["kind"] == "event"
+                     or (tuple(c["atom"]) not in start and tuple(c["atom"]) not in init)),
+                    next((n for n, c in enumerate(conds)
+                          if c["kind"] == "atom" and tuple(c["atom"]) not in start), 0))
         order = [lead] + [n for n in range(len(conds)) if n != lead]
         conds = [{"id": f"c{m}", **conds[n]} for m, n in enumerate(order, 1)]
         provs = [provs[n] for n in order]
         if u[0] == "step":
-            seg = next((groups[i]["seg"] for i in sorted(mine) if groups[i]["seg"].kind == "step"),
-                       groups[min(mine)]["seg"])
+            segs = sorted({groups[i]["seg"].key: groups[i]["seg"] for i in mine}.values(),
+                          key=lambda x: (x.start, x.key))
+            seg = next((x for x in segs if x.kind == "step"), segs[0])
             title = title_of(seg.instruction.removeprefix("Prepare for: "))
-            off = world.offsets.get(seg.video, 0.0)
+            local = lambda x: {"kind": x.kind, "video": x.video,
+                               "start": round(x.start - world.offsets.get(x.video, 0.0), 5),
+                               "end": round(x.end - world.offsets.get(x.video, 0.0), 5)}
             refs = {"file": "complete_recipes.json", "recipe": u[1], "step": ",".join(u[2]),
-                    "video": u[3], "start": round(seg.start - off, 5), "end": round(seg.end - off, 5),
+                    **{k: v for k, v in local(seg).items() if k != "kind"},
+                    "segments": [local(x) for x in segs],
                     "unit": "recipe step with its prep segments"}
         else:
             title = title_of(u[2])
