@@ -390,7 +390,89 @@ def test_itinerary_chain_beats_curated_put_down_defaults(compiled):
              for e in read_records(a / "cohort" / "episodes.jsonl.gz") for g in e["groups"]
              for op in g["operations"] if op["type"].startswith("put")
              and op["provenance"]["refs"]["args"][1]["source"] == "curated"}
-    assert "unobserved_destination_itinerary_move_aligned_from_the_end" in rules
+    assert "unobserved_destination_itinerary_move_aligned_from_the_start" in rules
+    assert "unobserved_destination_itinerary_move_aligned_from_the_end" not in rules
+
+
+def _track_put_downs(a):
+    """``{(episode, entity): [(fixture, destination provenance, group)]}``: each track's
+    own put-down in time order (the set-downs for the other hand left out)."""
+    out: dict = {}
+    for e in read_records(a / "cohort" / "episodes.jsonl.gz"):
+        for g in e["groups"]:
+            for op in g["operations"]:
+                if op["type"] not in ("put_on", "put_in_storage", "put_in_appliance",
+                                      "place_on_appliance", "put_in_sink", "throw_away"):
+                    continue
+                own, dst = op["provenance"]["refs"]["args"][:2]
+                if own["source"] == "observed" and "start" in own["refs"]:
+                    out.setdefault((e["episode_id"], op["args"][0]), []).append(
+                        (op["args"][1], dst, g["group_id"]))
+    return out
+
+
+def test_itinerary_chain_is_aligned_from_the_start(compiled):
+    # P03-20240217-131219, row 131 "Wash sink and hands, get chopping board and read
+    # recipe" (206-250 s): itinerary 224 "from cupboard right of dishwasher to counter top
+    # left of dishwasher, then from counter top left of dishwasher to counter left of hob"
+    # for the chopping board's 4 tracks (238.4-243.4, 1070.2-1070.9, 1373.5-1388.3 with
+    # VQA 372 "put -> counter left from hob", 3173.5-3174.4). The backward alignment put
+    # the board back into the cupboard at 243.4 s and 1070.9 s; aligned from the start,
+    # track 1 makes move 1 (onto the counter by the dishwasher, where the row gets it),
+    # track 2 is handled in place there, track 3 keeps its VQA answer and track 4 the
+    # final 'to'.
+    a, _ = compiled
+    board = _track_put_downs(a)[("P03-20240217-131219", "chopping_board")]
+    assert [(f, d["source"], d["refs"].get("rule")) for f, d, _ in board] == [
+        ("counter_left_of_dishwasher", "curated", "unobserved_destination_itinerary_move_aligned_from_the_start"),
+        ("counter_left_of_dishwasher", "curated", "unobserved_destination_itinerary_move_aligned_from_the_start"),
+        ("counter_left_of_hob", "observed", None), ("counter_left_of_hob", "observed", None)]
+    assert board[2][1]["refs"]["id"] == "3d_perception_object_location_372"
+    assert board[3][1]["refs"]["id"] == "object_motion_object_movement_itinerary_224"
+    # a curated destination is never a condition: the row's task keeps only the
+    # colander's observed put-down (VQA 408), not the board's curated one
+    tasks = read_records(a / "cohort" / "tasks.jsonl")
+    row = [t for t in tasks if t["episode_id"] == "P03-20240217-131219"
+           and t["title"].startswith("Wash sink and hands, get chopping board")]
+    assert len(row) == 1 and board[0][2] in row[0]["group_ids"]
+    assert [c["atom"] for c in row[0]["contract"]["conditions"]] == [
+        ["at", "plastic_colander", "counter_right_of_microwave"]]
+    assert all(p["source"] == "observed" and all(x["source"] == "observed" for x in p["refs"]["args"])
+               for t in tasks for p in t["provenance"]["conditions"].values())
+
+
+def test_no_curated_put_down_walks_an_itinerary_chain_backwards(compiled):
+    # Whole cohort (bench/itinerary_order.py): each chain-linked object's track
+    # put-downs, in time order, walk its itinerary chain (every 'from' and 'to'): a
+    # put-down on the current fixture stays, one on a later fixture advances. A curated
+    # put-down on a fixture the chain has already left for good (was 1: wooden spoon,
+    # P03-20240218-190556, back into drawer right of oven at 2702.9 s after VQA answers
+    # had it on the counter) or on one it never visits (0 with the compiler's binding)
+    # is a default contradicting the chain.
+    from analysis.compiler.normalise import fixture_id
+    a, _ = compiled
+    bad, walked = [], 0
+    for (eid, ent), puts in _track_put_downs(a).items():
+        answers = {d["refs"]["answer"] for _, d, _ in puts if d["source"] == "observed"
+                   and d["refs"].get("file") == "object_motion_object_movement_itinerary.json"}
+        if len(answers) != 1:
+            continue
+        chain = []
+        for part in answers.pop().split(", then "):
+            frm, to = part[len("from "):].split(" to ", 1)
+            for f in (fixture_id(frm), fixture_id(to)):
+                if not chain or chain[-1] != f:
+                    chain.append(f)
+        p = 0
+        for f, d, _ in puts:
+            walked += 1
+            if f == chain[p]:
+                continue
+            if f in chain[p + 1:]:
+                p = chain.index(f, p + 1)
+            elif d["source"] == "curated":
+                bad.append((eid, ent, f, d["refs"].get("rule")))
+    assert walked > 500 and bad == []
 
 
 def test_vqa_answer_outside_the_itinerary_chain_is_a_conflict(compiled):

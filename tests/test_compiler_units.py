@@ -256,3 +256,100 @@ def test_itinerary_chain_gives_every_track_its_source_and_destination():
     assert "dst" not in per_track[("a1", "t2")] and per_track[("a1", "t2")]["src"][0] == "sink"
     assert [(c["track"], c["side"], sorted(a["id"] for a in c["answers"])) for c in conflicts] == [
         ("t2", "dst", ["i1", "q9"])]
+
+
+def _board(n_tracks: int):
+    """A chopping board with ``n_tracks`` tracks 10 s apart (t1 at 10 s, t2 at 20 s, ...)."""
+    from analysis.compiler.readers import Association, Track
+    return Association("v", "b1", "chopping board", "chopping board",
+                       tuple(Track(f"t{i}", 10.0 * i, 10.0 * i + 2.0) for i in range(1, n_tracks + 1)))
+
+
+def test_itinerary_chain_with_extra_tracks_is_aligned_from_the_start():
+    # 3 moves, 5 tracks: the chain leaves out moves within one fixture, so 2 of the 5
+    # tracks are handlings that put the board back where it was picked up. Forward
+    # alignment: t1 makes move 1 (-> counter right of hob), t2 move 2 (-> sink), t3 and
+    # t4 stay at move 3's 'from' (the sink), t5 makes move 3 (-> hob, observed). The
+    # backward alignment gave t1, t2 'cupboard' (taken out and put straight back).
+    from analysis.compiler.readers import Itinerary
+    from analysis.compiler.worlds import _link_answers
+    fx = frozenset({"cupboard_left_of_fridge", "counter_right_of_hob", "sink", "hob"})
+    it = Itinerary("i7", "v", 10.0, (("cupboard left of fridge", "counter right of hob"),
+                                     ("counter right of hob", "sink"), ("sink", "hob")))
+    per_track, initial, dropped, conflicts, chains = _link_answers("v", [_board(5)], [], [it], fx)
+    assert initial == {"b1": ("cupboard left of fridge", "i7")}
+    # observed: only the chain's two ends
+    assert {k: {s: v[s][0] for s in v} for k, v in per_track.items()} == {
+        ("b1", "t1"): {"src": "cupboard_left_of_fridge"}, ("b1", "t5"): {"dst": "hob"}}
+    order, guess, moves = chains["b1"]
+    assert guess == {"t1": "counter_right_of_hob", "t2": "sink", "t3": "sink", "t4": "sink"}
+    assert order[-1] == "hob" and moves == it.moves
+    assert conflicts == [] and len(dropped) == 1
+    assert "aligned from the first track" in dropped[0]["reason"]
+    assert "3 moves, the association 5 tracks" in dropped[0]["reason"]
+    # equal counts: every move observed on its own track, no curated defaults
+    it3 = Itinerary("i8", "v", 10.0, it.moves)
+    per_track, _, dropped, _, chains = _link_answers("v", [_board(3)], [], [it3], fx)
+    assert chains["b1"][1] == {} and chains["b1"][2] == () and dropped == []
+    assert {k: (v["src"][0], v["dst"][0]) for k, v in per_track.items()} == {
+        ("b1", "t1"): ("cupboard_left_of_fridge", "counter_right_of_hob"),
+        ("b1", "t2"): ("counter_right_of_hob", "sink"), ("b1", "t3"): ("sink", "hob")}
+
+
+def test_chain_alignment_never_walks_the_chain_backwards():
+    from analysis.compiler.worlds import align_chain, chain_defaults
+    abcd = (("a", "b"), ("b", "c"), ("c", "d"))
+    # no anchors: tracks 1..m-1 make moves 1..m-1, the rest stay at move m's 'from'
+    assert align_chain(abcd, [None] * 6) == ["b", "c", "c", "c", "c", None]
+    assert chain_defaults((("a", "b"),), ["t1", "t2", "t3"]) == {"t1": "a", "t2": "a"}
+    # fewer tracks than moves: the track before the last ends at the last move's 'from'
+    assert align_chain(abcd, [None, None]) == ["c", None]
+    # an observed destination fixes how far along the chain the object is: after 'b'
+    # observed on track 3, tracks 1-2 have not gone past 'b' and track 4 goes on to 'c'
+    assert align_chain(abcd, [None, None, "b", None, None]) == ["b", "b", None, "c", None]
+    # round trip hob -> fridge -> hob, observed at the hob after tracks 2 and 4: one
+    # excursion (track 3), never a second one to the fridge after the return
+    assert align_chain((("hob", "fridge"), ("fridge", "hob")),
+                       [None, "hob", None, "hob", None]) == ["hob", None, "fridge", None, None]
+    # observed at the final fixture early: the later tracks stay there
+    assert align_chain(abcd, ["b", "d", None, None]) == [None, None, "d", None]
+    # anchors no forward walk satisfies (d then b) are ignored
+    assert align_chain(abcd, ["d", "b", None, None]) == [None, None, "c", None]
+    # the last track is not the association's last (its final 'to' not compiled)
+    assert align_chain(abcd, [None] * 3, final_observed=False) == ["b", "c", "c"]
+    # a fixture the scene does not know gives no default
+    assert align_chain(abcd, [None] * 3, fixture_ids={"c", "d"}) == [None, "c", None]
+
+
+def test_chain_defaults_are_realigned_over_the_compiled_tracks():
+    # The scrubbing brush of P07-20240531-101357 (itinerary 482: sink -> windowsill ->
+    # sink -> counter -> sink -> counter, 14 tracks): the one-hand model compiles only
+    # tracks 3 and 14. Aligned over all 14 tracks, track 3 would make move 3 (-> counter)
+    # and the moves on the dropped tracks would vanish, leaving the final observed
+    # 'to counter' a no-op. Over the compiled tracks, track 3 ends at the last move's
+    # 'from' (the sink), where the final move observes the brush before it.
+    from analysis.compiler.operations import realign_chains
+    from analysis.compiler.readers import Association, Track
+    from analysis.compiler.worlds import TrackInfo, chain_defaults
+    moves = (("sink", "windowsill"), ("windowsill", "sink"), ("sink", "counter"),
+             ("counter", "sink"), ("sink", "counter"))
+    a = Association("v", "b7", "brush", "brush", tuple(Track(f"t{i}", 10.0 * i, 10.0 * i + 2)
+                                                        for i in range(1, 15)))
+    everyone = chain_defaults(moves, [t.track_id for t in a.tracks])
+    assert everyone["t3"] == "counter"
+    infos = {t.track_id: TrackInfo("brush", a, t.track_id, t.start, t.end, chain_moves=moves,
+                                   chain_dst=everyone.get(t.track_id)) for t in a.tracks}
+    infos["t14"].dst = "counter"
+    realign_chains([infos["t3"], infos["t14"]], {}, None)
+    assert (infos["t3"].chain_dst, infos["t14"].chain_dst) == ("sink", None)
+    # an observed destination of the compiled track (its own put answer, or the next
+    # track's take answer) anchors it; the track after it goes on along the chain
+    for t in infos.values():
+        t.chain_dst = None
+    nxt = {"t2": ("windowsill", "q1", 30.0, "f", "VQA", {}, infos["t3"])}
+    realign_chains([infos["t2"], infos["t3"], infos["t14"]], nxt, None)
+    assert [infos[k].chain_dst for k in ("t2", "t3", "t14")] == [None, "sink", None]
+    # an association whose counts agree has no chain_moves: nothing is realigned
+    infos["t5"].chain_moves, infos["t5"].chain_dst = (), None
+    realign_chains([infos["t5"]], {}, None)
+    assert infos["t5"].chain_dst is None

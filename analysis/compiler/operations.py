@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .grounding import Grounding, Planned
 from .sim import Sim
-from .worlds import EpisodeWorld
+from .worlds import EpisodeWorld, align_chain
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
 
@@ -310,9 +310,10 @@ class OpBuilder:
                                   **(extra or {}))
         elif tr.chain_dst:
             # no observed destination for this track, but the object's itinerary gives
-            # its chain of fixtures: the chain's moves aligned from the object's last
-            # track backwards (still a default, labelled curated)
-            dst, prov = tr.chain_dst, cur("unobserved_destination_itinerary_move_aligned_from_the_end")
+            # its chain of fixtures: the chain's moves aligned from the object's first
+            # track forwards, extra tracks handled in place at the last move's 'from'
+            # (still a default, labelled curated; never a task condition)
+            dst, prov = tr.chain_dst, cur("unobserved_destination_itinerary_move_aligned_from_the_start")
         elif tr.chain and self.w.work_counter not in tr.chain:
             # the default stays inside the chain: where it was taken from, else the
             # chain's final fixture
@@ -439,6 +440,30 @@ class OpBuilder:
         return None
 
 
+def realign_chains(chosen, next_src: dict, fixture_ids) -> None:
+    """Curated chain defaults over the tracks that are compiled.
+
+    An itinerary whose move count differs from its association's track count observes
+    only its two ends; the tracks between get the moves aligned from the first track
+    forwards (``worlds.align_chain``). Tracks the one-hand model drops carry no put-down,
+    so a move aligned to one of them would vanish from the compiled world (the object
+    would skip chain fixtures, and the final observed 'to' could become a no-op). The
+    moves are therefore aligned over the association's *compiled* tracks in time order,
+    anchored on the destinations observed for them (a VQA put answer, or the take answer
+    of the object's next track); when the association's last track (the observed final
+    'to') is not compiled, the last compiled track is a middle track too."""
+    by_assoc: dict = {}
+    for tr in chosen:
+        if tr.chain_moves:
+            by_assoc.setdefault((tr.assoc.video, tr.assoc.assoc_id), []).append(tr)
+    for trs in by_assoc.values():
+        trs.sort(key=lambda t: (t.start, t.end, t.track_id))
+        obs = [t.dst or (next_src[t.track_id][0] if t.track_id in next_src else None) for t in trs]
+        final = trs[-1].track_id == trs[0].assoc.tracks[-1].track_id
+        for t, g in zip(trs, align_chain(trs[0].chain_moves, obs, final, fixture_ids)):
+            t.chain_dst = g
+
+
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     needed = {p.hold_track for p in grounding.planned if p.hold_track}
@@ -477,6 +502,7 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
     placed = {t.track_id for t in world.tracks if t.dst or t.track_id in next_src}
     chosen, blocked, pick_time, juggled = select_tracks([t for t in world.tracks if not t.conflict],
                                                         needed, busy_times, placed)
+    realign_chains(chosen, next_src, world.fixture_ids)
     for tr, other in blocked:
         if other is None:
             b.drop("track", f"track {tr.track_id} ({tr.entity})", "track shorter than 0.05 s", tr.start,

@@ -40,7 +40,8 @@ class TrackInfo:
     dst_file: str | None = None
     conflict: str | None = None   # observed sources disagree on this track: not compiled
     chain: tuple = ()             # fixtures of the object's itinerary chain (final 'to' last)
-    chain_dst: str | None = None  # curated default inside the chain (moves aligned from the end)
+    chain_dst: str | None = None  # curated default inside the chain (moves aligned from the start)
+    chain_moves: tuple = ()       # the itinerary's moves (phrases) when their count differs from the tracks'
 
 
 @dataclass
@@ -71,7 +72,10 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
     """``(per_track, initial, dropped, conflicts, chains)`` for the video's named associations.
 
     The fifth item maps an association to ``(fixtures of its itinerary chain, {track:
-    default destination inside the chain})``.
+    default destination inside the chain}, the itinerary's moves when their count differs
+    from the association's track count, else ())``; the defaults align the moves over
+    all the association's tracks (``chain_defaults``); the operations re-align them over
+    the tracks actually compiled.
     ``per_track[(assoc_id, track_id)]`` holds ``"src"`` / ``"dst"`` as ``(fixture, ref)``
     with ``ref = (file, question, how)``; ``initial[assoc_id]`` the first "from" of the
     object's itinerary. Unique binding: a time-keyed answer binds only when exactly one
@@ -143,20 +147,12 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
         if order:
             # a chain with a phrase that names no fixture of the scene is not used to
             # judge answers (the answer may be that fixture), only to keep defaults in it
-            # a default for the tracks between the two observed ends: the moves aligned
-            # from the last track backwards (earlier extra tracks stay where the chain
-            # starts); curated, used only where no observed destination exists
-            m, n = len(rest), len(it.moves)
-            guess = {}
-            if m != n:
-                for i, x in enumerate(rest[:-1]):
-                    k = i - (m - n)
-                    g = fixture_id(it.moves[k][1]) if k >= 0 else fixture_id(it.moves[0][0])
-                    if g in fixture_ids:
-                        guess[x.track_id] = g
+            guess = (chain_defaults(it.moves, [x.track_id for x in rest], fixture_ids)
+                     if len(it.moves) != len(rest) else {})
             chains.setdefault(a.assoc_id, (fxs, {x.track_id for x in rest}, it.vqa_id,
                                            {"question": it.question, "answer": answer}, order,
-                                           fxs <= set(fixture_ids), guess))
+                                           fxs <= set(fixture_ids), guess,
+                                           it.moves if len(it.moves) != len(rest) else ()))
         if len(it.moves) == len(rest):
             for k, (tr, (frm, to)) in enumerate(zip(rest, it.moves)):
                 ref = ("object_motion_object_movement_itinerary.json", it.vqa_id,
@@ -180,8 +176,9 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
             dropped.append({"kind": "source", "what": f"itinerary {it.vqa_id} ({a.raw_name})",
                             "reason": f"itinerary has {len(it.moves)} moves, the association "
                                       f"{len(rest)} tracks: only the first 'from' and the "
-                                      "final 'to' are observed; the tracks between get the moves "
-                                      "aligned from the last track as curated defaults",
+                                      "final 'to' are observed; the compiled tracks between get "
+                                      "the moves aligned from the first track as curated defaults "
+                                      "(extra tracks stay at the last move's 'from')",
                             "time": round(it.time + offset, 5),
                             "refs": {"file": "object_motion_object_movement_itinerary.json",
                                      "id": it.vqa_id, "video": video}})
@@ -205,7 +202,111 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
                                           for fx, r, ph in xs]})
             continue
         per_track.setdefault((aid, tid), {})[side] = xs[0][:2]
-    return per_track, initial, dropped, conflicts, {k: (v[4], v[6]) for k, v in chains.items()}
+    return per_track, initial, dropped, conflicts, {k: (v[4], v[6], v[7]) for k, v in chains.items()}
+
+
+def chain_defaults(moves, track_ids: list, fixture_ids=None) -> dict:
+    """``{track: curated destination}`` for every track of ``track_ids`` but the last
+    (which carries the observed final "to"), when an itinerary's move count differs from
+    its association's track count (only the chain's two ends are then observed): the
+    moves aligned from the first track forwards (``align_chain`` without anchors).
+
+    >>> chain_defaults((("cupboard", "counter"), ("counter", "hob")), ["t1", "t2", "t3", "t4"])
+    {'t1': 'counter', 't2': 'counter', 't3': 'counter'}
+    >>> chain_defaults((("a", "b"), ("b", "c"), ("c", "d")), ["t1", "t2", "t3", "t4", "t5"])
+    {'t1': 'b', 't2': 'c', 't3': 'c', 't4': 'c'}
+    >>> chain_defaults((("a", "b"), ("b", "c"), ("c", "d")), ["t1", "t2"])
+    {'t1': 'c'}
+    """
+    got = align_chain(moves, [None] * len(track_ids), True, fixture_ids)
+    return {t: g for t, g in zip(track_ids, got) if g is not None}
+
+
+def align_chain(moves, observed: list, final_observed: bool = True, fixture_ids=None) -> list:
+    """Curated destinations (``None`` where none) for tracks that carry an itinerary
+    chain whose moves are not observed one per track.
+
+    ``moves`` are the itinerary's ``(from, to)`` phrases; ``observed[j]`` is the fixture
+    an observed source gives track ``j``'s destination (a VQA answer), else ``None``;
+    ``final_observed``: the last track is the association's last, where the final "to"
+    is observed. The chain leaves out moves within one fixture, so tracks beyond the
+    move count are handlings that put the object back where it was picked up. Each
+    track either makes the next move of the chain (ends at that move's "to") or stays
+    (ends at the next move's "from": handled in place). The moves are aligned from the
+    first track forwards: track ``i`` makes move ``i``, the remaining tracks stay at the
+    last move's "from" (the object fetched, moved along the chain, then handled in place
+    where it is used) and the last track makes the last move; with fewer tracks than
+    moves the skipped moves are the ones before the last move (the track before the
+    last ends at the last move's "from", which the final move observes as the object's
+    place before it). Observed destinations anchor the alignment: the chain is never
+    walked backwards to reach one (a track observed at a fixture of the chain fixes how
+    far along the chain the object is), the fewest moves are skipped, and the last move
+    is left to the last track where the anchors allow it. Anchors that no forward walk
+    of the chain satisfies are ignored. A fixture not in ``fixture_ids`` (when given)
+    gives no default.
+
+    >>> align_chain((("a", "b"), ("b", "c"), ("c", "d")), [None] * 5)
+    ['b', 'c', 'c', 'c', None]
+    >>> # a round trip hob -> fridge -> hob, the object observed back at the hob after
+    >>> # tracks 2 and 4: one excursion, never a second one after the first return
+    >>> align_chain((("hob", "fridge"), ("fridge", "hob")), [None, "hob", None, "hob", None])
+    ['hob', None, 'fridge', None, None]
+    """
+    m, n = len(moves), len(observed)
+    if not m or not n:
+        return [None] * n
+    to = [fixture_id(moves[0][0])] + [fixture_id(b) for _, b in moves]     # position k: after move k
+    stay = [fixture_id(a) for a, _ in moves] + [to[m]]                     # handled in place at k
+    last = n - 1 if final_observed else None
+
+    def solve(obs):
+        def allowed(j):
+            if j == last:
+                return [m]
+            if obs[j] is not None:
+                ks = [k for k in range(m + 1) if obs[j] in (to[k], stay[k])]
+                if ks:
+                    return ks
+            return list(range(m + 1))
+
+        def step(j, p, q):
+            # (moves skipped, tracks off the rule's shape: the last move made before the
+            # last track, or the track before the last not at the last move's 'from',
+            # which the final move observes as the object's place before it)
+            return (max(0, q - p - 1),
+                    int(q == m and j != last) + int(last is not None and j == last - 1 and q != m - 1))
+
+        big = (1 << 30, 1 << 30)
+        best = [dict() for _ in range(n)]                 # cost of tracks j+1.. given p_j
+        for q in allowed(n - 1):
+            best[n - 1][q] = (0, 0)
+        for j in range(n - 2, -1, -1):
+            for p in allowed(j):
+                c = big
+                for q, rest in best[j + 1].items():
+                    if q >= p:
+                        s = step(j + 1, p, q)
+                        c = min(c, (s[0] + rest[0], s[1] + rest[1]))
+                if c != big:
+                    best[j][p] = c
+        out, p = [], 0
+        for j in range(n):
+            cands = []
+            for q, rest in best[j].items():
+                if q >= p:
+                    s = step(j, p, q)
+                    cands.append(((s[0] + rest[0], s[1] + rest[1]), q != p + 1, abs(q - p - 1), q))
+            if not cands:
+                return None
+            q = min(cands)[3]
+            out.append(to[q] if q > p else stay[q])
+            p = q
+        return out
+
+    got = solve(observed) or solve([None] * n)
+    return [None if (j == last or observed[j] is not None or
+                     (fixture_ids is not None and g not in fixture_ids)) else g
+            for j, g in enumerate(got)]
 
 
 def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[dict],
@@ -299,9 +400,9 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             facts[("at", ent, loc)] = prov
             for t in a.tracks:
                 off = offsets[video]
-                chain, guess = chains.get(a.assoc_id, ((), {}))
+                chain, guess, moves = chains.get(a.assoc_id, ((), {}, ()))
                 info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off,
-                                 chain=chain, chain_dst=guess.get(t.track_id))
+                                 chain=chain, chain_dst=guess.get(t.track_id), chain_moves=moves)
                 lk = per_track.get((a.assoc_id, t.track_id), {})
                 if "src" in lk:
                     info.src, info.src_ref = lk["src"][0], lk["src"][1][1]
