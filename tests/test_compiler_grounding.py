@@ -164,3 +164,154 @@ def test_a_hand_over_is_not_a_nesting():
     assert pick["oil"] == pytest.approx(482.801)
     chosen, blocked, _, _ = select_tracks([soy, oil], {"soy", "oil"}, {"soy": [476.0], "oil": [482.5]})
     assert [t.track_id for t in chosen] == ["soy"] and [(t.track_id, o.track_id) for t, o in blocked] == [("oil", "soy")]
+
+
+# ------------------------------------------------------------ the vessel of a step action
+# Hand-checkable episodes (video "v", one recipe "R" with one step "S01", step segment
+# 100-110 s, no prep segment): a spoon held through the segment stirs "in a large bowl";
+# the bowls' tracks decide which vessel (docs/compiler.md, pipeline step 3).
+STIR_TEXT = "In a large bowl mix together flour and salt."
+
+
+def _stir_episode(vocab, bowls, text=STIR_TEXT, extra_steps=()):
+    """Ground one step segment 100-110 s; ``bowls`` is ``[(name, [(start, end), ...])]``."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import Association, Capture, Recipe, Span, StepSegment, Track
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", "a0", "spoon", "spoon", (Track("t0", 99.0, 111.0),))]
+    for i, (name, spans) in enumerate(bowls, 1):
+        assocs.append(Association("v", f"a{i}", name, name,
+                                  tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(spans))))
+    segs = [StepSegment("S01", "step", Span("v", 100.0, 110.0))] + [
+        StepSegment(sid, "step", Span("v", a, b)) for sid, a, b in extra_steps]
+    steps = {"S01": text, **{sid: "Fry the bacon in a pan." for sid, _, _ in extra_steps}}
+    recipe = Recipe("R", "P01", "test", steps, (Capture("R", 0, ("v",), {}, (), tuple(segs)),))
+    fixtures = [{"id": "counter", "type": "counter"}]
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": assocs}, [], [], {"R": recipe},
+                        NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    stirs = [p for p in g.planned if p.action == "stir"]
+    drops = [d for d in g.dropped if d["kind"] == "cue" and d["refs"].get("step") == "S01"]
+    return stirs, drops
+
+
+def test_a_vessel_tracked_during_the_step_segment_binds(vocab):
+    # "large bowl2" 104-108 s overlaps the segment 100-110 s; no other bowl is tracked
+    # during it or put down in the 60 s before it (the "bowl" put down at 20 s is 80 s
+    # before the segment: not counted)
+    stirs, drops = _stir_episode(vocab, [("large bowl2", [(104.0, 108.0)]), ("bowl", [(15.0, 20.0)])])
+    assert [(p.roles["t"], p.roles["c"]) for p in stirs] == [("spoon", "bowl2")] and not drops
+    ev = stirs[0].evidence["c"]
+    assert (ev["name"], ev["start"], ev["end"]) == ("large bowl2", 104.0, 108.0)
+    assert ev["how"] == ("step text names 'bowl'; the only bowl of the video tracked during the step "
+                         "segment (100.00-110.00 s) (track 104.00-108.00 s), and no other bowl put down "
+                         "in the 60 s before it")
+
+
+def test_a_vessel_put_down_before_the_segment_binds_with_what_was_checked(vocab):
+    # P01-20240203-130505 t002's pattern: the bowl is not picked up during the segment; its
+    # last track 70-75 s ended 25 s before the segment starts (within 60 s) and it is not
+    # picked up again before the segment ends (its next track starts at 120 s)
+    stirs, drops = _stir_episode(vocab, [("large bowl", [(70.0, 75.0), (120.0, 125.0)])])
+    assert [p.roles["c"] for p in stirs] == ["bowl"] and not drops
+    ev = stirs[0].evidence["c"]
+    assert (ev["start"], ev["end"]) == (70.0, 75.0)
+    assert ev["how"] == ("step text names 'bowl'; no bowl of the video is tracked during the step segment "
+                         "(100.00-110.00 s); the only bowl of the video put down in the 60 s before it: "
+                         "put down at 75.00 s (25.0 s before it), not picked up again before it ends")
+    # put down 61 s before the segment: no evidence that the stir happens in it
+    stirs, drops = _stir_episode(vocab, [("large bowl", [(30.0, 39.0)])])
+    assert not stirs and len(drops) == 1
+    assert ("stir: target not decided: step text names 'bowl'; no bowl tracked during the step segment "
+            "(100.00-110.00 s) or put down in the 60 s before it (bowl put down at 39.00 s)") in drops[0]["reason"]
+
+
+def test_two_qualifying_vessels_are_ambiguous_and_dropped(vocab):
+    # P01-20240203-130505 t003's pattern: "bowl" tracked 95-101 s (overlaps the segment's
+    # start) and "bowl of flour" 102-109 s: a "<vessel> of <content>" is that vessel, so
+    # two bowls qualify; never told apart by recency or ID
+    stirs, drops = _stir_episode(vocab, [("bowl", [(95.0, 101.0)]), ("bowl of flour", [(102.0, 109.0)])])
+    assert not stirs and len(drops) == 1
+    assert ("stir: target not decided: step text 'bowl': ambiguous vessel, 2 bowl instances tracked during "
+            "the step segment (100.00-110.00 s) or put down in the 60 s before it (bowl tracked "
+            "95.00-101.00 s; bowl_flour tracked 102.00-109.00 s)") in drops[0]["reason"]
+    # one bowl tracked during the segment and another put down 2 s before it: ambiguous too
+    stirs, drops = _stir_episode(vocab, [("bowl", [(103.0, 106.0)]), ("glass bowl", [(90.0, 98.0)])])
+    assert not stirs and "2 bowl instances tracked during the step segment" in drops[0]["reason"]
+    assert "glass_bowl put down at 98.00 s" in drops[0]["reason"]
+    # two bowls put down in the 60 s before the segment, neither handled during it
+    stirs, drops = _stir_episode(vocab, [("bowl", [(50.0, 60.0)]), ("large bowl2", [(80.0, 90.0)])])
+    assert not stirs and ("ambiguous vessel, 2 bowl instances put down in the 60 s before the step "
+                          "segment (100.00-110.00 s) and not tracked during it (bowl put down at 60.00 s; "
+                          "bowl2 put down at 90.00 s)") in drops[0]["reason"]
+
+
+def test_a_vessel_handled_for_another_step_is_not_put_down_for_this_one(vocab):
+    # P05-20240425-173353's pattern: the bowl was last handled in a segment of another
+    # step (S02, 80-96 s) and not in this step's own segments: not the vessel of S01
+    stirs, drops = _stir_episode(vocab, [("bowl", [(85.0, 95.0)])], extra_steps=[("S02", 80.0, 96.0)])
+    assert not stirs
+    assert ("not counted: bowl (its last track 85.00-95.00 s is in a step segment of S02 (80.00-96.00 s), "
+            "not in this step's own segments)") in drops[0]["reason"]
+
+
+def test_vessel_names_are_matched_by_their_own_head_noun(vocab):
+    from analysis.compiler.grounding import name_content, name_head
+    assert [name_head(n) for n in ("bowl of flour", "large bowl2", "small cup of glass", "piece of bread",
+                                   "glass bowl", "milk frother base")] == [
+        "bowl", "bowl", "cup", "bread", "bowl", "base"]
+    assert name_content("bowl of flour") == ["flour"] and name_content("piece of bread") == []
+    # "glass bowl" is no glass: "Pour into your glass" does not bind it
+    stirs, drops = _stir_episode(vocab, [("glass bowl", [(101.0, 109.0)])], text="Stir it in your glass.")
+    assert not stirs and "step text names 'glass', and no tracked vessel has that head noun" in drops[0]["reason"]
+    # a hyphenated word does not cut the phrase: "on a medium-heat pan" names the pan
+    assert target_phrases("Fry the potatoes on a medium-heat pan with oil", {"pan"}) == [["medium", "heat", "pan"]]
+
+
+def test_a_vessel_named_for_what_the_text_adds_is_its_source(vocab):
+    # P09-20240623-120359 "Then add in the garlic and ginger paste, ghee, yoghurt and
+    # stir": the "cup of yogurt" held during the segment is the yoghurt's source
+    stirs, drops = _stir_episode(vocab, [("cup of yogurt", [(101.0, 109.0)])],
+                                 text="Then add in the ghee, yoghurt and stir.")
+    assert not stirs
+    assert "cup_yogurt (named for a content the step text names: its source)" in drops[0]["reason"]
+    stirs, _ = _stir_episode(vocab, [("bowl of porridge", [(101.0, 109.0)])], text="Leave for a minute, stir.")
+    assert [p.roles["c"] for p in stirs] == ["bowl_porridge"]
+    assert stirs[0].evidence["c"]["how"] == ("the text names no vessel; the only vessel tracked during the "
+                                             "step segment (100.00-110.00 s)")
+
+
+def test_an_add_target_follows_the_same_rule(vocab):
+    # Add Squash's pattern (P02-20240209-194141): the squash bottle is held through the
+    # add 894-898 s; "new glass" was put down at 890.3 s (3.7 s before the add), an older
+    # "glass" at 39.3 s (not counted: more than 60 s before)
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+
+    def add_with(glasses):
+        assocs = [Association("v", "a0", "bottle of squash", "bottle of squash", (Track("t0", 891.9, 901.2),))]
+        assocs += [Association("v", f"a{i}", n, n, (Track(f"t{i}", a, b),)) for i, (n, a, b) in enumerate(glasses, 1)]
+        cap = Capture("R", 0, ("v",), {"I02": "concentrated fruit squash"},
+                      (IngredientEvent("I02", "concentrated fruit squash", "add", Span("v", 894.0, 898.1)),),
+                      (StepSegment("S01", "step", Span("v", 894.9, 898.2)),))
+        recipe = Recipe("R", "P02", "test", {"S01": "Add the amount of Squash to your glass"}, (cap,))
+        world = build_world("v", "P02", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                            {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+        return ground(world, {"R": recipe}, vocab)
+
+    g = add_with([("glass", 30.0, 39.3), ("new glass", 886.8, 890.3)])
+    pours = [p for p in g.planned if p.action == "pour"]
+    assert [(p.roles["src"], p.roles["dst"]) for p in pours] == [("squash_bottle", "glass_2")]
+    assert pours[0].evidence["dst"]["how"] == (
+        "step text names 'glass'; no glass of the video is tracked during the add (894.00-898.10 s); the "
+        "only glass of the video put down in the 60 s before it: put down at 890.30 s (3.7 s before it), not "
+        "picked up again before it ends")
+    # both glasses put down in the 60 s before the add: ambiguous, dropped
+    g = add_with([("glass", 850.0, 860.0), ("new glass", 886.8, 890.3)])
+    assert not [p for p in g.planned if p.action == "pour"]
+    assert [d["reason"] for d in g.dropped if d["kind"] == "add"] == [
+        "target not decided: step text 'glass': ambiguous vessel, 2 glass instances put down in the 60 s "
+        "before the add (894.00-898.10 s) and not tracked during it (glass put down at 860.00 s; glass_2 put "
+        "down at 890.30 s)"]

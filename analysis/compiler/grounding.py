@@ -4,12 +4,14 @@ specific tracked objects from the evidence, or it is not compiled.
 Evidence, and nothing else:
 
 * the times: an object track *overlaps* an add event or a step window (the step's timed
-  segment together with the prep segments of the same step in the same video);
-* the names: a track's annotated name shares a content word with the ingredient name or
-  with the noun the step text names ("Pour milk into the **frother**" -> the track
-  "milk frother base");
-* uniqueness: a noun the step text names that only one tracked instance of the episode
-  carries.
+  segment together with the prep segments of the same step in the same video); a vessel
+  is the one the event happens in: tracked during the add or the step segment itself, or
+  put down in the ``LOOKBACK`` s before it and not picked up again before it ends
+  (:meth:`Grounder.vessel_at`);
+* the names: a track's annotated name shares a content word with the ingredient name, or
+  its own head noun is the vessel noun the step text names ("Pour milk into the
+  **frother**" -> the track "milk frother base"; a "bowl of flour" is a bowl);
+* uniqueness: the one instance that qualifies; two qualifying instances drop the event.
 
 No binding is ever decided by recency or by sorted ID: where the evidence leaves more
 than one candidate (or none), the event is dropped with the reason, and inconsistent
@@ -39,6 +41,12 @@ STIR_TOOLS = {"spoon", "fork", "spatula", "whisk_tool", "ladle"}   # a towel is 
 COLOUR_WORDS = {"black", "white", "red", "green", "blue", "yellow", "orange", "brown", "pink",
                 "purple", "grey", "gray", "silver", "golden", "dark", "light", "clear"}
 MARGIN = 0.5                                          # seconds of slack on time overlaps
+# a vessel not moved during a step or add may have been put down just before it (a bowl
+# on the counter is stirred, not picked up): its last put-down counts only this close
+LOOKBACK = 60.0
+# "<part> of X" names X ("piece of bread" is bread); any other "X of Y" is an X ("bowl of
+# flour" is a bowl, "bottle of squash" a bottle): the world's typing rule (worlds.track_entity)
+PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
 
 
 def _sing(w: str) -> str:
@@ -54,6 +62,47 @@ def _sing(w: str) -> str:
 def words(text: str) -> list[str]:
     """Content words of a phrase, lower case and singular, stop words removed."""
     return [_sing(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in STOP and len(w) > 1]
+
+
+def name_head(name: str) -> str:
+    """The head noun of an object's name, read as the world types it: "bowl of flour" is
+    a bowl, "large bowl2" a bowl, "piece of bread" bread, "small cup of glass" a cup.
+
+    >>> [name_head(n) for n in ("bowl of flour", "large bowl2", "piece of bread", "small cup of glass")]
+    ['bowl', 'bowl', 'bread', 'cup']
+    """
+    low = re.sub(r"\s+", " ", name.strip().lower())
+    of = re.match(r"^(.+?) of (.+)$", low)
+    if of:
+        left, right = words(of.group(1)), words(of.group(2))
+        if left and right and left[-1] in PART_WORDS:
+            return right[-1]
+        if left:
+            return left[-1]
+        return right[-1] if right else ""
+    ws = words(low)
+    return ws[-1] if ws else ""
+
+
+def name_content(name: str) -> list[str]:
+    """Content words of a "<container> of <content>" name ("bowl of flour" -> flour);
+    none for a "<part> of X" name or any other name.
+
+    >>> name_content("small bowl of yogurt"), name_content("piece of bread"), name_content("bowl")
+    (['yogurt'], [], [])
+    """
+    of = re.match(r"^(.+?) of (.+)$", re.sub(r"\s+", " ", name.strip().lower()))
+    if not of:
+        return []
+    left, right = words(of.group(1)), words(of.group(2))
+    return right if left and right and left[-1] not in PART_WORDS else []
+
+
+_SPELLINGS = {"yoghurt": "yogurt", "chili": "chilli"}
+
+
+def _spelling(w: str) -> str:
+    return _SPELLINGS.get(w, w)
 
 
 def overlaps(a0: float, a1: float, b0: float, b1: float, margin: float = MARGIN) -> bool:
@@ -141,7 +190,7 @@ def title_of(text: str, limit: int = 70) -> str:
 
 # ------------------------------------------------------------------ the text's own words
 _TARGET_RE = re.compile(r"\b(?:into|in|to|onto|on|over|inside)\s+(?:the\s+|your\s+|a\s+|an\s+|each\s+)?"
-                        r"([a-z][a-z0-9 ]*)")
+                        r"([a-z][a-z0-9 ]*(?:-[a-z][a-z0-9 ]*)*)")   # "a medium-heat pan"
 _VERBS = [  # (surface forms, verb key); the first verb in the step's title decides
     (("stir", "mix", "combine", "fold"), "stir"),
     (("whisk", "beat"), "whisk"),
@@ -276,9 +325,27 @@ class Grounder:
         self.name_words = {e: [words(x) for x in n] for e, n in world.names.items()}
         self.heads = {e: {ws[-1] for ws in wl if ws} | {re.sub(r"\d+$", "", e).rstrip("_").split("_")[-1]}
                       for e, wl in self.name_words.items()}
+        # the head noun each name has as the world types it (a "bowl of flour" is a bowl;
+        # the override stem's head for curated names: "milk frother base" is a frother):
+        # a vessel is matched to the text's vessel noun by this head, never by another
+        # word of its name ("glass bowl" is no glass, "small cup of glass" no glass)
+        self.own_heads = {}
+        for e, n in world.names.items():
+            hs = {name_head(x) for x in n} - {""}
+            for x in n:
+                base = re.sub(r"\s*\d+$", "", x.strip().lower())
+                if base in vocab.overrides:
+                    hs.add(vocab.overrides[base].split("_")[-1])
+            self.own_heads[e] = hs
+        # what a "<vessel> of <content>" name says it holds ("bowl of flour": flour)
+        self.contents = {e: {_spelling(w) for x in n for w in name_content(x)} for e, n in world.names.items()}
         nt = vocab.data["noun_types"]
         self.vessel_heads = {w for w, leaf in nt.items() if ":" not in w and leaf not in EXCLUDED_TARGETS
                              and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+        # every timed step and prep segment: (video, recipe, step, kind, start, end)
+        self.segments = sorted({(x.span.video, rid, x.step_id, x.kind, x.span.start, x.span.end)
+                                for rid, r in recipes.items() for cap in r.captures for x in cap.segments
+                                if x.span.video in world.videos})
         self.step_targets: dict = {}       # (recipe, step) -> first evidenced add target
         self.undecided_adds: list = []     # (video, start, end) of adds with a source, no target
         self.tracks_of: dict[str, list] = {}
@@ -296,7 +363,7 @@ class Grounder:
         if not t or t in EXCLUDED_TARGETS or not (
                 self.vocab.is_a(t, "vessel") or self.vocab.is_a(t, "electric_container")):
             return False
-        return bool(self.heads.get(ent, set()) & self.vessel_heads)
+        return bool(self.own_heads.get(ent, set()) & self.vessel_heads)
 
     @staticmethod
     def nearest(trs, t0, t1):
@@ -331,69 +398,199 @@ class Grounder:
         return sorted(e for e, toks in self.tokens.items() if head in toks and e in self.tracks_of)
 
     def bind_target(self, text: str, t0: float, t1: float, win: StepWindow | None,
-                    exclude: set, fallback: bool = True) -> tuple[str | None, dict | None, str]:
-        """The vessel the step text names (or, with ``fallback``, the only vessel handled
-        during the event)."""
-        ws, we = (win.win_start, win.end) if win else (t0, t1)
-        ws, we = min(ws, t0), max(we, t1)
+                    exclude: set | dict, fallback: bool = True, video: str | None = None,
+                    event: str | None = None) -> tuple[str | None, dict | None, str]:
+        """The vessel the event ``[t0, t1]`` (a step segment, or an add) happens in: the
+        vessel the step text names, decided by :meth:`vessel_at`; or, with ``fallback``
+        and no vessel named, the only vessel tracked during the event itself.
+
+        A named vessel is an instance whose own head noun (:func:`name_head`: "bowl of
+        flour" and "large bowl2" are bowls) is the noun of the text's target phrase,
+        tracked in the event's own video (HD-EPIC gives no identity across videos); among
+        them, the ones sharing most words with the phrase ("metal V60 filter")."""
+        video = video or (win.video if win else None)
+        ev = event or "the step segment"
+        if not isinstance(exclude, dict):
+            exclude = {e: "the event's own object" for e in exclude}
+
+        def in_video(e):
+            return any(tr.assoc.video == video for tr in self.tracks_of[e])
+
         for group in target_groups(text, self.vessel_heads):
-            heads, cands = [], []
+            heads, cands, elsewhere, others = [], set(), set(), {}
             for phrase in group:
                 head = phrase[-1]
-                mine = [e for e in self.named_entities(head) if e not in exclude and self.target_ok(e)]
-                if mine:
-                    # the instances that share most words with the phrase ("metal V60 filter")
-                    best = max(len(set(phrase) & self.tokens[e]) for e in mine)
-                    cands += [e for e in mine if len(set(phrase) & self.tokens[e]) == best]
+                alln = [e for e in sorted(self.tracks_of) if head in self.own_heads.get(e, ()) and self.target_ok(e)]
+                others.update({e: exclude[e] for e in alln if e in exclude and in_video(e)})
+                mine = [e for e in alln if e not in exclude]
+                if alln:
                     heads.append(head)
+                    here = [e for e in mine if in_video(e)]
+                    elsewhere |= set(mine) - set(here)
+                    if here:
+                        best = max(len(set(phrase) & self.tokens[e]) for e in here)
+                        cands |= {e for e in here if len(set(phrase) & self.tokens[e]) == best}
+                        others.update({e: f"its name shares fewer words with '{' '.join(phrase)}'"
+                                       for e in here if len(set(phrase) & self.tokens[e]) < best})
                 elif head not in SUBSTANCE_WORDS and (self.named_entities(head) or head in self.vessel_heads):
                     heads.append(head)     # a named vessel that is not tracked: no fallback
             if not heads:
                 continue            # "into the coffee": the drink, its vessel is not named
             named = "' or '".join(heads)
-            cands = sorted(set(cands))
+            others = {e: r for e, r in others.items() if e not in cands}
+            if not cands and elsewhere:
+                return None, None, (f"step text names '{named}'; such vessels are tracked in another video "
+                                    f"({', '.join(sorted(elsewhere))}), none in {video} (HD-EPIC gives no "
+                                    f"identity across videos)")
             if not cands:
-                return None, None, f"step text names '{named}', and no tracked vessel carries that name"
-            # handled in the step's own segment or prep segments (or the event itself),
-            # not merely inside the window's hull, which can hold another step's segment
-            own = list(win.spans) if win and win.spans else [(ws, we)]
-            own.append((t0, t1))
-            in_own = [tr for tr in self.w.tracks if tr.entity in cands
-                      and any(overlaps(tr.start, tr.end, a, b) for a, b in own)]
-            near = sorted({tr.entity for tr in in_own})
-            if len(near) == 1:
-                tr = self.nearest([tr for tr in in_own if tr.entity == near[0]], t0, t1)
-                return near[0], {"how": f"step text names '{named}'; the only such track in the step window",
-                                 **self.track_ref(tr)}, ""
-            if len(near) > 1:
-                return None, None, f"step text '{named}' matches {len(near)} tracked instances in the window: {near}"
-            # else the only such instance tracked in the event's own video: HD-EPIC gives
-            # no identity across videos, so a cup tracked in a later video of a multi-video
-            # episode is another association, not the vessel of this add
-            video = win.video if win else None
-            mine_v = [e for e in cands if any(tr.assoc.video == video for tr in self.tracks_of[e])] \
-                if video else cands
-            if len(cands) == 1 and len(mine_v) == 1:
-                tr = self.nearest([tr for tr in self.tracks_of[cands[0]] if video is None or tr.assoc.video == video],
-                                  t0, t1)
-                return cands[0], {"how": f"step text names '{named}'; the only tracked such vessel of the episode",
-                                  **self.track_ref(tr)}, ""
-            if len(cands) == 1:
-                return None, None, f"step text names '{named}'; the only such vessel is tracked in another video"
-            return None, None, f"step text '{named}' matches {len(cands)} instances, none tracked in the window"
+                return None, None, (f"step text names '{named}', and no tracked vessel has that head noun"
+                                    + (" apart from " + ", ".join(f"{e} ({r})" for e, r in sorted(others.items()))
+                                       if others else ""))
+            return self.vessel_at(named, "/".join(heads), sorted(cands), t0, t1, video, ev, win, others)
         if not fallback:
             return None, None, "no vessel named in the step text (a vessel held while a food is added may be its source)"
         # The text names no vessel: only a vessel handled *during the event itself* (the
         # add, or the step segment) decides it. A vessel last handled earlier in the
         # step's prep window is not evidence: the ingredient usually goes into an
         # untracked pan ("salt to the mixture" is not the bowl moved 95 s earlier).
-        near = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0)
-                       if tr.entity not in exclude and self.target_ok(tr.entity)})
+        seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)" if video else ev
+        held = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0) if self.target_ok(tr.entity)})
+        # a vessel named for a content the step text names ("cup of yogurt" while the text
+        # adds yoghurt) is that content's source: it is spooned out of, not stirred in
+        said = {_spelling(w) for w in words(text)}
+        skip = [f"{e} ({exclude[e]})" for e in held if e in exclude] + \
+               [f"{e} (named for a content the step text names: its source)" for e in held
+                if e not in exclude and self.contents.get(e, set()) & said]
+        near = [e for e in held if e not in exclude and not self.contents.get(e, set()) & said]
+        note = f"; not counted: {', '.join(skip)}" if skip else ""
         if len(near) == 1:
             tr = self.nearest([tr for tr in self.overlapping(t0, t1, 0.0) if tr.entity == near[0]], t0, t1)
-            return near[0], {"how": "the only vessel handled during the event", **self.track_ref(tr)}, ""
-        return None, None, (f"{len(near)} vessels handled during the event {near}" if near
-                            else "no vessel named in the step text or handled during the event")
+            return near[0], {"how": f"the text names no vessel; the only vessel tracked during {seg}{note}",
+                             **self.track_ref(tr)}, ""
+        return None, None, (f"{len(near)} vessels handled during the event {near}{note}" if near
+                            else f"no vessel named in the step text or handled during the event{note}")
+
+    def put_away(self, tr, side: str = "dst") -> str | None:
+        """Why a vessel is not where a step or add happens: the observed destination of
+        its track (``side="dst"``: where it was put down) or the observed source of its
+        first track (``side="src"``: where it was until then) is storage, an enclosed
+        appliance or a sink."""
+        fx, ref, file = (tr.dst, tr.dst_ref, tr.dst_file) if side == "dst" else (tr.src, tr.src_ref, None)
+        if fx is None or tr.conflict:
+            return None
+        if ("enclosing", fx) in self.w.facts or self.is_a(fx, "sink"):
+            return f"{'put in' if side == 'dst' else 'taken from'} {fx} ({file or 'VQA/itinerary'} {ref})"
+        return None
+
+    def other_step(self, tr, win: StepWindow | None) -> str | None:
+        """The other step a track was handled for: it overlaps a step or prep segment of
+        another step and none of ``win``'s own segments (the frying pan of the bacon step
+        S02, put down 6 s before the pasta add of S01, is not the pasta's pan)."""
+        if win is not None and any(overlaps(tr.start, tr.end, a, b, 0.0) for a, b in win.spans):
+            return None
+        mine = (win.recipe, win.step) if win is not None else None
+        for v, rid, sid, kind, a, b in self.segments:
+            if v == tr.assoc.video and (rid, sid) != mine and overlaps(tr.start, tr.end, a, b, 0.0):
+                return (f"its last track {self.local(v, tr.start):.2f}-{self.local(v, tr.end):.2f} s is in a "
+                        f"{kind} segment of {sid} ({self.local(v, a):.2f}-{self.local(v, b):.2f} s), "
+                        f"not in this step's own segments")
+        return None
+
+    def vessel_at(self, named: str, noun: str, cands: list, t0: float, t1: float, video: str,
+                  ev: str, win: StepWindow | None = None, others: dict | None = None
+                  ) -> tuple[str | None, dict | None, str]:
+        """Which of the named vessels ``cands`` (instances tracked in ``video``) the event
+        ``[t0, t1]`` happens in, from their tracks in that video. Each candidate is
+
+        * *tracked during* the event: a track overlaps ``[t0, t1]`` (no margin); else
+        * *put down before* it: its last track before the event ended before ``t0``, so
+          it is not picked up again before the event ends (*recently* when that was at
+          most ``LOOKBACK`` s before ``t0``); else
+        * *first picked up after* it (only listed in the reason of a drop);
+
+        not counted when an observed destination of that last track (or an observed
+        source of the first track after the event) is storage, an enclosed appliance or a
+        sink, nor when that last track was handled for another step
+        (:meth:`other_step`). ``others`` (instances of the noun excluded by the caller or
+        by the text's words) are named in the ``how`` or reason when they would have
+        counted. The vessel is
+
+        1. the one candidate tracked during the event, when no other was put down
+           recently (a vessel just put down is as likely the one stirred as one held
+           meanwhile, which may be a source: the "bowl of flour");
+        2. with none tracked during the event, the one candidate put down recently.
+
+        Anything else is dropped with the reason: two candidates are never told apart by
+        which was handled last, and a vessel last put down longer ago, or first picked up
+        after the event, is not evidence of where the event happens (the text's noun
+        alone would decide it; an untracked vessel may stand on the hob). The ``how``
+        text states what was checked."""
+        seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)"
+        during, recent, rest, later, away = {}, {}, {}, {}, []
+        for e in cands + sorted(others or {}):
+            trs = [tr for tr in self.tracks_of[e] if tr.assoc.video == video]
+            over = [tr for tr in trs if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+            before = [tr for tr in trs if tr.end <= t0]
+            last = max(before, key=lambda x: (x.end, x.track_id)) if before else None
+            if e in (others or {}):
+                # not a candidate; named in the reason when it would otherwise have counted
+                if over or (last is not None and t0 - last.end <= LOOKBACK):
+                    away.append(f"{e} ({others[e]})")
+                continue
+            if over:
+                during[e] = min(over, key=lambda x: (x.start, x.track_id))
+                continue
+            if last is not None:
+                why = self.put_away(last)
+                if why:
+                    if t0 - last.end <= LOOKBACK:
+                        away.append(f"{e} {why} at {self.local(video, last.end):.2f} s")
+                elif t0 - last.end > LOOKBACK:
+                    rest[e] = last
+                elif self.other_step(last, win):
+                    away.append(f"{e} ({self.other_step(last, win)})")
+                else:
+                    recent[e] = last
+                continue
+            first = min(trs, key=lambda x: (x.start, x.track_id))
+            if not self.put_away(first, "src"):
+                later[e] = first
+
+        def span(tr):
+            return f"{self.local(video, tr.start):.2f}-{self.local(video, tr.end):.2f} s"
+
+        def put(e, tr):
+            return f"{e} put down at {self.local(video, tr.end):.2f} s"
+
+        excl = f"; not counted: {', '.join(away)}" if away else ""
+        if during:
+            if len(during) == 1 and not recent:
+                e, tr = next(iter(during.items()))
+                return e, {"how": f"step text names '{named}'; the only {noun} of the video tracked during "
+                                  f"{seg} (track {span(tr)}), and no other {noun} put down in the "
+                                  f"{LOOKBACK:.0f} s before it{excl}", **self.track_ref(tr)}, ""
+            qual = [f"{e} tracked {span(tr)}" for e, tr in sorted(during.items())] + \
+                   [put(e, tr) for e, tr in sorted(recent.items())]
+            return None, None, (f"step text '{named}': ambiguous vessel, {len(qual)} {noun} instances tracked "
+                                f"during {seg} or put down in the {LOOKBACK:.0f} s before it ({'; '.join(qual)})")
+        if len(recent) == 1:
+            e, tr = next(iter(recent.items()))
+            return e, {"how": f"step text names '{named}'; no {noun} of the video is tracked during {seg}; "
+                              f"the only {noun} of the video put down in the {LOOKBACK:.0f} s before it: "
+                              f"put down at {self.local(video, tr.end):.2f} s ({t0 - tr.end:.1f} s before it), "
+                              f"not picked up again before it ends{excl}", **self.track_ref(tr)}, ""
+        if recent:
+            return None, None, (f"step text '{named}': ambiguous vessel, {len(recent)} {noun} instances put down "
+                                f"in the {LOOKBACK:.0f} s before {seg} and not tracked during it "
+                                f"({'; '.join(put(e, tr) for e, tr in sorted(recent.items()))})")
+        if rest or later:
+            return None, None, (f"step text names '{named}'; no {noun} tracked during {seg} or put down in the "
+                                f"{LOOKBACK:.0f} s before it ("
+                                + "; ".join([put(e, tr) for e, tr in sorted(rest.items())]
+                                            + [f"{e} first picked up at {self.local(video, tr.start):.2f} s"
+                                               for e, tr in sorted(later.items())]) + f"){excl}")
+        return None, None, (f"step text names '{named}'; no {noun} of the video is tracked during {seg} "
+                            f"or put down before it{excl}")
 
     def windows_at(self, video, t0, t1, recipe):
         return [w for w in self.windows if w.video == video and w.recipe == recipe
@@ -516,7 +713,7 @@ class Grounder:
             self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
                 **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
                 "how": "the track's name names the ingredient it holds"}})
-            target, tev, why = self.bind_target(ttext, t0, t1, win, {ent})
+            target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
             target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
             if target is None:
                 self.drop("add", what, f"target not decided: {why}", t0, **refs)
@@ -537,13 +734,13 @@ class Grounder:
             if action == "insert":
                 fx = self.fixture_named(text)
                 if fx is None:
-                    target, tev, why = self.bind_target(ttext, t0, t1, win, {ent})
+                    target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
                     action = "put_in_container"
                 else:
                     target, tev, why = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
                                             "recipe": rid, "step": win.step if win else None}, ""
             else:
-                target, tev, why = self.bind_target(ttext, t0, t1, win, {ent})
+                target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
                 target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
             if target is None:
                 self.drop("add", what, f"target not decided: {why}", t0, **refs)
@@ -651,7 +848,7 @@ class Grounder:
         if vessel:
             named = set(words(win.text)) & self.vessel_heads
             if named:
-                trs = [tr for tr in trs if self.heads.get(tr.entity, set()) & named]
+                trs = [tr for tr in trs if self.own_heads.get(tr.entity, set()) & named]
         ents = sorted({tr.entity for tr in trs})
         if len(ents) != 1:
             self.drop("cue", what, f"{role}: {len(ents)} candidate tracks in the step segment {ents}",
@@ -676,8 +873,9 @@ class Grounder:
             return
         # nothing is stirred on a plate or a tray, nor in a colander (it drains: "Stir in
         # the red lentils" happens in the pot, not in the colander that rinsed them)
-        flat = {e for e, t in self.w.objects.items() if t in ("plate", "tray", "colander")}
-        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {tool} | flat)
+        flat = {e: "nothing is stirred on a plate or a tray, nor in a colander"
+                for e, t in self.w.objects.items() if t in ("plate", "tray", "colander")}
+        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {**flat, tool: "the tool"})
         if target is None:
             self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
             return

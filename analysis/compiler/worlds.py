@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .grounding import CONTAINER_WORDS, words
+from .grounding import CONTAINER_WORDS, PART_WORDS, words
 from .normalise import canonical_object, fixture_id, resolve_noun
 from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
 from .vocabulary import Vocabulary
@@ -441,7 +441,7 @@ def vague_name(name: str | None) -> bool:
     return bool(name) and (bool(ws & VAGUE_WORDS) or ws == {"unknown"})
 
 
-_PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
+_PART_WORDS = PART_WORDS        # one rule with grounding.name_head
 
 
 def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[str, str, str | None]:
