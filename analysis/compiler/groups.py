@@ -119,6 +119,32 @@ def video_at(world: EpisodeWorld, t: float) -> str:
     return [v for v in world.videos if world.offsets.get(v, 0.0) <= t + 1e-9][-1]
 
 
+#: put-down action -> the preposition an instruction uses for its destination
+PUT_WORDS = {"put_on": "on", "place_on_appliance": "on", "put_in_storage": "in",
+             "put_in_appliance": "in", "put_in_sink": "in", "throw_away": "in"}
+
+
+def words_of(entity_id: str) -> str:
+    """An ID as instruction words (``counter_right_of_hob`` -> ``counter right of hob``)."""
+    return entity_id.replace("_", " ")
+
+
+def instruction_of(seg, ops) -> str:
+    """The group's goal as a planner reads it: the source text, then one sentence per
+    put-down whose destination the source observes ("Put the mug 2 in the dishwasher."),
+    so that an observed placement a contract asks for is stated in the instruction the
+    planner gets (a curated destination is never stated: the source does not say it)."""
+    text = seg.instruction
+    for op in ops:
+        prep = PUT_WORDS.get(op.action["type"])
+        args = op.provenance["refs"].get("args", [])
+        if prep is None or len(args) != 2 or args[1]["source"] != "observed":
+            continue
+        obj, dst = op.action["args"]
+        text += f" Put the {words_of(obj)} {prep} the {words_of(dst)}."
+    return text
+
+
 def group_records(world: EpisodeWorld, groups) -> list[dict]:
     """Group records; ``source`` times are in the group's own video."""
     out = []
@@ -133,10 +159,10 @@ def group_records(world: EpisodeWorld, groups) -> list[dict]:
         out.append({
             "group_id": f"{world.episode_id}/g{i:04d}",
             "index": i,
-            "instruction": seg.instruction,
+            "instruction": instruction_of(seg, ops),
             "objects": objs,
             "action_hints": hints,
-            "source": {"recipe": seg.recipe, "steps": seg.steps, "video": seg.video,
+            "source": {"recipe": seg.recipe, "steps": seg.steps, "text": seg.instruction, "video": seg.video,
                        "start": local(seg.start), "end": local(seg.end),
                        "refs": {"segment": seg.kind,
                                 "first_event": local(min(times) if times else seg.start)}},

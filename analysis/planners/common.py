@@ -15,6 +15,7 @@ True
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -137,6 +138,26 @@ def state_from_view(view: PlannerView, interest=()) -> BelievedState:
             s.flags[("open", ent)] = bool(is_open)
     s.loc = {k: v for k, v in s.loc.items() if v[0] != "held"}
     return s
+
+
+_PUT_SENTENCE = re.compile(r"\bput the ([a-z0-9 ]+?) (?:on|in) the ([a-z0-9 ]+?)\.", re.IGNORECASE)
+
+
+def named_put_downs(view: PlannerView) -> list[tuple[str, str]]:
+    """``(item, fixture)`` pairs the instruction states ("Put the mug 2 in the
+    dishwasher."), each an object of the group and a fixture of the kitchen, in text order.
+
+    >>> from types import SimpleNamespace as NS
+    >>> named_put_downs(NS(instruction="Tidy: handle. Put the mug 2 in the dishwasher.",
+    ...                    objects=("mug_2",), regions=("dishwasher", "sink")))
+    [('mug_2', 'dishwasher')]
+    """
+    out = []
+    for obj, dst in _PUT_SENTENCE.findall(view.instruction):
+        o, f = "_".join(obj.lower().split()), "_".join(dst.lower().split())
+        if o in view.objects and f in view.regions and (o, f) not in out:
+            out.append((o, f))
+    return out
 
 
 def hint_steps(view: PlannerView) -> list[tuple[str, list[str] | None]]:

@@ -1,7 +1,9 @@
 """``belief_search`` and its noisy variants: plan toward the hinted actions over belief.
 
 For each hinted action type (in order) the planner binds the arguments against its
-believed state (:mod:`analysis.planners.common`), then plans the prerequisites the
+believed state (:mod:`analysis.planners.common`), and it puts each item where the
+instruction says ("Put the mug 2 in the dishwasher.",
+:func:`~analysis.planners.common.named_put_downs`); it plans the prerequisites the
 rules ask for and the belief says are missing: fetch an item that must be held (put
 down what is in hand, go to where the item is believed to be, open the storage, take
 it), open a closed or unknown storage, navigate to the action's fixture. Effects are
@@ -32,7 +34,7 @@ from typing import Mapping
 
 from .base import PlannerView, plan_json
 from .common import (PUT_BY_FIXTURE, TAKE_BY_FIXTURE, BelievedState, bind_action, ground,
-                     hint_steps, is_subtype, state_from_view)
+                     hint_steps, is_subtype, named_put_downs, state_from_view)
 
 __all__ = ["BeliefSearchPlanner", "NoisyBindingPlanner", "NoisySkipPlanner"]
 
@@ -273,9 +275,12 @@ class BeliefSearchPlanner:
         """Hinted steps in a workable order.
 
         Hints may be ground (``type(args)``: kept in order) or bare types (an unordered
-        set). For bare types: when a retrieval is hinted, every item of the group is
-        first brought to the work surface (where the agent stood when the group began);
-        then the other hinted types are planned once each, ordered by family.
+        set). For bare types: when a retrieval or a put-down is hinted, every item of the
+        group is first brought to the work surface (where the agent stood when the group
+        began);
+        then the other hinted types are planned once each, ordered by family; last, each
+        item the instruction says where to put ("Put the mug 2 in the dishwasher.") is
+        put there (it is not brought to the work surface first).
         """
         hints = hint_steps(view)
         if any(args is not None for _, args in hints):
@@ -287,18 +292,26 @@ class BeliefSearchPlanner:
         fam = {t: schema[t].get("family", "") for t in main}
         steps: list[tuple[str, list | None]] = []
         home = view.observation.get("region")
-        if any(f == "retrieve" for f in fam.values()) and home is not None:
+        # destinations the instruction states: the item goes there, last
+        named = [(o, f) for o, f in named_put_downs(view)
+                 if self._kind_action(view, f, PUT_BY_FIXTURE) is not None]
+        placed = {o for o, _ in named}
+        # a hinted retrieval or put-down handles the group's items: with no stated
+        # destination they end on the work surface (a put-down alone is the second half
+        # of a handling an earlier group began: the item is in the hand)
+        if any(f in ("retrieve", "leave") for f in fam.values()) and home is not None:
             put = self._kind_action(view, home, PUT_BY_FIXTURE)
             if put is not None:
                 for o in view.objects:
                     ty = view.object_types.get(o)
-                    if o in view.regions or not is_subtype(view.types, ty, "item"):
+                    if o in view.regions or o in placed or not is_subtype(view.types, ty, "item"):
                         continue
                     steps.append((put, [o, home]))
         order = {f: i for i, f in enumerate(self.FAMILY_ORDER)}
         rest = sorted((t for t in main if fam[t] not in ("retrieve", "leave")),
                       key=lambda t: (order.get(fam[t], len(order)), t))
         steps += [(t, None) for t in rest]
+        steps += [(self._kind_action(view, f, PUT_BY_FIXTURE), [o, f]) for o, f in named]
         st["steps"] = steps
         return steps
 

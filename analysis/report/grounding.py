@@ -126,12 +126,17 @@ def _card(task: dict, episode: dict, conflicts: list[dict] = ()) -> str:
              f"groups {task['group_ids'][0]} .. {task['group_ids'][-1]} ({len(mine)}).", "",
              _viewer_line(task["task_id"]), "",
              "## Source", ""]
-    src = ", ".join(f"{k} `{v}`" for k, v in sorted(refs.items()) if v is not None)
+    src = ", ".join(f"{k} `{v}`" for k, v in sorted(refs.items()) if v is not None and k != "segments")
     lines.append(f"- task source row: {src}")
+    for x in refs.get("segments", []):
+        lines.append(f"  - {x['kind']} segment {x['video']} {x['start']:.2f}-{x['end']:.2f} s")
+    shown = set()
     for g in mine:
         s = g["source"]
-        if s.get("steps"):
-            lines.append(f"- step {', '.join(s['steps'])} of {s.get('recipe')}: \"{g['instruction']}\" "
+        seen_key = (tuple(s.get("steps") or ()), s.get("video"), s.get("start"), s.get("end"))
+        if s.get("steps") and seen_key not in shown:
+            shown.add(seen_key)
+            lines.append(f"- step {', '.join(s['steps'])} of {s.get('recipe')}: \"{s.get('text', g['instruction'])}\" "
                          f"({s['video']} {s['start']:.2f}-{s['end']:.2f} s)")
     lines += ["", "## Conditions", ""]
     cprov = task["provenance"].get("conditions", {})
