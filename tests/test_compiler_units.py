@@ -353,3 +353,17 @@ def test_chain_defaults_are_realigned_over_the_compiled_tracks():
     infos["t5"].chain_moves, infos["t5"].chain_dst = (), None
     realign_chains([infos["t5"]], {}, None)
     assert infos["t5"].chain_dst is None
+
+
+def test_instruction_states_observed_destinations_only():
+    from analysis.compiler.groups import Segment, instruction_of
+    from analysis.compiler.operations import Op
+    seg = Segment("track", "track:x", None, [], "v", 1.0, 2.0, "Washing up: handle and put away items")
+    obs, cur = {"source": "observed", "refs": {}}, {"source": "curated", "refs": {"rule": "r"}}
+    op = lambda typ, args, provs: Op(1.0, {"type": typ, "args": args}, {"source": "x", "refs": {"args": provs}})
+    ops = [op("take_from_storage", ["mug_2", "cupboard"], [obs, obs]),
+           op("put_in_appliance", ["mug_2", "dishwasher"], [obs, obs]),      # VQA destination
+           op("put_on", ["spoon", "counter"], [obs, cur])]                   # curated: not stated
+    assert instruction_of(seg, ops) == ("Washing up: handle and put away items. "
+                                        "Put the mug 2 in the dishwasher.")
+    assert instruction_of(seg, ops[2:]) == "Washing up: handle and put away items"

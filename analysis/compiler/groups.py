@@ -134,15 +134,18 @@ def instruction_of(seg, ops) -> str:
     put-down whose destination the source observes ("Put the mug 2 in the dishwasher."),
     so that an observed placement a contract asks for is stated in the instruction the
     planner gets (a curated destination is never stated: the source does not say it)."""
-    text = seg.instruction
+    said = []
     for op in ops:
         prep = PUT_WORDS.get(op.action["type"])
         args = op.provenance["refs"].get("args", [])
         if prep is None or len(args) != 2 or args[1]["source"] != "observed":
             continue
         obj, dst = op.action["args"]
-        text += f" Put the {words_of(obj)} {prep} the {words_of(dst)}."
-    return text
+        said.append(f"Put the {words_of(obj)} {prep} the {words_of(dst)}.")
+    if not said:
+        return seg.instruction
+    text = seg.instruction.rstrip()
+    return " ".join([text if text.endswith((".", "!", "?")) else text + "."] + said)
 
 
 def group_records(world: EpisodeWorld, groups) -> list[dict]:
