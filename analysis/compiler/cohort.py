@@ -20,7 +20,7 @@ from .admission import admit, replay
 from .audit import audit_episode
 from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
-from .groups import build_groups, group_records
+from .groups import build_groups, episode_segments, group_records
 from .sim import Sim
 from .tasks import unit_tasks
 from .vocabulary import Vocabulary
@@ -206,7 +206,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
-        cands, dup = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim, objects, states)
+        cands, dup = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim, objects, states,
+                                segments=episode_segments(world, ep_recipes))
         rejected += dup
         admitted = []
         for c in cands:

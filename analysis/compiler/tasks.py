@@ -92,9 +92,19 @@ def unit_of(seg, activities) -> tuple | None:
     return ("activity", a.source_row, a.label, a.video, a.start, a.end)
 
 
+def _moves_again(world, atom, op, until: float) -> bool:
+    """Whether the object of ``at(o, f)``, put down by ``op``, has another track in the
+    rows (compiled or not: one the one-hand model dropped counts) that starts after the
+    put-down and before ``until``: then the placement is an intermediate state."""
+    o = atom[1]
+    return any(tr.entity == o and op.time + 1e-6 < tr.start < until for tr in world.tracks)
+
+
 def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, activities,
-               sim, objects, states) -> tuple[list[dict], list[dict]]:
-    """``(candidates, rejected)`` of one episode (see the module docstring)."""
+               sim, objects, states, segments=()) -> tuple[list[dict], list[dict]]:
+    """``(candidates, rejected)`` of one episode (see the module docstring); ``segments``
+    are every recipe step and prep segment of the episode (``groups.episode_segments``),
+    so that a step's card lists the segments no operation was compiled in too."""
     ops = builder.out.ops
     ops_of: dict[int, list] = {}
     for k, op in enumerate(ops):
@@ -130,8 +140,15 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         # every atom the unit's own groups last established and that still holds at the
         # unit's end, including one that also held before the unit (the pan taken from the
         # sink, used on the hob and put back in the sink ends where the unit left it)
+        if u[0] == "step":
+            until = max([x.end for x in segments if x.recipe == u[1] and tuple(x.steps) == u[2]]
+                        + [groups[i]["seg"].end for i in mine])
+        else:
+            until = u[5]
         for atom in sorted(a for a in end if by.get(a) is not None):
             if atom[0] not in END_PREDICATES:
+                continue
+            if atom[0] == "at" and _moves_again(world, atom, by[atom], until):
                 continue
             keep = _atom_keep(by[atom], atom)
             if keep is None:
@@ -188,12 +205,16 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                           key=lambda x: (x.start, x.key))
             seg = next((x for x in segs if x.kind == "step"), segs[0])
             title = title_of(seg.instruction.removeprefix("Prepare for: "))
-            local = lambda x: {"kind": x.kind, "video": x.video,
-                               "start": round(x.start - world.offsets.get(x.video, 0.0), 5),
-                               "end": round(x.end - world.offsets.get(x.video, 0.0), 5)}
+            local = lambda x, compiled: {
+                "kind": x.kind, "video": x.video, "start": round(x.start - world.offsets.get(x.video, 0.0), 5),
+                "end": round(x.end - world.offsets.get(x.video, 0.0), 5), "compiled": compiled}
+            keys = {x.key for x in segs}
+            every = sorted({x.key: x for x in list(segments) + segs
+                            if x.recipe == u[1] and tuple(x.steps) == u[2]}.values(),
+                           key=lambda x: (x.start, x.key))
             refs = {"file": "complete_recipes.json", "recipe": u[1], "step": ",".join(u[2]),
-                    **{k: v for k, v in local(seg).items() if k != "kind"},
-                    "segments": [local(x) for x in segs],
+                    **{k: v for k, v in local(seg, True).items() if k not in ("kind", "compiled")},
+                    "segments": [local(x, x.key in keys) for x in every],
                     "unit": "recipe step with its prep segments"}
         else:
             title = title_of(u[2])

@@ -129,7 +129,9 @@ def _card(task: dict, episode: dict, conflicts: list[dict] = ()) -> str:
     src = ", ".join(f"{k} `{v}`" for k, v in sorted(refs.items()) if v is not None and k != "segments")
     lines.append(f"- task source row: {src}")
     for x in refs.get("segments", []):
-        lines.append(f"  - {x['kind']} segment {x['video']} {x['start']:.2f}-{x['end']:.2f} s")
+        lines.append(f"  - {x['kind']} segment {x['video']} {x['start']:.2f}-{x['end']:.2f} s"
+                     + ("" if x.get("compiled", True) else
+                        " (no operation compiled in it: its events are in `dropped.jsonl`, or it has none)"))
     shown = set()
     for g in mine:
         s = g["source"]
