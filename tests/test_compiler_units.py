@@ -152,7 +152,7 @@ def _unit_fixture():
     acts = [Activity("v", ("P01_R01",), "Make juice", 0.0, 100.0, False, "P01_recipe_timestamps.csv:2")]
     init = frozenset({("agent-at", "counter"), ("hand-empty",), ("at", "cup", "counter"),
                       ("at", "bottle", "counter"), ("at", "spoon", "counter"), ("in", "juice", "bottle")})
-    world = NS(fixture_ids=frozenset({"counter", "table", "cupboard"}), offsets={"v": 0.0})
+    world = NS(fixture_ids=frozenset({"counter", "table", "cupboard"}), offsets={"v": 0.0}, tracks=[])
     return world, groups, grecs, NS(out=NS(ops=ops)), op_group, acts, objects, init
 
 
@@ -187,6 +187,28 @@ def test_unit_tasks_one_task_per_source_unit_with_every_observed_end_state():
     prov = tasks[1]["provenance"]["conditions"]
     assert [a["refs"]["file"] for a in prov["c1"]["refs"]["args"]] == ["a", "t", "t"]   # with the source
     assert [a["refs"]["file"] for a in prov["c2"]["refs"]["args"]] == ["t", "vqa"]
+
+
+def test_a_placement_the_rows_move_again_within_the_unit_is_not_an_end_state():
+    # the cup's observed put-down on the table at 2 s is followed, inside the row (0-100 s),
+    # by another track of the cup that the compiled operations do not contain (the one-hand
+    # model dropped it): the placement is an intermediate state, not the row's end state
+    from types import SimpleNamespace as NS
+    from analysis.compiler.admission import replay
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.tasks import unit_tasks
+    from analysis.compiler.vocabulary import Vocabulary
+    world, groups, grecs, builder, op_group, acts, objects, init = _unit_fixture()
+    sim = Sim(Vocabulary.load())
+    states, _, _ = replay(sim, objects, init, grecs)
+    row = lambda w: unit_tasks("e", w, groups, grecs, builder, op_group, acts, sim, objects, states)[0][0]
+    assert ["at", "cup", "table"] in [c["atom"] for c in row(world)["conditions"]]
+    later = NS(entity="cup", start=95.0, end=96.0)       # starts after the put-down, inside the row
+    after = NS(entity="cup", start=120.0, end=121.0)     # after the row: does not matter
+    world.tracks = [after]
+    assert ["at", "cup", "table"] in [c["atom"] for c in row(world)["conditions"]]
+    world.tracks = [later, after]
+    assert [c["atom"] for c in row(world)["conditions"]] == [["at", "spoon", "counter"]]
 
 
 def test_atom_needs_every_argument_observed():
