@@ -7,7 +7,9 @@ Evidence, and nothing else:
   segment together with the prep segments of the same step in the same video); a vessel
   is the one the event happens in: tracked during the add or the step segment itself, or
   put down in the ``LOOKBACK`` s before it and not picked up again before it ends
-  (:meth:`Grounder.vessel_at`);
+  (:meth:`Grounder.vessel_at`); the food a step cuts, peels, kneads or grates and the
+  kettle it switches on are bound by the same rule over the step segment
+  (:meth:`Grounder.named_at`);
 * the names: a track's annotated name shares a content word with the ingredient name, or
   its own head noun is the vessel noun the step text names ("Pour milk into the
   **frother**" -> the track "milk frother base"; a "bowl of flour" is a bowl);
@@ -346,7 +348,8 @@ class Grounder:
         self.segments = sorted({(x.span.video, rid, x.step_id, x.kind, x.span.start, x.span.end)
                                 for rid, r in recipes.items() for cap in r.captures for x in cap.segments
                                 if x.span.video in world.videos})
-        self.step_targets: dict = {}       # (recipe, step) -> first evidenced add target
+        # (recipe, step, video) -> first evidenced add target (instances are per video)
+        self.step_targets: dict = {}
         self.undecided_adds: list = []     # (video, start, end) of adds with a source, no target
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
@@ -497,8 +500,8 @@ class Grounder:
         return None
 
     def vessel_at(self, named: str, noun: str, cands: list, t0: float, t1: float, video: str,
-                  ev: str, win: StepWindow | None = None, others: dict | None = None
-                  ) -> tuple[str | None, dict | None, str]:
+                  ev: str, win: StepWindow | None = None, others: dict | None = None,
+                  role: str = "vessel", other_steps: bool = True) -> tuple[str | None, dict | None, str]:
         """Which of the named vessels ``cands`` (instances tracked in ``video``) the event
         ``[t0, t1]`` happens in, from their tracks in that video. Each candidate is
 
@@ -524,7 +527,16 @@ class Grounder:
         which was handled last, and a vessel last put down longer ago, or first picked up
         after the event, is not evidence of where the event happens (the text's noun
         alone would decide it; an untracked vessel may stand on the hob). The ``how``
-        text states what was checked."""
+        text states what was checked.
+
+        The same rule binds the food a step action works on and the appliance it switches
+        on (``role``: "food", "appliance"; :meth:`named_at`): the food chopped on a board
+        is usually put down just before it is cut, and a food or kettle handled minutes
+        earlier in the prep window is not evidence of what the step segment acts on.
+        With ``other_steps=False`` (a food or appliance the text names by its own name) a
+        track handled for another step still counts: the potatoes washed in one step are
+        the ones the next step chops, while a vessel named only by its noun ("a pan") and
+        last used for another step is that step's vessel."""
         seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)"
         during, recent, rest, later, away = {}, {}, {}, {}, []
         for e in cands + sorted(others or {}):
@@ -547,7 +559,7 @@ class Grounder:
                         away.append(f"{e} {why} at {self.local(video, last.end):.2f} s")
                 elif t0 - last.end > LOOKBACK:
                     rest[e] = last
-                elif self.other_step(last, win):
+                elif other_steps and self.other_step(last, win):
                     away.append(f"{e} ({self.other_step(last, win)})")
                 else:
                     recent[e] = last
@@ -571,7 +583,7 @@ class Grounder:
                                   f"{LOOKBACK:.0f} s before it{excl}", **self.track_ref(tr)}, ""
             qual = [f"{e} tracked {span(tr)}" for e, tr in sorted(during.items())] + \
                    [put(e, tr) for e, tr in sorted(recent.items())]
-            return None, None, (f"step text '{named}': ambiguous vessel, {len(qual)} {noun} instances tracked "
+            return None, None, (f"step text '{named}': ambiguous {role}, {len(qual)} {noun} instances tracked "
                                 f"during {seg} or put down in the {LOOKBACK:.0f} s before it ({'; '.join(qual)})")
         if len(recent) == 1:
             e, tr = next(iter(recent.items()))
@@ -580,7 +592,7 @@ class Grounder:
                               f"put down at {self.local(video, tr.end):.2f} s ({t0 - tr.end:.1f} s before it), "
                               f"not picked up again before it ends{excl}", **self.track_ref(tr)}, ""
         if recent:
-            return None, None, (f"step text '{named}': ambiguous vessel, {len(recent)} {noun} instances put down "
+            return None, None, (f"step text '{named}': ambiguous {role}, {len(recent)} {noun} instances put down "
                                 f"in the {LOOKBACK:.0f} s before {seg} and not tracked during it "
                                 f"({'; '.join(put(e, tr) for e, tr in sorted(recent.items()))})")
         if rest or later:
@@ -750,7 +762,7 @@ class Grounder:
             evid = {"o": src_ev, "c": tev}
         t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
         if win is not None and action != "insert":
-            self.step_targets.setdefault((rid, win.step), (roles.get("dst") or roles.get("c"),
+            self.step_targets.setdefault((rid, win.step, win.video), (roles.get("dst") or roles.get("c"),
                                                           evid.get("dst") or evid.get("c"), t))
         self.out.planned.append(Planned(
             "add", round(t, 3), action, roles, evid,
@@ -775,7 +787,7 @@ class Grounder:
         text describes one target ("Add the tomatoes, mango chutney and salt")."""
         if target is not None or win is None or not why.startswith("no vessel named"):
             return target, tev
-        prev = self.step_targets.get((rid, win.step))
+        prev = self.step_targets.get((rid, win.step, win.video))
         if prev is None or prev[0] in exclude:
             return None, None
         return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
@@ -886,65 +898,82 @@ class Grounder:
     def step_whisk(self, win, what, refs):
         self.step_stir(win, what, refs, "whisk")
 
-    def food_named(self, win, exclude=()):
-        ws = set(words(win.text))
-        trs = [tr for tr in self.overlapping(win.win_start, win.end)
-               if self.is_a(tr.entity, "food") and tr.entity not in exclude
-               and self.tokens.get(tr.entity, set()) & ws]
-        return trs
+    def named_at(self, win, pred, what, refs, role, held=False):
+        """The one object satisfying ``pred`` (a food, a switchable container) whose name
+        carries a word of the step text and that the step segment acts on, by the vessel
+        rule (:meth:`vessel_at`, the step segment as the event): tracked during the
+        segment with no other such object put down in the ``LOOKBACK`` s before it, or,
+        with none tracked during it, the only one put down in those 60 s and not picked
+        up again before it ends. A track anywhere else in the prep window is not evidence
+        (P05-20240425-173353: the bacon handled 314-316 s is not what S04's segment from
+        343.95 s cuts). ``held``: the action needs the object in the hand (a food is
+        grated while held), so one only put down before the segment does not bind.
+        ``(entity, evidence, track)``, or ``(None, None, None)`` with the reason dropped."""
+        # a part word names no food: "slice of mango3" is mango, and "slice" in the text
+        # is the verb ("Peel and slice mangoes")
+        ws = set(words(win.text)) - PART_WORDS
+        ents = sorted(e for e in self.tracks_of if pred(e) and self.tokens.get(e, set()) & ws
+                      and any(tr.assoc.video == win.video for tr in self.tracks_of[e]))
+        if not ents:
+            self.drop("cue", what, f"{role}: no {role} tracked in the video is named by the step text",
+                      win.start, **refs)
+            return None, None, None
+        hit = sorted(set().union(*(self.tokens[e] & ws for e in ents)))
+        ent, ev, why = self.vessel_at("' or '".join(hit), "/".join(hit), ents, win.start, win.end, win.video,
+                                      "the step segment", win, role=role, other_steps=False)
+        if ent is None:
+            self.drop("cue", what, f"{role} not decided: {why}", win.start, **refs)
+            return None, None, None
+        tr = next(x for x in self.tracks_of[ent] if x.assoc.video == win.video and x.track_id == ev["track"])
+        if held and not overlaps(tr.start, tr.end, win.start, win.end, 0.0):
+            self.drop("cue", what, f"{role} not held: {ent} is not tracked during the step segment "
+                                   f"({self.local(win.video, win.start):.2f}-{self.local(win.video, win.end):.2f} s; "
+                                   f"put down at {self.local(win.video, tr.end):.2f} s)", win.start, **refs)
+            return None, None, None
+        return ent, ev, tr
+
+    def is_food(self, e) -> bool:
+        return self.is_a(e, "food")
 
     def step_chop(self, win, what, refs):
         blade, tr = self.held_in(win, lambda e: self.is_a(e, "knife") or self.is_a(e, "scissors"),
                                  what, refs, "blade")
         if blade is None:
             return
-        foods = self.food_named(win)
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named by the step text {ents}",
-                      win.start, **refs)
+        food, fev, _ = self.named_at(win, self.is_food, what, refs, "food")
+        if food is None:
             return
-        ftr = foods[0]
-        self.plan_step(win, "chop", {"o": ents[0], "t": blade},
-                       {"o": {"how": "food named by the step text, tracked in the window", **self.track_ref(ftr)},
-                        "t": {"how": "blade tracked during the step", **self.track_ref(tr)}},
+        self.plan_step(win, "chop", {"o": food, "t": blade},
+                       {"o": fev, "t": {"how": "blade tracked during the step", **self.track_ref(tr)}},
                        refs, hold=blade, tr=tr)
 
     def step_peel(self, win, what, refs):
-        foods = self.food_named(win)
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named by the step text {ents}",
-                      win.start, **refs)
+        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food")
+        if food is None:
             return
-        ftr = foods[0]
+        ents = [food]
         blades = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "blade")]
         if len({b.entity for b in blades}) == 1:
             b = blades[0]
             self.plan_step(win, "peel", {"o": ents[0], "t": b.entity},
-                           {"o": {"how": "food named by the step text", **self.track_ref(ftr)},
-                            "t": {"how": "blade tracked during the step", **self.track_ref(b)}},
+                           {"o": fev, "t": {"how": "blade tracked during the step", **self.track_ref(b)}},
                            refs, hold=b.entity, tr=b)
         elif overlaps(ftr.start, ftr.end, win.start, win.end, 0.0):
-            self.plan_step(win, "peel_by_hand", {"o": ents[0]},
-                           {"o": {"how": "food named by the step text, held during the step",
-                                  **self.track_ref(ftr)}}, refs, hold=ents[0], tr=ftr)
+            self.plan_step(win, "peel_by_hand", {"o": ents[0]}, {"o": fev}, refs, hold=ents[0], tr=ftr)
         else:
             self.drop("cue", what, "food not held during the step and no blade tracked", win.start, **refs)
 
     def step_grate(self, win, what, refs):
-        foods = [f for f in self.food_named(win) if overlaps(f.start, f.end, win.start, win.end, 0.0)]
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named and held {ents}", win.start, **refs)
+        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food", held=True)
+        if food is None:
             return
+        ents = [food]
         target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ents[0]})
         if target is None:
             self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
             return
         self.plan_step(win, "grate", {"o": ents[0], "c": target},
-                       {"o": {"how": "food named by the step text, held", **self.track_ref(foods[0])},
-                        "c": tev}, refs, hold=ents[0], tr=foods[0])
+                       {"o": fev, "c": tev}, refs, hold=ents[0], tr=ftr)
 
     def step_crack(self, win, what, refs):
         eggs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "egg")]
@@ -1016,16 +1045,13 @@ class Grounder:
         self.step_boil(win, what, refs)
 
     def step_boil(self, win, what, refs):
-        trs = [tr for tr in self.overlapping(win.win_start, win.end) if self.is_a(tr.entity, "electric_container")
-               and set(words(win.text)) & self.tokens.get(tr.entity, set())]
-        ents = sorted({x.entity for x in trs})
-        if len(ents) != 1:
-            self.drop("cue", what, f"appliance: {len(ents)} switchable containers named and tracked {ents}",
-                      win.start, **refs)
+        app, aev, tr = self.named_at(win, lambda e: self.is_a(e, "electric_container"), what, refs, "appliance")
+        if app is None:
             return
-        self.plan_step(win, "turn_on_container", {"c": ents[0]},
-                       {"c": {"how": "switchable container named and tracked", **self.track_ref(trs[0])}},
-                       refs, t=max(win.start, trs[-1].end + 0.01) if trs[-1].end < win.end else win.end)
+        # switched on once it is set down (on its base): after the bound track, or at the
+        # segment's end when it is still held then
+        self.plan_step(win, "turn_on_container", {"c": app}, {"c": aev}, refs,
+                       t=max(win.start, tr.end + 0.01) if tr.end < win.end else win.end)
 
     def step_transfer(self, win, what, refs):
         """An add/put/pour step without an add event. A container held during the step
@@ -1098,15 +1124,12 @@ class Grounder:
         self.drop("cue", what, "sprinkle: no binding rule for the seasoning source", win.start, **refs)
 
     def step_knead(self, win, what, refs):
-        foods = self.food_named(win)
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named {ents}", win.start, **refs)
+        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food")
+        if food is None:
             return
-        self.plan_step(win, "knead", {"o": ents[0]},
-                       {"o": {"how": "food named and tracked", **self.track_ref(foods[0])}}, refs,
-                       t=max(win.start, max(f.end for f in foods) + 0.01) if max(f.end for f in foods) < win.end
-                       else win.end)
+        # kneaded where it lies: after the bound track is put down (or at the segment's end)
+        self.plan_step(win, "knead", {"o": food}, {"o": fev}, refs,
+                       t=max(win.start, ftr.end + 0.01) if ftr.end < win.end else win.end)
 
     def step_squeeze(self, win, what, refs):
         self.drop("cue", what, "squeeze: no binding rule", win.start, **refs)
