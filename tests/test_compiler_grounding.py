@@ -402,3 +402,55 @@ def test_the_kettle_switched_on_follows_the_same_rule(vocab):
     assert not planned
     assert ("boil: appliance not decided: step text names 'kettle'; no kettle tracked during the step segment "
             "(100.00-110.00 s) or put down in the 60 s before it (kettle put down at 30.00 s)") in drops[0]["reason"]
+
+
+# ------------------------------------------------------- key actions of activity rows
+# An activity row (video "v", 100-200 s) compiles the verbs of its own label by the step
+# machinery, with tools and objects held in the row's own time (outside the recipe steps
+# inside it, other units); docs/compiler.md, pipeline step 3 and "Tasks, admission, suites".
+def _row_episode(vocab, label, objects, steps=()):
+    """``objects``: ``[(name, [(start, end), ...])]``; ``steps``: ``[(sid, text, start, end)]``
+    recipe steps inside the row; ``(planned row actions, row drops)``."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import Activity, Association, Capture, Recipe, Span, StepSegment, Track
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", name, name, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(spans)))
+              for i, (name, spans) in enumerate(objects)]
+    segs = tuple(StepSegment(sid, "step", Span("v", a, b)) for sid, _, a, b in steps)
+    recipe = Recipe("R", "P01", "test", {sid: text for sid, text, _, _ in steps}, (Capture("R", 0, ("v",), {}, (), segs),))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}, {"id": "sink", "type": "sink"}],
+                        "counter", {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    row = Activity("v", (), label, 100.0, 200.0, False, "P01_recipe_timestamps.csv:9")
+    g = ground(world, {"R": recipe}, vocab, [row])
+    return ([p for p in g.planned if p.step is not None and p.step.row],
+            [d for d in g.dropped if d["kind"] == "cue" and d["refs"].get("row")])
+
+
+def test_a_row_label_verb_binds_the_object_held_in_the_row(vocab):
+    planned, drops = _row_episode(vocab, "Wash knife", [("knife", [(120.0, 130.0)]), ("plate", [(150.0, 160.0)])])
+    assert [(p.action, p.roles["o"]) for p in planned] == [("wash", "knife")] and not drops
+    assert planned[0].evidence["o"]["how"] == \
+        "object held during the row's own time (outside the recipe steps inside it)"
+    assert planned[0].refs["row"] == "P01_recipe_timestamps.csv:9" and 120.0 < planned[0].time < 130.0
+
+
+def test_a_generic_row_label_binds_nothing(vocab):
+    # "Washing up" names no object: nothing is guessed among the knife and the plate
+    planned, drops = _row_episode(vocab, "Washing up", [("knife", [(120.0, 130.0)]), ("plate", [(150.0, 160.0)])])
+    assert not planned and len(drops) == 1
+    assert drops[0]["reason"] == "wash: object named by the label: 0 candidate tracks in the activity row []"
+    # "Clean up", "Tidy": no verb the rules compile, no drop either
+    assert _row_episode(vocab, "Tidy up", [("knife", [(120.0, 130.0)])]) == ([], [])
+
+
+def test_a_row_verb_bound_only_inside_a_nested_recipe_step_is_not_the_rows(vocab):
+    # the knife is held only inside the recipe step S01 (110-140 s) of the row: that step
+    # is another unit, so the row's "Wash knife" binds nothing
+    planned, drops = _row_episode(vocab, "Wash knife", [("knife", [(120.0, 130.0)])],
+                                  steps=[("S01", "Cut the bread.", 110.0, 140.0)])
+    assert not planned and "wash: object named by the label: 0 candidate tracks" in drops[0]["reason"]
+    # a verb a nested step asks for is that step's action, never the row's too
+    planned, drops = _row_episode(vocab, "Wash knife", [("knife", [(150.0, 160.0)])],
+                                  steps=[("S01", "Wash the knife.", 110.0, 140.0)])
+    assert not planned
+    assert drops[0]["reason"] == "wash: a recipe step inside the row asks for it (S01: another unit)"

@@ -122,6 +122,8 @@ class StepWindow:
     win_start: float        # with the step's prep segments
     index: int              # occurrence of this step in the episode (0 = first)
     spans: tuple = ()       # the step segment and its own prep segments ((start, end), ...)
+    row: str = ""           # an activity row's source row (then ``text`` is its label)
+    own: tuple = ()         # a row's own time: its span minus the step/prep segments inside it
 
 
 @dataclass
@@ -841,11 +843,109 @@ class Grounder:
             else:
                 self.drop("cue", what, "; ".join(reasons), win.start, **refs)
 
+    def ground_rows(self, activities):
+        """Each activity row's label, compiled as key actions by the step machinery
+        (:data:`ROW_VERBS`): the first verb of the label whose objects the tracks bind,
+        with tools and foods held during the row's *own* time (its span outside the
+        recipe steps and prep segments inside it, which are other units), vessels by the
+        vessel rule over the row's span. The action's time lies in the row's own time
+        (outside every activity row nested in it), so its group is the row's."""
+        for a in activities:
+            if a.video not in self.w.videos or a.end <= a.start:
+                continue
+            inner = sorted((x, y) for v, _, _, _, x, y in self.segments
+                           if v == a.video and overlaps(x, y, a.start, a.end, 0.0))
+            own, cur = [], a.start
+            for x, y in inner:
+                if x > cur:
+                    own.append((cur, min(x, a.end)))
+                cur = max(cur, y)
+            if cur < a.end:
+                own.append((cur, a.end))
+            nested_rows = [(b.start, b.end) for b in activities if b is not a and b.video == a.video
+                           and a.start - 1e-9 <= b.start and b.end <= a.end + 1e-9
+                           and (b.start, b.end) != (a.start, a.end)]
+            win = StepWindow("", a.source_row, a.label, a.video, a.start, a.end, a.start, 0,
+                             ((a.start, a.end),), row=a.source_row, own=tuple(own))
+            what = f"activity row {a.source_row} ({a.label})"
+            refs = {"file": a.source_row.split(":")[0], "row": a.source_row, "label": a.label,
+                    "video": a.video, "start": self.local(a.video, a.start), "end": self.local(a.video, a.end)}
+            verbs = [v for v in row_verbs(a.label) if v in ROW_VERBS and (
+                v != "turn_on" or re.search(r"\b(?:turn|switch)\w*\s+(?:\w+\s+)?on\b", a.label.lower()))]
+            if not verbs:
+                continue        # a placement or generic label ("Tidy", "Clean up"): nothing to bind
+            if not own:
+                self.drop("cue", what, "the row's span lies inside recipe steps (other units)", a.start, **refs)
+                continue
+            # a verb a recipe step nested in the row asks for is that step's action (another
+            # unit): "Fill glass with water and sip" around S02 "Fill Your Glass With Water"
+            steps_in = {(rid, sid): self.recipes[rid].steps.get(sid, "") for v, rid, sid, _, x, y in self.segments
+                        if v == a.video and overlaps(x, y, a.start, a.end, 0.0) and rid in self.recipes}
+            reasons = []
+            for verb in verbs:
+                mine = sorted(sid for (rid, sid), text in steps_in.items() if verb in all_verbs(text))
+                if mine:
+                    reasons.append(f"{verb}: a recipe step inside the row asks for it ({', '.join(mine)}: "
+                                   f"another unit)")
+                    continue
+                n_drop, n_plan = len(self.out.dropped), len(self.out.planned)
+                getattr(self, f"step_{verb}")(win, what, refs)
+                if len(self.out.planned) > n_plan:
+                    p = self.out.planned[-1]
+                    why = self.row_time(p, win, nested_rows)
+                    if why is None:
+                        del self.out.dropped[n_drop:]
+                        break
+                    del self.out.planned[n_plan:]
+                    self.out.dropped[n_drop:] = []
+                    reasons.append(f"{verb}: {why}")
+                    continue
+                reasons += [f"{verb}: {row_words(d['reason'])}" for d in self.out.dropped[n_drop:]]
+                del self.out.dropped[n_drop:]
+            else:
+                self.drop("cue", what, "; ".join(reasons), a.start, **refs)
+
+    def row_time(self, p, win, nested_rows) -> str | None:
+        """Place a row's key action in the row's own time (inside its held track when it
+        has one) and word its evidence for the row; the reason when it cannot be."""
+        tr = None
+        if p.hold_track:
+            tr = next(x for x in self.tracks_of[p.hold] if x.track_id == p.hold_track)
+        spans = [(max(x, tr.start) if tr else x, min(y, tr.end) if tr else y) for x, y in win.own]
+        spans = [(x, y) for x, y in spans if y - x > 0.02]
+        if tr is None:
+            spans = [(x, y) for x, y in spans if x <= p.time <= y] or spans[:0]
+        for r0, r1 in nested_rows:
+            spans = [(x, y) for x, y in spans if y <= r0 or x >= r1]
+        if not spans:
+            return ("its time falls in a recipe step or activity row inside the row (another unit)"
+                    if tr is None else "its held track lies in the row only inside recipe steps or activity "
+                                       "rows nested in it (other units)")
+        if tr is not None:
+            p.time = round(max(spans[0][0] + 0.01, min(p.time, spans[0][1] - 0.01))
+                           if spans[0][0] <= p.time <= spans[0][1] else spans[0][0] + 0.01, 3)
+        p.title = title_of(win.text)
+        p.what = f"{p.action} {win.row}"
+        for ev in p.evidence.values():
+            if isinstance(ev, dict) and "how" in ev:
+                ev["how"] = row_words(ev["how"])
+        return None
+
     def add_inside(self, win) -> bool:
         """An add of the recipe whose ingredient track was found (the person did the add
         in this segment) but whose target the evidence did not decide."""
         return any(v == win.video and overlaps(t0, t1, win.start, win.end, 0.0)
                    for v, t0, t1 in self.undecided_adds)
+
+    def own_overlap(self, win, tr) -> float:
+        """Seconds of ``tr`` inside the window's own time: the step segment, or an activity
+        row's span outside the recipe steps inside it (those are other units)."""
+        spans = win.own if win.row else ((win.start, win.end),)
+        return sum(max(0.0, min(tr.end, b) - max(tr.start, a)) for a, b in spans)
+
+    def during(self, win):
+        """The tracks held during the window's own time (no margin)."""
+        return [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.own_overlap(win, tr) > 0]
 
     def tracks_in(self, win, pred):
         return [tr for tr in self.overlapping(win.win_start, win.end) if pred(tr.entity)]
@@ -855,10 +955,10 @@ class Grounder:
         (for at least half of it, or a second). A vessel must carry the vessel noun the
         step text names, when it names one ("Fill your glass": a glass, not a bowl)."""
         need = min(1.0, 0.5 * (win.end - win.start))
-        trs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if pred(tr.entity)
-               and min(tr.end, win.end) - max(tr.start, win.start) >= need]
+        trs = [tr for tr in self.during(win) if pred(tr.entity) and self.own_overlap(win, tr) >= need]
         if vessel:
-            named = set(words(win.text)) & self.vessel_heads
+            # a kettle named ("Fill kettle of water") is what is filled: no other vessel
+            named = set(words(win.text)) & (self.vessel_heads | {"kettle"})
             if named:
                 trs = [tr for tr in trs if self.own_heads.get(tr.entity, set()) & named]
         ents = sorted({tr.entity for tr in trs})
@@ -887,7 +987,14 @@ class Grounder:
         # the red lentils" happens in the pot, not in the colander that rinsed them)
         flat = {e: "nothing is stirred on a plate or a tray, nor in a colander"
                 for e, t in self.w.objects.items() if t in ("plate", "tray", "colander")}
-        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {**flat, tool: "the tool"})
+        text = win.text
+        if win.row and not target_groups(text, self.vessel_heads):
+            # a label names its vessel bare ("Stir pot"): that noun, never another vessel
+            # handled somewhere in the row
+            bare = [w for w in words(text) if w in self.vessel_heads]
+            if bare:
+                text = f"in the {bare[0]}"
+        target, tev, why = self.bind_target(text, win.start, win.end, win, {**flat, tool: "the tool"})
         if target is None:
             self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
             return
@@ -919,13 +1026,28 @@ class Grounder:
                       win.start, **refs)
             return None, None, None
         hit = sorted(set().union(*(self.tokens[e] & ws for e in ents)))
+        nested = {}
+        if win.row:
+            # a row's own objects: one tracked in the row only inside the recipe steps
+            # nested in it was handled for those steps (other units), not for the row
+            for e in ents:
+                inrow = [tr for tr in self.tracks_of[e] if tr.assoc.video == win.video
+                         and overlaps(tr.start, tr.end, win.start, win.end, 0.0)]
+                if inrow and not any(self.own_overlap(win, tr) > 0 for tr in inrow):
+                    nested[e] = "tracked in the row only inside the recipe steps nested in it"
+            ents = [e for e in ents if e not in nested]
+            if not ents:
+                self.drop("cue", what, f"{role}: every {role} the label names is tracked in the row only inside "
+                                       f"the recipe steps nested in it ({', '.join(sorted(nested))})",
+                          win.start, **refs)
+                return None, None, None
         ent, ev, why = self.vessel_at("' or '".join(hit), "/".join(hit), ents, win.start, win.end, win.video,
-                                      "the step segment", win, role=role, other_steps=False)
+                                      "the step segment", win, others=nested, role=role, other_steps=False)
         if ent is None:
             self.drop("cue", what, f"{role} not decided: {why}", win.start, **refs)
             return None, None, None
         tr = next(x for x in self.tracks_of[ent] if x.assoc.video == win.video and x.track_id == ev["track"])
-        if held and not overlaps(tr.start, tr.end, win.start, win.end, 0.0):
+        if held and not self.own_overlap(win, tr) > 0:
             self.drop("cue", what, f"{role} not held: {ent} is not tracked during the step segment "
                                    f"({self.local(win.video, win.start):.2f}-{self.local(win.video, win.end):.2f} s; "
                                    f"put down at {self.local(win.video, tr.end):.2f} s)", win.start, **refs)
@@ -952,13 +1074,13 @@ class Grounder:
         if food is None:
             return
         ents = [food]
-        blades = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "blade")]
+        blades = [tr for tr in self.during(win) if self.is_a(tr.entity, "blade")]
         if len({b.entity for b in blades}) == 1:
             b = blades[0]
             self.plan_step(win, "peel", {"o": ents[0], "t": b.entity},
                            {"o": fev, "t": {"how": "blade tracked during the step", **self.track_ref(b)}},
                            refs, hold=b.entity, tr=b)
-        elif overlaps(ftr.start, ftr.end, win.start, win.end, 0.0):
+        elif self.own_overlap(win, ftr) > 0:
             self.plan_step(win, "peel_by_hand", {"o": ents[0]}, {"o": fev}, refs, hold=ents[0], tr=ftr)
         else:
             self.drop("cue", what, "food not held during the step and no blade tracked", win.start, **refs)
@@ -976,7 +1098,7 @@ class Grounder:
                        {"o": fev, "c": tev}, refs, hold=ents[0], tr=ftr)
 
     def step_crack(self, win, what, refs):
-        eggs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "egg")]
+        eggs = [tr for tr in self.during(win) if self.is_a(tr.entity, "egg")]
         ents = sorted({x.entity for x in eggs})
         if len(ents) != 1:
             self.drop("cue", what, f"egg: {len(ents)} eggs tracked during the step {ents}", win.start, **refs)
@@ -994,8 +1116,11 @@ class Grounder:
         # the rice. Add to a pan with a lid": rice, not the lid)
         m = re.search(r"\b(?:wash|rinse)\w*\s+([^.;,]*)", win.text.lower())
         named = set(words(m.group(1))) if m else set()
+        if m and re.match(r"up\b", m.group(1)):
+            named = set()   # "Washing up and refilling dish soap bottle": washing up names no object
+        # by the object's own head noun: a "box of chicken" is a box, not the chicken washed
         obj, tr = self.held_in(win, lambda e: self.is_a(e, "item") and not self.is_a(e, "supply")
-                               and bool(self.heads.get(e, set()) & named), what, refs,
+                               and bool(self.own_heads.get(e, set()) & named), what, refs,
                                "object named by the text")
         if obj is None:
             return
@@ -1138,6 +1263,51 @@ class Grounder:
         self.drop("cue", what, "weigh: no binding rule for the scale", win.start, **refs)
 
 
+#: the label verbs an activity row compiles: actions whose objects the tracks bind (never
+#: add/put/pour: a row's placements are its observed put-downs; press needs a recipe;
+#: turn_on only as "turn/switch ... on": "start timer", "start baking" switch on nothing named)
+ROW_VERBS = ("stir", "whisk", "chop", "peel", "grate", "wash", "fill", "boil", "turn_on", "crack", "knead")
+
+
+_CLAUSE_START = re.compile(r"(?:^|[,;:.\-(]\s*|\b(?:and|then|to|continue|finish|also|or)\s+)$")
+
+
+def row_verbs(label: str) -> list[str]:
+    """The verbs of an activity label that start a clause (the label is a list of what
+    was done: "Tidy up - load dishwasher and wash knife"); a verb form after another word
+    is a noun ("Measure and record salad mix in phone app": no stir).
+
+    >>> row_verbs("Measure and record salad mix in phone app"), row_verbs("Put coffee beans bag away, rinse spoon")
+    (['weigh'], ['add', 'wash'])
+    """
+    low = label.lower()
+    found = {}
+    for forms, key in _VERBS:
+        for f in forms:
+            for m in re.finditer(rf"\b{_forms(f)}\b", low):
+                if _CLAUSE_START.search(low[:m.start()]) and _asked(_verb_text(low[:m.start()]) + m.group(0) + " ",
+                                                                     re.search(r"\S+ $", _verb_text(low[:m.start()]) + m.group(0) + " ")):
+                    found[key] = min(found.get(key, m.start()), m.start())
+    return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def row_words(how: str) -> str:
+    """A step handler's evidence or reason text, worded for an activity row (the label
+    is its text; tools and foods are held in the row's own time).
+
+    >>> row_words("step text names 'pan'; the only pan tracked during the step segment (1-2 s)")
+    "activity label names 'pan'; the only pan tracked during the activity row (1-2 s)"
+    >>> row_words("utensil tracked during the step")
+    "utensil tracked during the row's own time (outside the recipe steps inside it)"
+    """
+    how = how.replace("the step segment", "the activity row").replace("step segment", "activity row")
+    how = re.sub(r"\b(the )?step text\b", lambda m: (m.group(1) or "") + "activity label", how)
+    how = re.sub(r"\bthe text\b", "the label", how)
+    how = re.sub(r"during the step\b(?! segment)", "during the row's own time (outside the recipe steps inside it)",
+                 how)
+    return how
+
+
 def ingredient_entity(name: str, vocab) -> str:
     """The substance/food entity an ingredient name stands for: an override of the curated
     vocabulary, else the substance word of the name, else the name itself in snake case."""
@@ -1185,12 +1355,13 @@ def ingredient_type(name: str, vocab) -> tuple[str, str]:
     return "other_food", "ingredient:food_default"
 
 
-def ground(world, recipes, vocab) -> Grounding:
+def ground(world, recipes, vocab, activities=()) -> Grounding:
     g = Grounder(world, recipes, vocab)
     g.ground_adds()
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}
     g.ground_steps(add_steps)
+    g.ground_rows(activities)
     for a in world.assocs_unnamed:
         off = world.offsets.get(a.video, 0.0)
         why = ("unnamed track (annotators gave no object name)" if a.unnamed else
