@@ -315,3 +315,142 @@ def test_an_add_target_follows_the_same_rule(vocab):
         "target not decided: step text 'glass': ambiguous vessel, 2 glass instances put down in the 60 s "
         "before the add (894.00-898.10 s) and not tracked during it (glass put down at 860.00 s; glass_2 put "
         "down at 890.30 s)"]
+
+
+# ------------------------------------------------- the food and appliance of a step action
+# The vessel rule binds the food a step action cuts, peels, kneads or grates and the
+# appliance it switches on: the object tracked during the step segment (100-110 s), or
+# the only one put down in the 60 s before it; a track elsewhere in the prep window is
+# not evidence (P05-20240425-173353: the bacon of 314.18-316.42 s is not what the
+# segment from 343.95 s cuts).
+def _action_episode(vocab, objects, text, tool=("knife", 99.0, 111.0), prep=None):
+    """Ground one step segment 100-110 s (with an optional prep segment ``prep``);
+    ``objects`` is ``[(name, [(start, end), ...])]``; ``(planned, drops)`` of S01."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import Association, Capture, Recipe, Span, StepSegment, Track
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", "a0", tool[0], tool[0], (Track("t0", tool[1], tool[2]),))] if tool else []
+    for i, (name, spans) in enumerate(objects, 1):
+        assocs.append(Association("v", f"a{i}", name, name,
+                                  tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(spans))))
+    segs = [StepSegment("S01", "step", Span("v", 100.0, 110.0))]
+    if prep:
+        segs.append(StepSegment("S01", "prep", Span("v", *prep)))
+    recipe = Recipe("R", "P01", "test", {"S01": text}, (Capture("R", 0, ("v",), {}, (), tuple(segs)),))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter", {"v": assocs},
+                        [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return ([p for p in g.planned if p.kind == "step"],
+            [d for d in g.dropped if d["kind"] == "cue" and d["refs"].get("step") == "S01"])
+
+
+def test_a_food_tracked_only_earlier_in_the_prep_window_is_not_what_the_step_cuts(vocab):
+    # the cheese is handled 74-76 s inside the prep segment 70-100 s, 24 s before the step
+    # segment: put down in the 60 s before it and not picked up again -> it binds, and the
+    # how says so; handled at 20-25 s (prep 10-100 s), 75 s before: not evidence
+    planned, drops = _action_episode(vocab, [("piece of cheese", [(74.0, 76.0)])], "Cut the cheese.",
+                                     prep=(70.0, 100.0))
+    assert [(p.action, p.roles["o"], p.roles["t"]) for p in planned] == [("chop", "cheese", "knife")]
+    assert planned[0].evidence["o"]["how"] == (
+        "step text names 'cheese'; no cheese of the video is tracked during the step segment (100.00-110.00 s); "
+        "the only cheese of the video put down in the 60 s before it: put down at 76.00 s (24.0 s before it), "
+        "not picked up again before it ends")
+    planned, drops = _action_episode(vocab, [("piece of cheese", [(20.0, 25.0)])], "Cut the cheese.",
+                                     prep=(10.0, 100.0))
+    assert not planned and len(drops) == 1
+    assert ("chop: food not decided: step text names 'cheese'; no cheese tracked during the step segment "
+            "(100.00-110.00 s) or put down in the 60 s before it (cheese put down at 25.00 s)") in drops[0]["reason"]
+
+
+def test_a_food_tracked_during_the_segment_binds_and_two_candidates_are_ambiguous(vocab):
+    planned, _ = _action_episode(vocab, [("cheese", [(101.0, 108.0)])], "Slice the cheese.")
+    assert [(p.action, p.roles["o"]) for p in planned] == [("chop", "cheese")]
+    assert planned[0].evidence["o"]["how"].startswith(
+        "step text names 'cheese'; the only cheese of the video tracked during the step segment "
+        "(100.00-110.00 s) (track 101.00-108.00 s), and no other cheese put down in the 60 s before it")
+    # one cheese held during the segment, another put down 5 s before it: never told apart
+    planned, drops = _action_episode(vocab, [("cheese", [(101.0, 108.0)]), ("cheese", [(90.0, 95.0)])],
+                                     "Slice the cheese.")
+    assert not planned
+    assert ("chop: food not decided: step text 'cheese': ambiguous food, 2 cheese instances tracked during the "
+            "step segment (100.00-110.00 s) or put down in the 60 s before it (cheese tracked 101.00-108.00 s; "
+            "cheese_2 put down at 95.00 s)") in drops[0]["reason"]
+
+
+def test_a_grated_food_must_be_held_and_a_kneaded_one_may_lie(vocab):
+    # grating needs the food in the hand: a cheese put down 5 s before the segment does
+    # not bind; dough put down 5 s before "Knead the dough" does (kneaded where it lies)
+    planned, drops = _action_episode(vocab, [("cheese", [(90.0, 95.0)]), ("bowl", [(101.0, 109.0)])],
+                                     "Grate the cheese into the bowl.", tool=None)
+    assert not [p for p in planned if p.action == "grate"]
+    assert ("grate: food not held: cheese is not tracked during the step segment (100.00-110.00 s; put down "
+            "at 95.00 s)") in drops[0]["reason"]
+    planned, _ = _action_episode(vocab, [("dough", [(90.0, 95.0)])], "Knead the dough.", tool=None)
+    assert [(p.action, p.roles["o"], p.time) for p in planned] == [("knead", "dough", 100.0)]
+
+
+def test_the_kettle_switched_on_follows_the_same_rule(vocab):
+    # "Boil the kettle": the kettle filled at 40-45 s in the prep window is 55 s before
+    # the segment and binds (put down, not picked up again); filled at 20-30 s, it does not
+    planned, _ = _action_episode(vocab, [("kettle", [(40.0, 45.0)])], "Boil the kettle.", tool=None,
+                                 prep=(15.0, 100.0))
+    assert [(p.action, p.roles["c"]) for p in planned] == [("turn_on_container", "kettle")]
+    assert "the only kettle of the video put down in the 60 s before it: put down at 45.00 s" in \
+        planned[0].evidence["c"]["how"]
+    planned, drops = _action_episode(vocab, [("kettle", [(20.0, 30.0)])], "Boil the kettle.", tool=None,
+                                     prep=(15.0, 100.0))
+    assert not planned
+    assert ("boil: appliance not decided: step text names 'kettle'; no kettle tracked during the step segment "
+            "(100.00-110.00 s) or put down in the 60 s before it (kettle put down at 30.00 s)") in drops[0]["reason"]
+
+
+# ------------------------------------------------------- key actions of activity rows
+# An activity row (video "v", 100-200 s) compiles the verbs of its own label by the step
+# machinery, with tools and objects held in the row's own time (outside the recipe steps
+# inside it, other units); docs/compiler.md, pipeline step 3 and "Tasks, admission, suites".
+def _row_episode(vocab, label, objects, steps=()):
+    """``objects``: ``[(name, [(start, end), ...])]``; ``steps``: ``[(sid, text, start, end)]``
+    recipe steps inside the row; ``(planned row actions, row drops)``."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import Activity, Association, Capture, Recipe, Span, StepSegment, Track
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", name, name, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(spans)))
+              for i, (name, spans) in enumerate(objects)]
+    segs = tuple(StepSegment(sid, "step", Span("v", a, b)) for sid, _, a, b in steps)
+    recipe = Recipe("R", "P01", "test", {sid: text for sid, text, _, _ in steps}, (Capture("R", 0, ("v",), {}, (), segs),))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}, {"id": "sink", "type": "sink"}],
+                        "counter", {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    row = Activity("v", (), label, 100.0, 200.0, False, "P01_recipe_timestamps.csv:9")
+    g = ground(world, {"R": recipe}, vocab, [row])
+    return ([p for p in g.planned if p.step is not None and p.step.row],
+            [d for d in g.dropped if d["kind"] == "cue" and d["refs"].get("row")])
+
+
+def test_a_row_label_verb_binds_the_object_held_in_the_row(vocab):
+    planned, drops = _row_episode(vocab, "Wash knife", [("knife", [(120.0, 130.0)]), ("plate", [(150.0, 160.0)])])
+    assert [(p.action, p.roles["o"]) for p in planned] == [("wash", "knife")] and not drops
+    assert planned[0].evidence["o"]["how"] == \
+        "object held during the row's own time (outside the recipe steps inside it)"
+    assert planned[0].refs["row"] == "P01_recipe_timestamps.csv:9" and 120.0 < planned[0].time < 130.0
+
+
+def test_a_generic_row_label_binds_nothing(vocab):
+    # "Washing up" names no object: nothing is guessed among the knife and the plate
+    planned, drops = _row_episode(vocab, "Washing up", [("knife", [(120.0, 130.0)]), ("plate", [(150.0, 160.0)])])
+    assert not planned and len(drops) == 1
+    assert drops[0]["reason"] == "wash: object named by the label: 0 candidate tracks in the activity row []"
+    # "Clean up", "Tidy": no verb the rules compile, no drop either
+    assert _row_episode(vocab, "Tidy up", [("knife", [(120.0, 130.0)])]) == ([], [])
+
+
+def test_a_row_verb_bound_only_inside_a_nested_recipe_step_is_not_the_rows(vocab):
+    # the knife is held only inside the recipe step S01 (110-140 s) of the row: that step
+    # is another unit, so the row's "Wash knife" binds nothing
+    planned, drops = _row_episode(vocab, "Wash knife", [("knife", [(120.0, 130.0)])],
+                                  steps=[("S01", "Cut the bread.", 110.0, 140.0)])
+    assert not planned and "wash: object named by the label: 0 candidate tracks" in drops[0]["reason"]
+    # a verb a nested step asks for is that step's action, never the row's too
+    planned, drops = _row_episode(vocab, "Wash knife", [("knife", [(150.0, 160.0)])],
+                                  steps=[("S01", "Wash the knife.", 110.0, 140.0)])
+    assert not planned
+    assert drops[0]["reason"] == "wash: a recipe step inside the row asks for it (S01: another unit)"

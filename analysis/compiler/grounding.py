@@ -7,7 +7,9 @@ Evidence, and nothing else:
   segment together with the prep segments of the same step in the same video); a vessel
   is the one the event happens in: tracked during the add or the step segment itself, or
   put down in the ``LOOKBACK`` s before it and not picked up again before it ends
-  (:meth:`Grounder.vessel_at`);
+  (:meth:`Grounder.vessel_at`); the food a step cuts, peels, kneads or grates and the
+  kettle it switches on are bound by the same rule over the step segment
+  (:meth:`Grounder.named_at`);
 * the names: a track's annotated name shares a content word with the ingredient name, or
   its own head noun is the vessel noun the step text names ("Pour milk into the
   **frother**" -> the track "milk frother base"; a "bowl of flour" is a bowl);
@@ -120,6 +122,8 @@ class StepWindow:
     win_start: float        # with the step's prep segments
     index: int              # occurrence of this step in the episode (0 = first)
     spans: tuple = ()       # the step segment and its own prep segments ((start, end), ...)
+    row: str = ""           # an activity row's source row (then ``text`` is its label)
+    own: tuple = ()         # a row's own time: its span minus the step/prep segments inside it
 
 
 @dataclass
@@ -346,7 +350,8 @@ class Grounder:
         self.segments = sorted({(x.span.video, rid, x.step_id, x.kind, x.span.start, x.span.end)
                                 for rid, r in recipes.items() for cap in r.captures for x in cap.segments
                                 if x.span.video in world.videos})
-        self.step_targets: dict = {}       # (recipe, step) -> first evidenced add target
+        # (recipe, step, video) -> first evidenced add target (instances are per video)
+        self.step_targets: dict = {}
         self.undecided_adds: list = []     # (video, start, end) of adds with a source, no target
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
@@ -497,8 +502,8 @@ class Grounder:
         return None
 
     def vessel_at(self, named: str, noun: str, cands: list, t0: float, t1: float, video: str,
-                  ev: str, win: StepWindow | None = None, others: dict | None = None
-                  ) -> tuple[str | None, dict | None, str]:
+                  ev: str, win: StepWindow | None = None, others: dict | None = None,
+                  role: str = "vessel", other_steps: bool = True) -> tuple[str | None, dict | None, str]:
         """Which of the named vessels ``cands`` (instances tracked in ``video``) the event
         ``[t0, t1]`` happens in, from their tracks in that video. Each candidate is
 
@@ -524,7 +529,16 @@ class Grounder:
         which was handled last, and a vessel last put down longer ago, or first picked up
         after the event, is not evidence of where the event happens (the text's noun
         alone would decide it; an untracked vessel may stand on the hob). The ``how``
-        text states what was checked."""
+        text states what was checked.
+
+        The same rule binds the food a step action works on and the appliance it switches
+        on (``role``: "food", "appliance"; :meth:`named_at`): the food chopped on a board
+        is usually put down just before it is cut, and a food or kettle handled minutes
+        earlier in the prep window is not evidence of what the step segment acts on.
+        With ``other_steps=False`` (a food or appliance the text names by its own name) a
+        track handled for another step still counts: the potatoes washed in one step are
+        the ones the next step chops, while a vessel named only by its noun ("a pan") and
+        last used for another step is that step's vessel."""
         seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)"
         during, recent, rest, later, away = {}, {}, {}, {}, []
         for e in cands + sorted(others or {}):
@@ -547,7 +561,7 @@ class Grounder:
                         away.append(f"{e} {why} at {self.local(video, last.end):.2f} s")
                 elif t0 - last.end > LOOKBACK:
                     rest[e] = last
-                elif self.other_step(last, win):
+                elif other_steps and self.other_step(last, win):
                     away.append(f"{e} ({self.other_step(last, win)})")
                 else:
                     recent[e] = last
@@ -571,7 +585,7 @@ class Grounder:
                                   f"{LOOKBACK:.0f} s before it{excl}", **self.track_ref(tr)}, ""
             qual = [f"{e} tracked {span(tr)}" for e, tr in sorted(during.items())] + \
                    [put(e, tr) for e, tr in sorted(recent.items())]
-            return None, None, (f"step text '{named}': ambiguous vessel, {len(qual)} {noun} instances tracked "
+            return None, None, (f"step text '{named}': ambiguous {role}, {len(qual)} {noun} instances tracked "
                                 f"during {seg} or put down in the {LOOKBACK:.0f} s before it ({'; '.join(qual)})")
         if len(recent) == 1:
             e, tr = next(iter(recent.items()))
@@ -580,7 +594,7 @@ class Grounder:
                               f"put down at {self.local(video, tr.end):.2f} s ({t0 - tr.end:.1f} s before it), "
                               f"not picked up again before it ends{excl}", **self.track_ref(tr)}, ""
         if recent:
-            return None, None, (f"step text '{named}': ambiguous vessel, {len(recent)} {noun} instances put down "
+            return None, None, (f"step text '{named}': ambiguous {role}, {len(recent)} {noun} instances put down "
                                 f"in the {LOOKBACK:.0f} s before {seg} and not tracked during it "
                                 f"({'; '.join(put(e, tr) for e, tr in sorted(recent.items()))})")
         if rest or later:
@@ -750,7 +764,7 @@ class Grounder:
             evid = {"o": src_ev, "c": tev}
         t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
         if win is not None and action != "insert":
-            self.step_targets.setdefault((rid, win.step), (roles.get("dst") or roles.get("c"),
+            self.step_targets.setdefault((rid, win.step, win.video), (roles.get("dst") or roles.get("c"),
                                                           evid.get("dst") or evid.get("c"), t))
         self.out.planned.append(Planned(
             "add", round(t, 3), action, roles, evid,
@@ -775,7 +789,7 @@ class Grounder:
         text describes one target ("Add the tomatoes, mango chutney and salt")."""
         if target is not None or win is None or not why.startswith("no vessel named"):
             return target, tev
-        prev = self.step_targets.get((rid, win.step))
+        prev = self.step_targets.get((rid, win.step, win.video))
         if prev is None or prev[0] in exclude:
             return None, None
         return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
@@ -829,11 +843,109 @@ class Grounder:
             else:
                 self.drop("cue", what, "; ".join(reasons), win.start, **refs)
 
+    def ground_rows(self, activities):
+        """Each activity row's label, compiled as key actions by the step machinery
+        (:data:`ROW_VERBS`): the first verb of the label whose objects the tracks bind,
+        with tools and foods held during the row's *own* time (its span outside the
+        recipe steps and prep segments inside it, which are other units), vessels by the
+        vessel rule over the row's span. The action's time lies in the row's own time
+        (outside every activity row nested in it), so its group is the row's."""
+        for a in activities:
+            if a.video not in self.w.videos or a.end <= a.start:
+                continue
+            inner = sorted((x, y) for v, _, _, _, x, y in self.segments
+                           if v == a.video and overlaps(x, y, a.start, a.end, 0.0))
+            own, cur = [], a.start
+            for x, y in inner:
+                if x > cur:
+                    own.append((cur, min(x, a.end)))
+                cur = max(cur, y)
+            if cur < a.end:
+                own.append((cur, a.end))
+            nested_rows = [(b.start, b.end) for b in activities if b is not a and b.video == a.video
+                           and a.start - 1e-9 <= b.start and b.end <= a.end + 1e-9
+                           and (b.start, b.end) != (a.start, a.end)]
+            win = StepWindow("", a.source_row, a.label, a.video, a.start, a.end, a.start, 0,
+                             ((a.start, a.end),), row=a.source_row, own=tuple(own))
+            what = f"activity row {a.source_row} ({a.label})"
+            refs = {"file": a.source_row.split(":")[0], "row": a.source_row, "label": a.label,
+                    "video": a.video, "start": self.local(a.video, a.start), "end": self.local(a.video, a.end)}
+            verbs = [v for v in row_verbs(a.label) if v in ROW_VERBS and (
+                v != "turn_on" or re.search(r"\b(?:turn|switch)\w*\s+(?:\w+\s+)?on\b", a.label.lower()))]
+            if not verbs:
+                continue        # a placement or generic label ("Tidy", "Clean up"): nothing to bind
+            if not own:
+                self.drop("cue", what, "the row's span lies inside recipe steps (other units)", a.start, **refs)
+                continue
+            # a verb a recipe step nested in the row asks for is that step's action (another
+            # unit): "Fill glass with water and sip" around S02 "Fill Your Glass With Water"
+            steps_in = {(rid, sid): self.recipes[rid].steps.get(sid, "") for v, rid, sid, _, x, y in self.segments
+                        if v == a.video and overlaps(x, y, a.start, a.end, 0.0) and rid in self.recipes}
+            reasons = []
+            for verb in verbs:
+                mine = sorted(sid for (rid, sid), text in steps_in.items() if verb in all_verbs(text))
+                if mine:
+                    reasons.append(f"{verb}: a recipe step inside the row asks for it ({', '.join(mine)}: "
+                                   f"another unit)")
+                    continue
+                n_drop, n_plan = len(self.out.dropped), len(self.out.planned)
+                getattr(self, f"step_{verb}")(win, what, refs)
+                if len(self.out.planned) > n_plan:
+                    p = self.out.planned[-1]
+                    why = self.row_time(p, win, nested_rows)
+                    if why is None:
+                        del self.out.dropped[n_drop:]
+                        break
+                    del self.out.planned[n_plan:]
+                    self.out.dropped[n_drop:] = []
+                    reasons.append(f"{verb}: {why}")
+                    continue
+                reasons += [f"{verb}: {row_words(d['reason'])}" for d in self.out.dropped[n_drop:]]
+                del self.out.dropped[n_drop:]
+            else:
+                self.drop("cue", what, "; ".join(reasons), a.start, **refs)
+
+    def row_time(self, p, win, nested_rows) -> str | None:
+        """Place a row's key action in the row's own time (inside its held track when it
+        has one) and word its evidence for the row; the reason when it cannot be."""
+        tr = None
+        if p.hold_track:
+            tr = next(x for x in self.tracks_of[p.hold] if x.track_id == p.hold_track)
+        spans = [(max(x, tr.start) if tr else x, min(y, tr.end) if tr else y) for x, y in win.own]
+        spans = [(x, y) for x, y in spans if y - x > 0.02]
+        if tr is None:
+            spans = [(x, y) for x, y in spans if x <= p.time <= y] or spans[:0]
+        for r0, r1 in nested_rows:
+            spans = [(x, y) for x, y in spans if y <= r0 or x >= r1]
+        if not spans:
+            return ("its time falls in a recipe step or activity row inside the row (another unit)"
+                    if tr is None else "its held track lies in the row only inside recipe steps or activity "
+                                       "rows nested in it (other units)")
+        if tr is not None:
+            p.time = round(max(spans[0][0] + 0.01, min(p.time, spans[0][1] - 0.01))
+                           if spans[0][0] <= p.time <= spans[0][1] else spans[0][0] + 0.01, 3)
+        p.title = title_of(win.text)
+        p.what = f"{p.action} {win.row}"
+        for ev in p.evidence.values():
+            if isinstance(ev, dict) and "how" in ev:
+                ev["how"] = row_words(ev["how"])
+        return None
+
     def add_inside(self, win) -> bool:
         """An add of the recipe whose ingredient track was found (the person did the add
         in this segment) but whose target the evidence did not decide."""
         return any(v == win.video and overlaps(t0, t1, win.start, win.end, 0.0)
                    for v, t0, t1 in self.undecided_adds)
+
+    def own_overlap(self, win, tr) -> float:
+        """Seconds of ``tr`` inside the window's own time: the step segment, or an activity
+        row's span outside the recipe steps inside it (those are other units)."""
+        spans = win.own if win.row else ((win.start, win.end),)
+        return sum(max(0.0, min(tr.end, b) - max(tr.start, a)) for a, b in spans)
+
+    def during(self, win):
+        """The tracks held during the window's own time (no margin)."""
+        return [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.own_overlap(win, tr) > 0]
 
     def tracks_in(self, win, pred):
         return [tr for tr in self.overlapping(win.win_start, win.end) if pred(tr.entity)]
@@ -843,10 +955,10 @@ class Grounder:
         (for at least half of it, or a second). A vessel must carry the vessel noun the
         step text names, when it names one ("Fill your glass": a glass, not a bowl)."""
         need = min(1.0, 0.5 * (win.end - win.start))
-        trs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if pred(tr.entity)
-               and min(tr.end, win.end) - max(tr.start, win.start) >= need]
+        trs = [tr for tr in self.during(win) if pred(tr.entity) and self.own_overlap(win, tr) >= need]
         if vessel:
-            named = set(words(win.text)) & self.vessel_heads
+            # a kettle named ("Fill kettle of water") is what is filled: no other vessel
+            named = set(words(win.text)) & (self.vessel_heads | {"kettle"})
             if named:
                 trs = [tr for tr in trs if self.own_heads.get(tr.entity, set()) & named]
         ents = sorted({tr.entity for tr in trs})
@@ -875,7 +987,14 @@ class Grounder:
         # the red lentils" happens in the pot, not in the colander that rinsed them)
         flat = {e: "nothing is stirred on a plate or a tray, nor in a colander"
                 for e, t in self.w.objects.items() if t in ("plate", "tray", "colander")}
-        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {**flat, tool: "the tool"})
+        text = win.text
+        if win.row and not target_groups(text, self.vessel_heads):
+            # a label names its vessel bare ("Stir pot"): that noun, never another vessel
+            # handled somewhere in the row
+            bare = [w for w in words(text) if w in self.vessel_heads]
+            if bare:
+                text = f"in the {bare[0]}"
+        target, tev, why = self.bind_target(text, win.start, win.end, win, {**flat, tool: "the tool"})
         if target is None:
             self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
             return
@@ -886,68 +1005,100 @@ class Grounder:
     def step_whisk(self, win, what, refs):
         self.step_stir(win, what, refs, "whisk")
 
-    def food_named(self, win, exclude=()):
-        ws = set(words(win.text))
-        trs = [tr for tr in self.overlapping(win.win_start, win.end)
-               if self.is_a(tr.entity, "food") and tr.entity not in exclude
-               and self.tokens.get(tr.entity, set()) & ws]
-        return trs
+    def named_at(self, win, pred, what, refs, role, held=False):
+        """The one object satisfying ``pred`` (a food, a switchable container) whose name
+        carries a word of the step text and that the step segment acts on, by the vessel
+        rule (:meth:`vessel_at`, the step segment as the event): tracked during the
+        segment with no other such object put down in the ``LOOKBACK`` s before it, or,
+        with none tracked during it, the only one put down in those 60 s and not picked
+        up again before it ends. A track anywhere else in the prep window is not evidence
+        (P05-20240425-173353: the bacon handled 314-316 s is not what S04's segment from
+        343.95 s cuts). ``held``: the action needs the object in the hand (a food is
+        grated while held), so one only put down before the segment does not bind.
+        ``(entity, evidence, track)``, or ``(None, None, None)`` with the reason dropped."""
+        # a part word names no food: "slice of mango3" is mango, and "slice" in the text
+        # is the verb ("Peel and slice mangoes")
+        ws = set(words(win.text)) - PART_WORDS
+        ents = sorted(e for e in self.tracks_of if pred(e) and self.tokens.get(e, set()) & ws
+                      and any(tr.assoc.video == win.video for tr in self.tracks_of[e]))
+        if not ents:
+            self.drop("cue", what, f"{role}: no {role} tracked in the video is named by the step text",
+                      win.start, **refs)
+            return None, None, None
+        hit = sorted(set().union(*(self.tokens[e] & ws for e in ents)))
+        nested = {}
+        if win.row:
+            # a row's own objects: one tracked in the row only inside the recipe steps
+            # nested in it was handled for those steps (other units), not for the row
+            for e in ents:
+                inrow = [tr for tr in self.tracks_of[e] if tr.assoc.video == win.video
+                         and overlaps(tr.start, tr.end, win.start, win.end, 0.0)]
+                if inrow and not any(self.own_overlap(win, tr) > 0 for tr in inrow):
+                    nested[e] = "tracked in the row only inside the recipe steps nested in it"
+            ents = [e for e in ents if e not in nested]
+            if not ents:
+                self.drop("cue", what, f"{role}: every {role} the label names is tracked in the row only inside "
+                                       f"the recipe steps nested in it ({', '.join(sorted(nested))})",
+                          win.start, **refs)
+                return None, None, None
+        ent, ev, why = self.vessel_at("' or '".join(hit), "/".join(hit), ents, win.start, win.end, win.video,
+                                      "the step segment", win, others=nested, role=role, other_steps=False)
+        if ent is None:
+            self.drop("cue", what, f"{role} not decided: {why}", win.start, **refs)
+            return None, None, None
+        tr = next(x for x in self.tracks_of[ent] if x.assoc.video == win.video and x.track_id == ev["track"])
+        if held and not self.own_overlap(win, tr) > 0:
+            self.drop("cue", what, f"{role} not held: {ent} is not tracked during the step segment "
+                                   f"({self.local(win.video, win.start):.2f}-{self.local(win.video, win.end):.2f} s; "
+                                   f"put down at {self.local(win.video, tr.end):.2f} s)", win.start, **refs)
+            return None, None, None
+        return ent, ev, tr
+
+    def is_food(self, e) -> bool:
+        return self.is_a(e, "food")
 
     def step_chop(self, win, what, refs):
         blade, tr = self.held_in(win, lambda e: self.is_a(e, "knife") or self.is_a(e, "scissors"),
                                  what, refs, "blade")
         if blade is None:
             return
-        foods = self.food_named(win)
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named by the step text {ents}",
-                      win.start, **refs)
+        food, fev, _ = self.named_at(win, self.is_food, what, refs, "food")
+        if food is None:
             return
-        ftr = foods[0]
-        self.plan_step(win, "chop", {"o": ents[0], "t": blade},
-                       {"o": {"how": "food named by the step text, tracked in the window", **self.track_ref(ftr)},
-                        "t": {"how": "blade tracked during the step", **self.track_ref(tr)}},
+        self.plan_step(win, "chop", {"o": food, "t": blade},
+                       {"o": fev, "t": {"how": "blade tracked during the step", **self.track_ref(tr)}},
                        refs, hold=blade, tr=tr)
 
     def step_peel(self, win, what, refs):
-        foods = self.food_named(win)
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named by the step text {ents}",
-                      win.start, **refs)
+        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food")
+        if food is None:
             return
-        ftr = foods[0]
-        blades = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "blade")]
+        ents = [food]
+        blades = [tr for tr in self.during(win) if self.is_a(tr.entity, "blade")]
         if len({b.entity for b in blades}) == 1:
             b = blades[0]
             self.plan_step(win, "peel", {"o": ents[0], "t": b.entity},
-                           {"o": {"how": "food named by the step text", **self.track_ref(ftr)},
-                            "t": {"how": "blade tracked during the step", **self.track_ref(b)}},
+                           {"o": fev, "t": {"how": "blade tracked during the step", **self.track_ref(b)}},
                            refs, hold=b.entity, tr=b)
-        elif overlaps(ftr.start, ftr.end, win.start, win.end, 0.0):
-            self.plan_step(win, "peel_by_hand", {"o": ents[0]},
-                           {"o": {"how": "food named by the step text, held during the step",
-                                  **self.track_ref(ftr)}}, refs, hold=ents[0], tr=ftr)
+        elif self.own_overlap(win, ftr) > 0:
+            self.plan_step(win, "peel_by_hand", {"o": ents[0]}, {"o": fev}, refs, hold=ents[0], tr=ftr)
         else:
             self.drop("cue", what, "food not held during the step and no blade tracked", win.start, **refs)
 
     def step_grate(self, win, what, refs):
-        foods = [f for f in self.food_named(win) if overlaps(f.start, f.end, win.start, win.end, 0.0)]
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named and held {ents}", win.start, **refs)
+        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food", held=True)
+        if food is None:
             return
+        ents = [food]
         target, tev, why = self.bind_target(win.text, win.start, win.end, win, {ents[0]})
         if target is None:
             self.drop("cue", what, f"target not decided: {why}", win.start, **refs)
             return
         self.plan_step(win, "grate", {"o": ents[0], "c": target},
-                       {"o": {"how": "food named by the step text, held", **self.track_ref(foods[0])},
-                        "c": tev}, refs, hold=ents[0], tr=foods[0])
+                       {"o": fev, "c": tev}, refs, hold=ents[0], tr=ftr)
 
     def step_crack(self, win, what, refs):
-        eggs = [tr for tr in self.overlapping(win.start, win.end, 0.0) if self.is_a(tr.entity, "egg")]
+        eggs = [tr for tr in self.during(win) if self.is_a(tr.entity, "egg")]
         ents = sorted({x.entity for x in eggs})
         if len(ents) != 1:
             self.drop("cue", what, f"egg: {len(ents)} eggs tracked during the step {ents}", win.start, **refs)
@@ -965,8 +1116,11 @@ class Grounder:
         # the rice. Add to a pan with a lid": rice, not the lid)
         m = re.search(r"\b(?:wash|rinse)\w*\s+([^.;,]*)", win.text.lower())
         named = set(words(m.group(1))) if m else set()
+        if m and re.match(r"up\b", m.group(1)):
+            named = set()   # "Washing up and refilling dish soap bottle": washing up names no object
+        # by the object's own head noun: a "box of chicken" is a box, not the chicken washed
         obj, tr = self.held_in(win, lambda e: self.is_a(e, "item") and not self.is_a(e, "supply")
-                               and bool(self.heads.get(e, set()) & named), what, refs,
+                               and bool(self.own_heads.get(e, set()) & named), what, refs,
                                "object named by the text")
         if obj is None:
             return
@@ -1016,16 +1170,13 @@ class Grounder:
         self.step_boil(win, what, refs)
 
     def step_boil(self, win, what, refs):
-        trs = [tr for tr in self.overlapping(win.win_start, win.end) if self.is_a(tr.entity, "electric_container")
-               and set(words(win.text)) & self.tokens.get(tr.entity, set())]
-        ents = sorted({x.entity for x in trs})
-        if len(ents) != 1:
-            self.drop("cue", what, f"appliance: {len(ents)} switchable containers named and tracked {ents}",
-                      win.start, **refs)
+        app, aev, tr = self.named_at(win, lambda e: self.is_a(e, "electric_container"), what, refs, "appliance")
+        if app is None:
             return
-        self.plan_step(win, "turn_on_container", {"c": ents[0]},
-                       {"c": {"how": "switchable container named and tracked", **self.track_ref(trs[0])}},
-                       refs, t=max(win.start, trs[-1].end + 0.01) if trs[-1].end < win.end else win.end)
+        # switched on once it is set down (on its base): after the bound track, or at the
+        # segment's end when it is still held then
+        self.plan_step(win, "turn_on_container", {"c": app}, {"c": aev}, refs,
+                       t=max(win.start, tr.end + 0.01) if tr.end < win.end else win.end)
 
     def step_transfer(self, win, what, refs):
         """An add/put/pour step without an add event. A container held during the step
@@ -1098,21 +1249,63 @@ class Grounder:
         self.drop("cue", what, "sprinkle: no binding rule for the seasoning source", win.start, **refs)
 
     def step_knead(self, win, what, refs):
-        foods = self.food_named(win)
-        ents = sorted({x.entity for x in foods})
-        if len(ents) != 1:
-            self.drop("cue", what, f"food: {len(ents)} tracked foods named {ents}", win.start, **refs)
+        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food")
+        if food is None:
             return
-        self.plan_step(win, "knead", {"o": ents[0]},
-                       {"o": {"how": "food named and tracked", **self.track_ref(foods[0])}}, refs,
-                       t=max(win.start, max(f.end for f in foods) + 0.01) if max(f.end for f in foods) < win.end
-                       else win.end)
+        # kneaded where it lies: after the bound track is put down (or at the segment's end)
+        self.plan_step(win, "knead", {"o": food}, {"o": fev}, refs,
+                       t=max(win.start, ftr.end + 0.01) if ftr.end < win.end else win.end)
 
     def step_squeeze(self, win, what, refs):
         self.drop("cue", what, "squeeze: no binding rule", win.start, **refs)
 
     def step_weigh(self, win, what, refs):
         self.drop("cue", what, "weigh: no binding rule for the scale", win.start, **refs)
+
+
+#: the label verbs an activity row compiles: actions whose objects the tracks bind (never
+#: add/put/pour: a row's placements are its observed put-downs; press needs a recipe;
+#: turn_on only as "turn/switch ... on": "start timer", "start baking" switch on nothing named)
+ROW_VERBS = ("stir", "whisk", "chop", "peel", "grate", "wash", "fill", "boil", "turn_on", "crack", "knead")
+
+
+_CLAUSE_START = re.compile(r"(?:^|[,;:.\-(]\s*|\b(?:and|then|to|continue|finish|also|or)\s+)$")
+
+
+def row_verbs(label: str) -> list[str]:
+    """The verbs of an activity label that start a clause (the label is a list of what
+    was done: "Tidy up - load dishwasher and wash knife"); a verb form after another word
+    is a noun ("Measure and record salad mix in phone app": no stir).
+
+    >>> row_verbs("Measure and record salad mix in phone app"), row_verbs("Put coffee beans bag away, rinse spoon")
+    (['weigh'], ['add', 'wash'])
+    """
+    low = label.lower()
+    found = {}
+    for forms, key in _VERBS:
+        for f in forms:
+            for m in re.finditer(rf"\b{_forms(f)}\b", low):
+                if _CLAUSE_START.search(low[:m.start()]) and _asked(_verb_text(low[:m.start()]) + m.group(0) + " ",
+                                                                     re.search(r"\S+ $", _verb_text(low[:m.start()]) + m.group(0) + " ")):
+                    found[key] = min(found.get(key, m.start()), m.start())
+    return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def row_words(how: str) -> str:
+    """A step handler's evidence or reason text, worded for an activity row (the label
+    is its text; tools and foods are held in the row's own time).
+
+    >>> row_words("step text names 'pan'; the only pan tracked during the step segment (1-2 s)")
+    "activity label names 'pan'; the only pan tracked during the activity row (1-2 s)"
+    >>> row_words("utensil tracked during the step")
+    "utensil tracked during the row's own time (outside the recipe steps inside it)"
+    """
+    how = how.replace("the step segment", "the activity row").replace("step segment", "activity row")
+    how = re.sub(r"\b(the )?step text\b", lambda m: (m.group(1) or "") + "activity label", how)
+    how = re.sub(r"\bthe text\b", "the label", how)
+    how = re.sub(r"during the step\b(?! segment)", "during the row's own time (outside the recipe steps inside it)",
+                 how)
+    return how
 
 
 def ingredient_entity(name: str, vocab) -> str:
@@ -1162,12 +1355,13 @@ def ingredient_type(name: str, vocab) -> tuple[str, str]:
     return "other_food", "ingredient:food_default"
 
 
-def ground(world, recipes, vocab) -> Grounding:
+def ground(world, recipes, vocab, activities=()) -> Grounding:
     g = Grounder(world, recipes, vocab)
     g.ground_adds()
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}
     g.ground_steps(add_steps)
+    g.ground_rows(activities)
     for a in world.assocs_unnamed:
         off = world.offsets.get(a.video, 0.0)
         why = ("unnamed track (annotators gave no object name)" if a.unnamed else

@@ -64,7 +64,7 @@ def activity_at(activities: list[Activity], t: float) -> str | None:
 
 def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim):
     """``(groups, builder, grounding, op_group)``: groups as ``{"seg", "ops"}`` dicts."""
-    g = ground(world, recipes, sim.vocab)
+    g = ground(world, recipes, sim.vocab, activities)
     for ent, typ in sorted(g.objects.items()):
         world.objects.setdefault(ent, typ)
     world.objects = dict(sorted(world.objects.items()))
@@ -83,7 +83,13 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim):
             (o for o in ops if any(a["refs"].get("file") == "assoc_info.json"
                                    for a in o.provenance["refs"].get("args", []))), ops[-1])
         p = main.planned
-        if p is not None and p.step is not None:
+        if p is not None and p.step is not None and p.step.row:
+            # an activity row's key action: a track-kind segment at its time, inside the
+            # row's own time, so the group is the row's (tasks.unit_of)
+            w = p.step
+            seg = Segment("track", f"row:{w.row}:{main.time}", None, [], w.video, main.time, main.time,
+                          w.text)
+        elif p is not None and p.step is not None:
             w = p.step
             seg = Segment("step", f"step:{w.step}:{w.start}", w.recipe, [w.step], w.video,
                           w.start, w.end, w.text)

@@ -55,7 +55,7 @@ def evidence_prov(ev: dict) -> dict:
         ident = "/".join(str(ev[k]) for k in ("video", "association", "track") if ev.get(k))
         return obs("assoc_info.json", ident, ev.get("start"), end=ev.get("end"), name=ev.get("name"),
                    how=ev.get("how"))
-    ident = "/".join(str(ev[k]) for k in ("recipe", "ingredient", "step") if ev.get(k))
+    ident = "/".join(str(ev[k]) for k in ("recipe", "ingredient", "step", "row") if ev.get(k))
     return obs(ev.get("file", "complete_recipes.json"), ident, ev.get("start"), end=ev.get("end"),
                how=ev.get("how"))
 
@@ -414,6 +414,8 @@ class OpBuilder:
                 args, ap = [r["o"], k], [prov["o"], kp]
             else:
                 args, ap = [r["c"], "water", k], [prov["c"], obs(
+                    p.refs["file"], p.refs["row"], p.refs.get("start"),
+                    how="the activity label names water (filled at the tap)") if p.refs.get("row") else obs(
                     "complete_recipes.json", f"{p.refs.get('recipe')}/{p.refs.get('step')}", p.refs.get("start"),
                     how="the step text names water (filled at the tap)"), kp]
         elif a in ("press_button", "turn_on"):

@@ -20,8 +20,9 @@ A unit's conditions, each resting on observed evidence only:
   ``running``) an observed operation established, one per operation and object (a button
   press that sets ``powered`` and ``running`` gives ``powered``). An atom counts only when each of its
   arguments is an observed argument of the operation that last established it.
-* **key events**: the step's grounded key actions (stir, chop, press_button, ...), an
-  unobserved fixture argument a wildcard (``null``).
+* **key events**: the unit's grounded key actions (stir, chop, press_button, ...; for an
+  activity row, the verbs of its label, grounding.Grounder.ground_rows), an unobserved
+  fixture argument a wildcard (``null``).
 
 The paper's rule decides the tier: *terminal* when the unit's goal is an end state in a
 represented attribute (a grounded add or transfer, or, for an activity row, the observed
