@@ -389,3 +389,65 @@ def test_instruction_states_observed_destinations_only():
     assert instruction_of(seg, ops) == ("Washing up: handle and put away items. "
                                         "Put the mug 2 in the dishwasher.")
     assert instruction_of(seg, ops[2:]) == "Washing up: handle and put away items"
+
+
+# ------------------------------------------------------------ identity across the videos of one episode
+def _two_video_world(second_names):
+    """Episode "v1" + "v2" (v2 starts at 100 s of episode time); v1 has one "frying pan"
+    tracked 10-12 s, put on the hob (VQA put answer at its start); v2 has ``second_names``,
+    each tracked 5-7 s of v2, and "bowl" has one association in v1 (tracked 20-22 s)."""
+    from analysis.compiler.readers import Association, ClassTable, LocationAnswer, Track
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "hob", "type": "hob"},
+                {"id": "cupboard", "type": "cupboard"}]
+    v1 = [Association("v1", "a1", "frying pan", "frying pan", (Track("t1", 10.0, 12.0),)),
+          Association("v1", "a2", "bowl", "bowl", (Track("t2", 20.0, 22.0),))]
+    v2 = [Association("v2", f"b{i}", n, n, (Track(f"u{i}", 5.0 + 3 * i, 7.0 + 3 * i),))
+          for i, n in enumerate(second_names)]
+    answers = [LocationAnswer("q1", "v1", "put", 10.0, "hob")]
+    world = build_world("v1", "P01", ["v1", "v2"], fixtures, "counter", {"v1": v1, "v2": v2}, answers, [],
+                        {}, ClassTable({}, {}, {}), vocab, offsets={"v1": 0.0, "v2": 100.0})
+    return world, vocab
+
+
+def test_the_only_frying_pan_of_two_videos_is_one_entity_picked_up_where_it_was_put():
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations
+    world, vocab = _two_video_world(["Frying  pan"])
+    assert sorted(e for e in world.objects if "pan" in e) == ["frying_pan"]
+    assert [(t.entity, t.assoc.video, t.same_as) for t in world.tracks if "pan" in t.entity] == [
+        ("frying_pan", "v1", None), ("frying_pan", "v2", "v1/a1")]
+    assert [a for a in world.facts if a[:2] == ("at", "frying_pan")] == [("at", "frying_pan", "cupboard")]
+    assert world.identities == {"v2/b0": {"rule": "same_name_across_videos_of_the_episode",
+                                          "same_as": "v1/a1", "entity": "frying_pan", "name": "frying pan"}}
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    ops = [(o.action["type"], o.action["args"], o.time) for o in b.out.ops
+           if o.action["args"] and o.action["args"][0] == "frying_pan"]
+    # v1: out of the cupboard (curated default), onto the hob (observed); v2 (105-107 s):
+    # picked up from the hob where v1 left it, never out of the cupboard again
+    assert [x[:2] for x in ops] == [("take_from_storage", ["frying_pan", "cupboard"]),
+                                    ("place_on_appliance", ["frying_pan", "hob"]),
+                                    ("pick_up_from_appliance", ["frying_pan", "hob"]),
+                                    ("put_on", ["frying_pan", "counter"])]
+    later = [o for o in b.out.ops if o.action["type"] == "pick_up_from_appliance"][0]
+    arg = later.provenance["refs"]["args"][0]
+    # the track is observed, the identity is curated: the argument (and the operation) is curated
+    assert arg["source"] == "curated" and later.provenance["source"] == "curated"
+    assert (arg["refs"]["rule"], arg["refs"]["same_as"], arg["refs"]["id"], arg["refs"]["track_source"]) == (
+        "same_name_across_videos_of_the_episode", "v1/a1", "v2/b0/u0", "observed")
+    first = [o for o in b.out.ops if o.action["type"] == "place_on_appliance"][0]
+    assert first.provenance["source"] == "observed"
+
+
+def test_two_bowls_in_the_later_video_give_no_identity_and_say_why():
+    world, _ = _two_video_world(["bowl", "bowl", "frying pan"])
+    assert sorted(e for e in world.objects if "bowl" in e) == ["bowl", "bowl_2", "bowl_3"]
+    assert set(world.identities) == {"v2/b2"}          # the frying pan still binds
+    why = [d for d in world.dropped if d["kind"] == "source" and "no identity" in d["reason"]]
+    assert [d["what"] for d in why] == ["association b0 (bowl) of v2", "association b1 (bowl) of v2"]
+    assert why[0]["reason"] == ("unique binding: no identity (same_name_across_videos_of_the_episode) with the association "
+                                "named 'bowl' of v1: 2 associations named 'bowl' in v2; a new entity")
+    # exact names only: "pan" is not "frying pan", "bowl2" is not "bowl"
+    world, _ = _two_video_world(["pan", "bowl2"])
+    assert world.identities == {} and {"pan", "bowl2"} <= set(world.objects)

@@ -184,6 +184,7 @@ class OpBuilder:
             self._last_failed = failed
             return False
         self.facts = facts
+        argprov = [self.identity_prov(p) for p in argprov]
         source = "observed" if all(p["source"] == "observed" for p in argprov) else "curated"
         refs = {"time": round(t, 3), "args": argprov}
         if extra:
@@ -191,6 +192,22 @@ class OpBuilder:
         self.out.ops.append(Op(t, action, {"source": source, "refs": refs}, planned=planned,
                                event=self.event))
         return True
+
+    def identity_prov(self, p: dict) -> dict:
+        """An argument whose track belongs to an association identified with one of an
+        earlier video (``worlds.IDENTITY_RULE``): the track is observed, the identity is
+        not (HD-EPIC gives none across videos), so the argument is curated, with the
+        track's refs kept and the rule and the earlier association named. A condition
+        never rests on it (conservative: the merge itself is not observed)."""
+        r = p.get("refs", {})
+        if r.get("file") != "assoc_info.json" or not self.w.identities:
+            return p
+        key = "/".join(str(r.get("id", "")).split("/")[:2])
+        ident = self.w.identities.get(key)
+        if ident is None:
+            return p
+        return {"source": "curated", "refs": {**r, "rule": ident["rule"], "same_as": ident["same_as"],
+                                              "track_source": p.get("source")}}
 
     def _curated_op(self, t, typ, args, rule) -> bool:
         return self._try(t, typ, args, [cur(rule)] * len(args), extra={"rule": rule})

@@ -42,6 +42,8 @@ class TrackInfo:
     chain: tuple = ()             # fixtures of the object's itinerary chain (final 'to' last)
     chain_dst: str | None = None  # curated default inside the chain (moves aligned from the start)
     chain_moves: tuple = ()       # the itinerary's moves (phrases) when their count differs from the tracks'
+    same_as: str | None = None    # "<video>/<association>" of an earlier video this association is
+                                  # identified with (curated rule IDENTITY_RULE), else None
 
 
 @dataclass
@@ -62,6 +64,22 @@ class EpisodeWorld:
     offsets: dict = field(default_factory=dict)          # video -> its start in episode time
     dropped: list = field(default_factory=list)          # answers not bound (unique binding)
     conflicts: list = field(default_factory=list)        # observed sources that disagree
+    identities: dict = field(default_factory=dict)       # "<video>/<assoc>" -> identity record (curated)
+
+
+IDENTITY_RULE = "same_name_across_videos_of_the_episode"
+
+
+def identity_name(name: str | None) -> str:
+    """The name an association is identified by across the videos of one episode: the
+    compiler's normalisation of the raw name (lower case, runs of white space as one
+    space), nothing looser ("frying pan" is "Frying  pan", never "pan"; "bowl2" is not
+    "bowl").
+
+    >>> identity_name(" Frying  Pan "), identity_name("bowl2")
+    ('frying pan', 'bowl2')
+    """
+    return re.sub(r"\s+", " ", (name or "").strip().lower())
 
 
 AMBIGUITY = 0.05      # seconds: two tracks this close to an answer's time make it ambiguous
@@ -344,8 +362,19 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     tracks: list[TrackInfo] = []
     wdropped: list[dict] = []
     wconflicts: list[dict] = []
+    identities: dict[str, dict] = {}
+    # identity across videos: normalised name -> (video, number of associations with that
+    # name in it, entity of the only one when compiled, its last TrackInfo) for the latest
+    # video processed that has the name
+    last_of_name: dict[str, tuple] = {}
     for video in videos:
         vassocs = assocs.get(video, [])
+        name_count: dict[str, int] = {}
+        for a in vassocs:
+            if a.name and not a.unnamed:
+                n = identity_name(a.name)
+                name_count[n] = name_count.get(n, 0) + 1
+        seen_here: dict[str, tuple] = {}
         per_track, initial, dr, cf, chains = _link_answers(video, vassocs, answers, itineraries,
                                                            fixture_ids, offsets.get(video, 0.0))
         wdropped += dr
@@ -358,6 +387,54 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             if a.unnamed or not a.tracks or vague_name(a.name):
                 continue
             stem, leaf, content = track_entity(a.name, nouns, overrides, vocab)
+            first = a.tracks[0]
+            link = per_track.get((a.assoc_id, first.track_id), {})
+            it0 = initial.get(a.assoc_id)
+            it_fx = fixture_id(it0[0]) if it0 and fixture_id(it0[0]) in fixture_ids else None
+            nm = identity_name(a.name)
+            same, why_not = None, None
+            prev = last_of_name.get(nm)
+            if prev is not None:
+                pv, pcount, pent, plast = prev
+                src_obs = link["src"][0] if "src" in link else it_fx
+                if name_count.get(nm, 0) != 1:
+                    why_not = f"{name_count[nm]} associations named '{nm}' in {video}"
+                elif pcount != 1:
+                    why_not = f"{pcount} associations named '{nm}' in {pv}, the nearest earlier video with the name"
+                elif pent is None:
+                    why_not = f"the association named '{nm}' in {pv} is not compiled"
+                elif src_obs is not None and src_obs != (plast.dst if plast.assoc.tracks[-1].track_id ==
+                                                         plast.track_id else None):
+                    why_not = (f"{video} observes where its first track takes it from ({src_obs}), which "
+                               f"no observed destination of the last track in {pv} confirms")
+                else:
+                    same = (pv, pent, plast)
+                if why_not:
+                    wdropped.append({"kind": "source", "what": f"association {a.assoc_id} ({a.name}) of {video}",
+                                     "reason": f"unique binding: no identity ({IDENTITY_RULE}) with the association named "
+                                               f"'{nm}' of {pv}: {why_not}; a new entity",
+                                     "time": round(first.start + offsets.get(video, 0.0), 5),
+                                     "refs": {"file": "assoc_info.json", "id": f"{video}/{a.assoc_id}",
+                                              "video": video}})
+            if same is not None:
+                # the same object as the only one so named in the nearest earlier video:
+                # one entity; its state carries over (no new initial place, no content fact)
+                ent = same[1]
+                identities[f"{video}/{a.assoc_id}"] = {
+                    "rule": IDENTITY_RULE, "same_as": f"{same[2].assoc.video}/{same[2].assoc.assoc_id}",
+                    "entity": ent, "name": nm}
+                notes.append(f"{video}/{a.assoc_id} '{a.name}' is {ent} of {same[0]} ({IDENTITY_RULE}, curated)")
+                for t in a.tracks:
+                    off = offsets[video]
+                    chain, guess, moves = chains.get(a.assoc_id, ((), {}, ()))
+                    info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off,
+                                     chain=chain, chain_dst=guess.get(t.track_id), chain_moves=moves,
+                                     same_as=identities[f"{video}/{a.assoc_id}"]["same_as"])
+                    lk = per_track.get((a.assoc_id, t.track_id), {})
+                    _fill_links(info, lk, bad.get((a.assoc_id, t.track_id)))
+                    tracks.append(info)
+                    seen_here[nm] = (ent, info)
+                continue
             ent = new_id(stem)
             objects[ent] = leaf
             names[ent] = [a.name.lower()]
@@ -369,11 +446,7 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                                                        how="the track's name names its content")
                 substances.setdefault(content, ent)
             # initial location: observed (first track's take answer, or itinerary) else curated
-            first = a.tracks[0]
-            link = per_track.get((a.assoc_id, first.track_id), {})
             loc, prov = None, None
-            it0 = initial.get(a.assoc_id)
-            it_fx = fixture_id(it0[0]) if it0 and fixture_id(it0[0]) in fixture_ids else None
             if "src" in link and it_fx and link["src"][0] != it_fx and link["src"][1][0] != (
                     "object_motion_object_movement_itinerary.json"):
                 wconflicts.append({"video": video, "association": a.assoc_id, "track": first.track_id,
@@ -404,17 +477,12 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
                 info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off,
                                  chain=chain, chain_dst=guess.get(t.track_id), chain_moves=moves)
                 lk = per_track.get((a.assoc_id, t.track_id), {})
-                if "src" in lk:
-                    info.src, info.src_ref = lk["src"][0], lk["src"][1][1]
-                    info.src_how, info.src_extra = lk["src"][1][2], lk["src"][1][3]
-                if "dst" in lk:
-                    info.dst, info.dst_ref = lk["dst"][0], lk["dst"][1][1]
-                    info.dst_how, info.dst_file = lk["dst"][1][2], lk["dst"][1][0]
-                    info.dst_extra = lk["dst"][1][3]
-                if (a.assoc_id, t.track_id) in bad:
-                    c = bad[(a.assoc_id, t.track_id)]
-                    info.conflict = "; ".join(f"{x['file']} {x['id']}: {x['fixture']}" for x in c["answers"])
+                _fill_links(info, lk, bad.get((a.assoc_id, t.track_id)))
                 tracks.append(info)
+                seen_here[nm] = (ent, info)
+        for nm, cnt in name_count.items():
+            got = seen_here.get(nm)
+            last_of_name[nm] = (video, cnt, got[0] if got and cnt == 1 else None, got[1] if got else None)
     tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
 
     facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
@@ -424,7 +492,19 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
                         tracks, work_counter, {}, dict(sorted(substances.items())),
                         names, frozenset(fixture_ids), notes, unnamed, dict(offsets),
-                        wdropped, wconflicts)
+                        wdropped, wconflicts, identities)
+
+
+def _fill_links(info: TrackInfo, lk: dict, conflict: dict | None) -> None:
+    if "src" in lk:
+        info.src, info.src_ref = lk["src"][0], lk["src"][1][1]
+        info.src_how, info.src_extra = lk["src"][1][2], lk["src"][1][3]
+    if "dst" in lk:
+        info.dst, info.dst_ref = lk["dst"][0], lk["dst"][1][1]
+        info.dst_how, info.dst_file = lk["dst"][1][2], lk["dst"][1][0]
+        info.dst_extra = lk["dst"][1][3]
+    if conflict is not None:
+        info.conflict = "; ".join(f"{x['file']} {x['id']}: {x['fixture']}" for x in conflict["answers"])
 
 
 VAGUE_WORDS = {"something", "thing", "stuff", "clue", "object", "item"}
