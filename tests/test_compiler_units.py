@@ -451,3 +451,17 @@ def test_two_bowls_in_the_later_video_give_no_identity_and_say_why():
     # exact names only: "pan" is not "frying pan", "bowl2" is not "bowl"
     world, _ = _two_video_world(["pan", "bowl2"])
     assert world.identities == {} and {"pan", "bowl2"} <= set(world.objects)
+
+
+def test_a_frame_late_answer_written_with_three_decimals_still_binds():
+    # question times have 3 decimals, track times 5: one frame (1/30 s) plus the rounding
+    # of the question's time (0.0005 s) is still the same track boundary
+    from analysis.compiler.readers import LocationAnswer
+    from analysis.compiler.worlds import _link_answers
+    fx = frozenset({"sink"})
+    late = [LocationAnswer("q1", "v", "put", 50.0337, "sink")]           # spoon t4 starts at 50.0
+    per_track, _, dropped, _, _ = _link_answers("v", _assocs(), late, [], fx)
+    assert per_track[("a3", "t4")]["dst"][0] == "sink" and dropped == []
+    later = [LocationAnswer("q2", "v", "put", 50.036, "sink")]
+    per_track, _, dropped, _, _ = _link_answers("v", _assocs(), later, [], fx)
+    assert per_track == {} and "more than a frame away" in dropped[0]["reason"]

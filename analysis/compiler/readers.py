@@ -36,8 +36,11 @@ NOUN_CLASSES = "narrations-and-action-segments/HD_EPIC_noun_classes.csv"
 VERB_CLASSES = "narrations-and-action-segments/HD_EPIC_verb_classes.csv"
 SUMS = "SHA256SUMS"
 
-# Tolerance for linking a VQA time stamp to a track boundary: one frame at 30 fps.
-FRAME = 1.0 / 30.0 + 1e-6
+# Tolerance for linking a VQA time stamp to a track boundary: one frame at 30 fps, plus
+# half a millisecond because question times are written with 3 decimals ("00:03:58.733")
+# while track times have 5: a frame-late answer is then up to 1/30 + 0.0005 s away (the
+# audit of 57fc3c9a found 13 answers at 0.0337 s, one frame plus rounding, dropped).
+FRAME = 1.0 / 30.0 + 0.0005 + 1e-6
 
 _VIDEO_RE = re.compile(r"^P\d\d-\d{8}-\d{6}$")
 # "Track 12", "Track 12 (skipped)", "new track 3": the annotators never named the object.
