@@ -465,3 +465,16 @@ def test_a_frame_late_answer_written_with_three_decimals_still_binds():
     later = [LocationAnswer("q2", "v", "put", 50.036, "sink")]
     per_track, _, dropped, _, _ = _link_answers("v", _assocs(), later, [], fx)
     assert per_track == {} and "more than a frame away" in dropped[0]["reason"]
+
+
+def test_an_itinerary_final_move_that_may_precede_the_unit_is_never_c1():
+    # an itinerary of 1 move over 3 tracks: any of the 3 may have made the move, so a put-down
+    # of the last track says where the object ends, not that the unit moved it there
+    from types import SimpleNamespace as NS
+    from analysis.compiler.tasks import _move_may_precede
+    world = NS(offsets={"v": 100.0})
+    op = lambda start: NS(provenance={"refs": {"args": [{}, {"refs": {
+        "video": "v", "final_move_possible_from": start}}]}})
+    assert _move_may_precede(world, op(10.0), since=120.0)         # 110 s in the episode < 120
+    assert not _move_may_precede(world, op(25.0), since=120.0)     # the window starts in the unit
+    assert not _move_may_precede(world, NS(provenance={"refs": {"args": [{}, {"refs": {}}]}}), 120.0)

@@ -101,6 +101,16 @@ def _moves_again(world, atom, op, until: float) -> bool:
     return any(tr.entity == o and op.time + 1e-6 < tr.start < until for tr in world.tracks)
 
 
+def _move_may_precede(world, op, since: float) -> bool:
+    """Whether the put-down ``op`` rests on an itinerary's final 'to' whose move may have
+    been made by an earlier track of the object than this one, starting before ``since``
+    (episode time): the itinerary has fewer moves than the object has tracks, so any
+    track from the n-th on may have made the final move."""
+    ref = op.provenance["refs"].get("args", [{}, {}])[1].get("refs", {})
+    t = ref.get("final_move_possible_from")
+    return t is not None and t + world.offsets.get(ref.get("video"), 0.0) < since - 1e-6
+
+
 def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, activities,
                sim, objects, states, segments=()) -> tuple[list[dict], list[dict]]:
     """``(candidates, rejected)`` of one episode (see the module docstring); ``segments``
@@ -137,20 +147,26 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 if p is not None and i in mine:
                     goal = p.kind == "add" or any(a[0] in GOAL_ATOM_PREDICATES for a in added)
                     (goal_ops if goal else key_ops).append(op)
-        atoms = []
+        atoms, unsure = [], set()
         # every atom the unit's own groups last established and that still holds at the
         # unit's end, including one that also held before the unit (the pan taken from the
         # sink, used on the hob and put back in the sink ends where the unit left it)
         if u[0] == "step":
-            until = max([x.end for x in segments if x.recipe == u[1] and tuple(x.steps) == u[2]]
-                        + [groups[i]["seg"].end for i in mine])
+            own = [x for x in segments if x.recipe == u[1] and tuple(x.steps) == u[2]]
+            until = max([x.end for x in own] + [groups[i]["seg"].end for i in mine])
+            since = min([x.start for x in own] + [groups[i]["seg"].start for i in mine])
         else:
-            until = u[5]
+            until, since = u[5], u[4]
         for atom in sorted(a for a in end if by.get(a) is not None):
             if atom[0] not in END_PREDICATES:
                 continue
             if atom[0] == "at" and _moves_again(world, atom, by[atom], until):
                 continue
+            if atom[0] == "at" and _move_may_precede(world, by[atom], since):
+                # TRUE at the unit's end either way (the final 'to'), but the move may
+                # precede the unit, so it may already hold at the start in the rows:
+                # never the task's c1 (below), which must be FALSE there
+                unsure.add(atom)
             keep = _atom_keep(by[atom], atom)
             if keep is None:
                 continue
@@ -194,10 +210,13 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             continue
         # c1: the first condition that does not already hold at the unit's start (nor in the
         # initial world); a unit whose every end state already held is rejected by admission
-        lead = next((n for n, c in enumerate(conds) if c["kind"] == "event"
-                     or (tuple(c["atom"]) not in start and tuple(c["atom"]) not in init)),
-                    next((n for n, c in enumerate(conds)
-                          if c["kind"] == "atom" and tuple(c["atom"]) not in start), 0))
+        sure = [n for n, c in enumerate(conds) if c["kind"] == "event" or tuple(c["atom"]) not in unsure]
+        if not sure:
+            continue
+        lead = next((n for n in sure if conds[n]["kind"] == "event"
+                     or (tuple(conds[n]["atom"]) not in start and tuple(conds[n]["atom"]) not in init)),
+                    next((n for n in sure
+                          if conds[n]["kind"] == "atom" and tuple(conds[n]["atom"]) not in start), sure[0]))
         order = [lead] + [n for n in range(len(conds)) if n != lead]
         conds = [{"id": f"c{m}", **conds[n]} for m, n in enumerate(order, 1)]
         provs = [provs[n] for n in order]

@@ -187,10 +187,14 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
                  ("object_motion_object_movement_itinerary.json", it.vqa_id,
                   f"itinerary move 1 of {n}: from {it.moves[0][0]} (first 'from')",
                   {"question": it.question, "video": video, "answer": answer}))
+            # with more tracks than moves the final move is made by one of the tracks
+            # from the n-th on (the others are handlings in place): where that window
+            # starts, so that a unit holding only its end does not claim the move
+            window = {"final_move_possible_from": round(rest[n - 1].start, 5)} if len(rest) > n else {}
             note(a, rest[-1], "dst", it.moves[-1][1],
                  ("object_motion_object_movement_itinerary.json", it.vqa_id,
                   f"itinerary move {n} of {n}: to {it.moves[-1][1]} (final 'to', on the object's last track)",
-                  {"question": it.question, "video": video, "answer": answer}))
+                  {"question": it.question, "video": video, "answer": answer, **window}))
             dropped.append({"kind": "source", "what": f"itinerary {it.vqa_id} ({a.raw_name})",
                             "reason": f"itinerary has {len(it.moves)} moves, the association "
                                       f"{len(rest)} tracks: only the first 'from' and the "
