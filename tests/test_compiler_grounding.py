@@ -454,3 +454,97 @@ def test_a_row_verb_bound_only_inside_a_nested_recipe_step_is_not_the_rows(vocab
                                   steps=[("S01", "Wash the knife.", 110.0, 140.0)])
     assert not planned
     assert drops[0]["reason"] == "wash: a recipe step inside the row asks for it (S01: another unit)"
+
+
+# ------------------------------------------------- an add no track names the food for
+# Hand-checkable: video "v", recipe "R", step "S01" 100-110 s "Add the lettuce to the
+# bowl."; the add of lettuce 104-106 s; no track is named for lettuce. The bowl the text
+# names, held 103-107 s, is the vessel (the target rule); the lettuce's place before the
+# add is curated (ingredient_without_track_at_default_location) and it is picked up there
+# just before the add (curated); in(lettuce, bowl) rests on the add row and the bowl's track.
+def _untracked_add(vocab, tracks, text="Add the lettuce to the bowl.", name="lettuce",
+                   ingredients=None):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", n, n, (Track(f"t{i}", a, b),)) for i, (n, a, b) in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), ingredients or {"I01": name},
+                  (IngredientEvent("I01", name, "add", Span("v", 104.0, 106.0)),),
+                  (StepSegment("S01", "step", Span("v", 100.0, 110.0)),))
+    recipe = Recipe("R", "P01", "test", {"S01": text}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    return world, ground(world, {"R": recipe}, vocab)
+
+
+def test_an_add_without_a_food_track_compiles_into_the_named_vessel(vocab):
+    from analysis.compiler.grounding import UNTRACKED_RULE
+    from analysis.compiler.groups import build_groups
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.tasks import _atom_keep
+    world, g = _untracked_add(vocab, [("bowl", 103.0, 107.0)])
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles, p.pickup) for p in adds] == [
+        ("add_ingredient", {"o": "lettuce", "c": "bowl"}, "counter")]
+    assert adds[0].evidence["o"]["file"] == "complete_recipes.json"
+    assert adds[0].evidence["o"]["ingredient"] == "I01" and adds[0].evidence["o"]["start"] == 104.0
+    assert adds[0].evidence["c"]["file"] == "assoc_info.json" and adds[0].evidence["c"]["track"] == "t0"
+    assert g.facts[("at", "lettuce", "counter")]["source"] == "curated"
+    assert g.facts[("at", "lettuce", "counter")]["refs"]["rule"].startswith(UNTRACKED_RULE)
+    assert not [c for c in g.checks if c["check"] == "add_without_track"]
+    # the operations: the bowl is in the hand (its track), so it is set down, the lettuce
+    # picked up at its curated place (curated), added (observed), the bowl picked up again
+    from analysis.compiler.operations import build_operations
+    for ent, typ in g.objects.items():
+        world.objects.setdefault(ent, typ)
+    for atom, prov in g.facts.items():
+        world.facts.setdefault(atom, prov)
+    b = build_operations(world, g, Sim(vocab))
+    seq = [(op.action["type"], op.action["args"], op.provenance["source"]) for op in b.out.ops]
+    names = [(x[0], x[1]) for x in seq]
+    i = names.index(("pick_up", ["lettuce", "counter"]))
+    assert names[i - 1] == ("put_on", ["bowl", "counter"])
+    assert names[i + 1] == ("add_ingredient", ["lettuce", "bowl", "counter"])
+    assert names[i + 2] == ("pick_up", ["bowl", "counter"])
+    pick, add = b.out.ops[i], b.out.ops[i + 1]
+    assert pick.provenance["source"] == "curated" and pick.provenance["refs"]["rule"] == UNTRACKED_RULE
+    args = add.provenance["refs"]["args"]
+    assert [a["source"] for a in args[:2]] == ["observed", "observed"]
+    assert args[0]["refs"]["file"] == "complete_recipes.json" and args[0]["refs"]["id"] == "R/I01"
+    assert args[1]["refs"]["file"] == "assoc_info.json" and args[1]["refs"]["id"] == "v/a0/t0"
+    assert args[2]["source"] == "curated"        # the bowl was set down by a curated step
+    assert _atom_keep(add, ("in", "lettuce", "bowl")) == [0, 1]
+
+
+def test_an_add_without_a_food_track_and_two_bowls_is_dropped(vocab):
+    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0), ("large bowl", 104.5, 108.0)])
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [(c["check"], c["reason"]) for c in g.checks] == [(
+        "add_without_track", "no track named for the ingredient overlaps the add; target not decided: step "
+        "text 'bowl': ambiguous vessel, 2 bowl instances tracked during the add (104.00-106.00 s) or put down "
+        "in the 60 s before it (bowl tracked 103.00-107.00 s; bowl_2 tracked 104.50-108.00 s)")]
+
+
+def test_an_add_without_a_food_track_needs_the_vessel_named(vocab):
+    # the only vessel held during the add is not taken when the text names none: with no
+    # track of the food it may be the food's source
+    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0)], text="Add the lettuce.")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [c["check"] for c in g.checks] == ["add_without_track"]
+    assert "no vessel named in the step text" in g.checks[0]["reason"]
+
+
+def test_an_add_without_a_track_of_a_substance_is_not_compiled(vocab):
+    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0)], text="Add the vinegar to the bowl.", name="vinegar")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [c["check"] for c in g.checks] == ["add_without_track"]
+    assert "is not held without a container" in g.checks[0]["reason"]
+
+
+def test_tracks_named_for_another_ingredient_still_stop_an_untracked_add(vocab):
+    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0), ("tomatoes", 103.5, 106.5)],
+                          ingredients={"I01": "lettuce", "I02": "tomatoes"})
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [c["check"] for c in g.checks] == ["add_time_matches_other_ingredient"]
+    assert ("at", "lettuce", "counter") not in g.facts

@@ -46,6 +46,7 @@ MARGIN = 0.5                                          # seconds of slack on time
 # a vessel not moved during a step or add may have been put down just before it (a bowl
 # on the counter is stirred, not picked up): its last put-down counts only this close
 LOOKBACK = 60.0
+UNTRACKED_RULE = "ingredient_without_track_at_default_location"
 # "<part> of X" names X ("piece of bread" is bread); any other "X of Y" is an X ("bowl of
 # flour" is a bowl, "bottle of squash" a bottle): the world's typing rule (worlds.track_entity)
 PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
@@ -144,6 +145,7 @@ class Planned:
     step: StepWindow | None = None
     title: str = ""
     what: str = ""
+    pickup: str | None = None       # curated fixture ``hold`` is picked up from just before
 
 
 @dataclass
@@ -678,9 +680,7 @@ class Grounder:
                                                   f"{others}, not for {ev.name!r}: add times swapped or "
                                                   f"mislabelled", "time": t0, "refs": refs})
             else:
-                self.out.checks.append({"check": "add_without_track", "what": what,
-                                        "reason": "no track named for the ingredient overlaps the add",
-                                        "time": t0, "refs": refs})
+                self.add_untracked(rid, ev, matches, refs, what)
             return
         ents = sorted({tr.entity for tr in mine})
         if len(ents) > 1:
@@ -770,6 +770,92 @@ class Grounder:
             "add", round(t, 3), action, roles, evid,
             {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
             title=title_of(text) if text else f"Add {ev.name}", what=what))
+
+    def step_of_add(self, rid, ev, matches, refs, what):
+        """``(ok, window)``: the step window of an add (``ok`` False: the
+        ``overlapping_steps`` source check was recorded)."""
+        t0, t1 = ev.span.start, ev.span.end
+        steps = self.windows_at(ev.span.video, t0, t1, rid)
+        if len({w.step for w in steps}) > 1:
+            named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
+            if len({w.step for w in named}) != 1:
+                self.out.checks.append({"check": "overlapping_steps", "what": what,
+                                        "reason": f"steps {sorted({w.step for w in steps})} overlap the add "
+                                                  "and the text does not decide", "time": t0, "refs": refs})
+                return False, None
+            steps = named
+        return True, (steps[0] if steps else None)
+
+    def add_untracked(self, rid, ev, matches, refs, what):
+        """An add no track names the ingredient for (and no track of another ingredient
+        overlaps): the add row observes that the ingredient went into something then. When
+        the vessel the step text names is bound by the target rule (:meth:`bind_target`
+        without its fallback: with no track of the food, the only vessel held during the
+        add may be the food's source),
+        the add compiles as ``add_ingredient(food, vessel, f)``: the food entity from the
+        ingredient's own words, observed from the add row; the vessel observed from its
+        track; the food's place before the add curated (rule
+        ``ingredient_without_track_at_default_location``) and picked up there just before
+        the add (curated). A substance is not compiled: it cannot be held without a
+        container, and no container is invented."""
+        t0, t1 = ev.span.start, ev.span.end
+        base = "no track named for the ingredient overlaps the add"
+
+        def check(reason):
+            self.out.checks.append({"check": "add_without_track", "what": what,
+                                    "reason": f"{base}; {reason}", "time": t0, "refs": refs})
+
+        leaf, _ = ingredient_type(ev.name, self.vocab)
+        if self.vocab.is_a(leaf, "substance"):
+            check(f"a substance ({leaf}) is not held without a container, and no container of it is "
+                  "tracked during the add (none is invented): not compiled")
+            return
+        if not self.vocab.is_a(leaf, "food"):
+            check(f"ingredient typed {leaf}: not compiled")
+            return
+        sub = ingredient_entity(ev.name, self.vocab)
+        if sub in self.out.objects:
+            check(f"{sub} was already given a curated place by an earlier add without a track "
+                  "(one curated source per entity): not compiled")
+            return
+        if sub in self.w.objects:
+            check(f"an object {sub} is already in the world (tracked or a fixture): its place is not "
+                  "curated anew: not compiled")
+            return
+        # a food tracked during the add under another name ("wheat bixie" for cereal) may
+        # be the ingredient itself: a second, curated entity of it would duplicate it
+        foods = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0) if self.is_food(tr.entity)})
+        if foods:
+            check(f"a food tracked during the add ({', '.join(foods)}) may be the ingredient under another "
+                  "name: not compiled")
+            return
+        ok, win = self.step_of_add(rid, ev, matches, refs, what)
+        if not ok:
+            return
+        text = win.text if win else ""
+        ttext = self.clause_of(text, matches[ev.ingredient_id])
+        # only a vessel the step text names: with no track of the food, a vessel held
+        # during the add is as likely its source (the bowl the onion is tipped out of)
+        target, tev, why = self.bind_target(ttext, t0, t1, win, set(), fallback=False, video=ev.span.video,
+                                            event="the add")
+        if target is None:
+            check(f"target not decided: {why}")
+            return
+        from .worlds import default_location     # worlds imports this module
+        fixtures = [{"id": f, "type": self.w.objects[f]} for f in sorted(self.w.fixture_ids)
+                    if f in self.w.objects]
+        place, rule = default_location(leaf, fixtures, self.w.work_counter, self.vocab)
+        self.out.objects[sub] = leaf
+        self.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
+            "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
+            "how": "no track names the ingredient: its place before the add is a curated default"}}
+        ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
+        if win is not None:
+            self.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))
+        self.out.planned.append(Planned(
+            "add", round(t0, 3), "add_ingredient", {"o": sub, "c": target}, {"o": ev_ing, "c": tev},
+            {**refs, "step": win.step if win else None}, hold=sub, hold_track=None, step=win,
+            title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
 
     def clause_of(self, text: str, ing_words: set) -> str:
         """The sentence of a step text that names the ingredient, when it is the only one

@@ -372,6 +372,8 @@ class OpBuilder:
         r = p.roles
         prov = {k: evidence_prov(v) for k, v in p.evidence.items() if isinstance(v, dict)}
         extra = {"event": p.what, **{k: v for k, v in p.refs.items() if k in ("recipe", "step", "ingredient")}}
+        if p.pickup:
+            return self.emit_untracked(p)
         if p.hold and ("holding", p.hold) not in self.facts:
             return f"{p.hold} is not in the hand at {t:.2f}s (its track was not selected or not executable)"
         a = p.action
@@ -456,6 +458,60 @@ class OpBuilder:
             self._curated_op(t, "turn_off_tap", [args[-1]], "inserted_tap_off_after_use")
         if not ok:
             return f"{a}({', '.join(args)}) rejected by the rules: {', '.join(self._last_failed)}"
+        return None
+
+
+    def emit_untracked(self, p: Planned) -> str | None:
+        """An add whose food no track names (``grounding.Grounder.add_untracked``): the
+        food is picked up at its curated default place just before the add (rule
+        ``ingredient_without_track_at_default_location``); an object in the hand (never a
+        food: it may be the ingredient) is set down where the agent stands first and picked
+        up again after (curated, one hand).
+        All or nothing: when a step is not executable, nothing of it is kept."""
+        from .grounding import UNTRACKED_RULE
+        t, ent, f = p.time, p.hold, p.pickup
+        saved = (self.facts, len(self.out.ops), dict(self.place), dict(self.picked_from))
+
+        def undo(why):
+            self.facts, n, self.place, self.picked_from = saved[0], saved[1], saved[2], saved[3]
+            del self.out.ops[n:]
+            return why
+
+        if ("at", ent, f) not in self.facts:
+            return f"{ent} is not at its curated default place {f} at {t:.2f}s"
+        aside = None
+        held = sorted(a[1] for a in self.facts if a[0] == "holding")
+        if held and self.sim.vocab.is_a(self.objects[held[0]], "food"):
+            # a food in the hand may be what is added, under another name: not set down
+            return f"{held[0]} (a food) is in the hand at {t:.2f}s: it may be the ingredient"
+        if held:
+            here = self.agent()
+            spot = here if self.kind(here) == "surface" else self.w.work_counter
+            if not self.goto(t, spot) or not self._curated_op(t, "put_on", [held[0], spot],
+                                                               "set_down_for_the_other_hand"):
+                return undo(f"{held[0]} is in the hand and cannot be set down at {t:.2f}s")
+            self.place[held[0]] = cur("set_down_for_the_other_hand")
+            aside = (held[0], spot)
+        typ = {"surface": "pick_up", "storage": "take_from_storage",
+               "enclosed_appliance": "take_from_appliance",
+               "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self.kind(f))
+        if typ is None or not self.goto(t, f):
+            return undo(f"{ent} cannot be picked up at {f}")
+        self.open_(t, f)
+        if not self._curated_op(t, typ, [ent, f], UNTRACKED_RULE):
+            return undo(f"{typ}({ent}, {f}) rejected by the rules: {', '.join(self._last_failed)}")
+        self.close_(t, f)
+        self.picked_from[ent] = f
+        p.pickup = None
+        try:
+            why = self.emit(p)
+        finally:
+            p.pickup = f
+        if why:
+            return undo(why)
+        if aside and not (self.goto(t, aside[1]) and self._curated_op(
+                t, "pick_up", [aside[0], aside[1]], "picked_up_again_after_the_other_hand")):
+            return undo(f"{aside[0]} cannot be picked up again after the add")
         return None
 
 
