@@ -478,3 +478,23 @@ def test_an_itinerary_final_move_that_may_precede_the_unit_is_never_c1():
     assert _move_may_precede(world, op(10.0), since=120.0)         # 110 s in the episode < 120
     assert not _move_may_precede(world, op(25.0), since=120.0)     # the window starts in the unit
     assert not _move_may_precede(world, NS(provenance={"refs": {"args": [{}, {"refs": {}}]}}), 120.0)
+
+
+def test_an_object_handled_in_a_track_not_compiled_is_not_fetched_from_storage():
+    # the stirrer's first track (103-132 s, held inside another track) is not compiled, its
+    # second is: it starts on the work counter, not in its default drawer; the spoon's first
+    # track is compiled (it stays in the drawer), the cup's default is observed (unchanged)
+    from types import SimpleNamespace as NS
+    from analysis.compiler.operations import OUT_RULE, out_after_uncompiled_first_track
+    tr = lambda ent, tid: NS(entity=ent, track_id=tid, conflict=None)
+    tracks = [tr("stirrer", "s1"), tr("spoon", "p1"), tr("cup", "c1"), tr("stirrer", "s2"), tr("cup", "c2")]
+    cur = lambda r: {"source": "curated", "refs": {"rule": r}}
+    world = NS(tracks=tracks, work_counter="counter", facts={
+        ("at", "stirrer", "drawer"): cur("default_locations:utensil"),
+        ("at", "spoon", "drawer"): cur("default_locations:utensil"),
+        ("at", "cup", "cupboard"): {"source": "observed", "refs": {"file": "vqa"}}})
+    chosen = [tracks[1], tracks[3], tracks[4]]
+    assert out_after_uncompiled_first_track(world, chosen) == ["stirrer"]
+    assert world.facts[("at", "stirrer", "counter")] == cur(f"{OUT_RULE}:s1")
+    assert ("at", "stirrer", "drawer") not in world.facts
+    assert ("at", "spoon", "drawer") in world.facts and ("at", "cup", "cupboard") in world.facts

@@ -539,6 +539,37 @@ def realign_chains(chosen, next_src: dict, fixture_ids) -> None:
             t.chain_dst = g
 
 
+OUT_RULE = "out_on_the_work_counter_after_a_track_not_compiled"
+
+
+def out_after_uncompiled_first_track(world: EpisodeWorld, chosen) -> list[str]:
+    """Entities whose first track in the rows is not compiled (the one-hand model dropped
+    it) but a later one is, and whose initial place is a curated storage default: they
+    start on the work counter instead (curated ``OUT_RULE``), because the rows show the
+    object already handled before its first compiled pick-up, so fetching it from its
+    default storage then would contradict them (a stirrer taken out in a step's prep,
+    held inside another track, is not in its drawer when the step stirs with it).
+    Changes ``world.facts``; returns the entities changed."""
+    ids = {t.track_id for t in chosen}
+    first: dict = {}
+    for tr in world.tracks:                     # time order
+        first.setdefault(tr.entity, tr)
+    compiled = {t.entity for t in chosen}
+    changed = []
+    for ent, tr0 in sorted(first.items()):
+        if tr0.track_id in ids or tr0.conflict or ent not in compiled:
+            continue
+        atom = next((a for a in world.facts if a[0] == "at" and a[1] == ent), None)
+        prov = world.facts.get(atom) if atom else None
+        if (prov is None or prov["source"] != "curated" or atom[2] == world.work_counter
+                or not prov["refs"].get("rule", "").startswith("default_locations")):
+            continue
+        del world.facts[atom]
+        world.facts[("at", ent, world.work_counter)] = cur(f"{OUT_RULE}:{tr0.track_id}")
+        changed.append(ent)
+    return changed
+
+
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     needed = {p.hold_track for p in grounding.planned if p.hold_track}
@@ -578,6 +609,9 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
     chosen, blocked, pick_time, juggled = select_tracks([t for t in world.tracks if not t.conflict],
                                                         needed, busy_times, placed)
     realign_chains(chosen, next_src, world.fixture_ids)
+    if out_after_uncompiled_first_track(world, chosen):
+        b.facts = frozenset(world.facts)
+        b.place = {a[1]: p for a, p in world.facts.items() if a[0] in ("at", "in") and a[1] in b.objects}
     for tr, other in blocked:
         if other is None:
             b.drop("track", f"track {tr.track_id} ({tr.entity})", "track shorter than 0.05 s", tr.start,
