@@ -29,7 +29,8 @@ represented attribute (a grounded add or transfer, or, for an activity row, the 
 placements), with every end state as a condition; *event* when the step's goal is an
 action whose result is not a represented end state (a stir, a chop, a button press): its
 key events first, then the unit's observed end states. ``c1`` is the first condition FALSE
-at the unit's start and in the episode's initial world. Two units of an episode with the same condition set give
+at the unit's start and in the episode's initial world, and never an itinerary's final
+'to' whose move may precede the unit (:func:`_move_may_precede`). Two units of an episode with the same condition set give
 one task (the first); the second is rejected (``duplicate_condition_set``).
 
 >>> sorted(END_PREDICATES)
