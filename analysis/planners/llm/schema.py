@@ -34,12 +34,21 @@ RESPONSE_FORMATS = ("none", "json_schema", "json_object_schema")
 def plan_schema(view) -> dict:
     """The JSON schema of a plan whose actions are type-correct over ``view``'s entities."""
     entities = sorted(view.object_types.items())
+    shown_types = {ty for _, ty in entities}
+    fitting: dict = {}  # parameter type -> the shown IDs of that type or below, in order
+
+    def ids_for(pty) -> list:
+        if pty not in fitting:  # one hierarchy walk per (shown type, parameter type)
+            below = {ty for ty in shown_types if is_subtype(view.types, ty, pty)}
+            fitting[pty] = [e for e, ty in entities if ty in below]
+        return list(fitting[pty])
+
     alternatives = []
     for name in sorted(view.action_schema):
         params = view.action_schema[name].get("params", [])
         slots = []
         for _pname, pty in params:
-            ids = [e for e, ty in entities if is_subtype(view.types, ty, pty)]
+            ids = ids_for(pty)
             if not ids:
                 break
             slots.append({"enum": ids})

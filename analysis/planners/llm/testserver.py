@@ -82,6 +82,9 @@ class LoopbackServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # The headers and the body are two writes: with Nagle's algorithm the body
+            # waits for the client's delayed ACK (about 40 ms a reply on Linux).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args):  # quiet
                 pass
