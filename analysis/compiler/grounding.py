@@ -698,16 +698,9 @@ class Grounder:
                 self.drop("add", what, "several tracks of the ingredient overlap the add", t0, **refs)
                 return
             tr = tr[0]
-        steps = self.windows_at(ev.span.video, t0, t1, rid)
-        if len({w.step for w in steps}) > 1:
-            named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
-            if len({w.step for w in named}) != 1:
-                self.out.checks.append({"check": "overlapping_steps", "what": what,
-                                        "reason": f"steps {sorted({w.step for w in steps})} overlap the add "
-                                                  "and the text does not decide", "time": t0, "refs": refs})
-                return
-            steps = named
-        win = steps[0] if steps else None
+        ok, win = self.step_of_add(rid, ev, matches, refs, what)
+        if not ok:
+            return
         text = win.text if win else ""
         ttext = self.clause_of(text, matches[ev.ingredient_id])
         typ = self.w.objects[ent]
