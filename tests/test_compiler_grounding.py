@@ -128,6 +128,30 @@ def test_track_selection_by_hand():
     assert pick == {"b": 5, "a": 8.001}
 
 
+def test_two_hands_that_take_or_leave_things_together():
+    # the scissors (a, 0-10) and their guard (g) put down in the same millisecond: the
+    # guard is held inside the scissors' interval, so a is set down for it and the guard
+    # is put down first; the same when the two are picked up together
+    a = _tr("a", 0, 10)
+    g = _tr("g", 5, 10)
+    chosen, blocked, pick, juggled = select_tracks([a, g], set(), placed={"a", "g"})
+    assert not blocked and {k: v.track_id for k, v in juggled.items()} == {"g": "a"}
+    assert pick == {"a": 0, "g": 5}
+    # picked up together: with a needed whole (an event at 8 s), h is held inside it
+    h = _tr("h", 0, 4)
+    chosen, blocked, pick, juggled = select_tracks([a, h], {"a"}, {"a": [8.0]}, placed={"h"})
+    assert not blocked and {k: v.track_id for k, v in juggled.items()} == {"h": "a"}
+    assert pick == {"a": 0, "h": 0}
+    # with neither needed, the shorter is held first and a picked up when the hand is free
+    chosen, blocked, pick, juggled = select_tracks([a, h], set(), placed={"a", "h"})
+    assert not blocked and not juggled and pick == {"h": 0, "a": 4.001}
+    # ending a millisecond after the outer track is not inside it (a hand-over at most):
+    # dropped, so no put-down is reordered against its own time
+    late = _tr("l", 5, 10.001)
+    chosen, blocked, _, juggled = select_tracks([a, late], set(), placed={"a", "l"})
+    assert not juggled and [(t.track_id, o.track_id) for t, o in blocked] == [("l", "a")]
+
+
 @pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(), reason="HD-EPIC source files absent")
 def test_grounding_table_and_task_cards(tmp_path):
     from analysis.compiler.cohort import compile_cohort

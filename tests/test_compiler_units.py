@@ -152,7 +152,8 @@ def _unit_fixture():
     acts = [Activity("v", ("P01_R01",), "Make juice", 0.0, 100.0, False, "P01_recipe_timestamps.csv:2")]
     init = frozenset({("agent-at", "counter"), ("hand-empty",), ("at", "cup", "counter"),
                       ("at", "bottle", "counter"), ("at", "spoon", "counter"), ("in", "juice", "bottle")})
-    world = NS(fixture_ids=frozenset({"counter", "table", "cupboard"}), offsets={"v": 0.0}, tracks=[])
+    world = NS(fixture_ids=frozenset({"counter", "table", "cupboard"}), offsets={"v": 0.0}, tracks=[],
+               videos=["v"], objects=objects, identities={})
     return world, groups, grecs, NS(out=NS(ops=ops)), op_group, acts, objects, init
 
 
@@ -278,6 +279,29 @@ def test_itinerary_chain_gives_every_track_its_source_and_destination():
     assert "dst" not in per_track[("a1", "t2")] and per_track[("a1", "t2")]["src"][0] == "sink"
     assert [(c["track"], c["side"], sorted(a["id"] for a in c["answers"])) for c in conflicts] == [
         ("t2", "dst", ["i1", "q9"])]
+
+
+def test_itinerary_binds_the_one_object_seen_at_a_track_start_or_end():
+    # "the object seen at T" is seen standing still: T is a track's start or its end.
+    from analysis.compiler.readers import Association, Itinerary, Track
+    from analysis.compiler.worlds import _link_answers
+    fx = frozenset({"hob", "sink", "counter_right_of_hob"})
+    moves = (("hob", "sink"), ("sink", "counter right of hob"))
+    # 12.0 is only the end of the mug's first track: the mug, both moves on its 2 tracks
+    per_track, initial, dropped, _, _ = _link_answers("v", _assocs(), [], [Itinerary("i2", "v", 12.0, moves)], fx)
+    assert initial == {"a1": ("hob", "i2")} and dropped == []
+    assert {k: (v["src"][0], v["dst"][0]) for k, v in per_track.items()} == {
+        ("a1", "t1"): ("hob", "sink"), ("a1", "t2"): ("sink", "counter_right_of_hob")}
+    # 15.0 is the pan's end, 10.0 the start of the mug's and of the pan's: two objects
+    _, initial, dropped, _, _ = _link_answers("v", _assocs(), [], [Itinerary("i3", "v", 10.0, moves)], fx)
+    assert initial == {} and "2 tracks start/end within 0.05 s" in dropped[0]["reason"]
+    # two tracks of one object at T (put down, picked up again at once) are one match
+    cup = Association("v", "a9", "cup", "cup", (Track("t8", 60.0, 62.0), Track("t9", 62.01, 64.0)))
+    _, initial, dropped, _, _ = _link_answers("v", [cup], [], [Itinerary("i4", "v", 62.0, moves)], fx)
+    assert initial == {"a9": ("hob", "i4")} and dropped == []
+    # nothing within the tolerance: the drop says so
+    _, initial, dropped, _, _ = _link_answers("v", _assocs(), [], [Itinerary("i5", "v", 40.0, moves)], fx)
+    assert initial == {} and "no track starts/ends at the question's time" in dropped[0]["reason"]
 
 
 def _board(n_tracks: int):
@@ -498,3 +522,32 @@ def test_an_object_handled_in_a_track_not_compiled_is_not_fetched_from_storage()
     assert world.facts[("at", "stirrer", "counter")] == cur(f"{OUT_RULE}:s1")
     assert ("at", "stirrer", "drawer") not in world.facts
     assert ("at", "spoon", "drawer") in world.facts and ("at", "cup", "cupboard") in world.facts
+
+
+def test_a_placement_is_no_end_state_when_a_later_video_may_move_it_under_another_name():
+    # the bowl put on the counter at 428 s of video v1; the unit goes on in v2 (episode
+    # time 1000 s on), where a "porridge bowl" (same type, not identified with the bowl:
+    # the names differ) is handled: the placement may be an intermediate state
+    from types import SimpleNamespace as NS
+    from analysis.compiler.tasks import _may_move_renamed
+
+    def track(video, assoc, entity, start):
+        return NS(assoc=NS(video=video, assoc_id=assoc), entity=entity, start=start)
+    world = NS(videos=["v1", "v2"], offsets={"v1": 0.0, "v2": 1000.0},
+               objects={"bowl": "bowl", "porridge_bowl": "bowl", "spoon": "spoon"},
+               identities={}, tracks=[track("v1", "a1", "bowl", 425.0),
+                                      track("v2", "a7", "porridge_bowl", 1005.0)])
+    put = NS(time=428.3)
+    atom = ("at", "bowl", "counter_left_of_table")
+    assert _may_move_renamed(world, atom, put, until=1011.0)
+    # the unit ends before the later track: nothing moves the bowl within it
+    assert not _may_move_renamed(world, atom, put, until=1004.0)
+    # an association identified with an earlier one (same name) is that object, judged
+    # by its own tracks; another type is another object; the same video names its own
+    world.identities = {"v2/a7": {"rule": "same_name_across_videos_of_the_episode"}}
+    assert not _may_move_renamed(world, atom, put, until=1011.0)
+    world.identities, world.objects["porridge_bowl"] = {}, "spoon"
+    assert not _may_move_renamed(world, atom, put, until=1011.0)
+    world.objects["porridge_bowl"] = "bowl"
+    world.tracks[1] = track("v1", "a7", "porridge_bowl", 600.0)
+    assert not _may_move_renamed(world, atom, put, until=1011.0)

@@ -99,8 +99,12 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
     chosen, blocked, pick, juggled = [], [], {}, {}
 
     def inside(t, c):
-        """``t`` lies strictly inside ``c``'s held interval and ``c``'s object is free."""
-        return (pick[c.track_id] < t.start - OVERLAP_EPS and t.end < c.end - OVERLAP_EPS
+        """``t`` lies inside ``c``'s held interval and ``c``'s object is free. The two may
+        start or end together (both hands take or leave things at once: the scissors and
+        their guard put down at 1242.567 s); the builder then sets ``c`` down first and
+        puts ``t`` down first."""
+        return (pick[c.track_id] - OVERLAP_EPS <= t.start and round(t.end, 3) <= round(c.end, 3)
+                and pick[c.track_id] < t.end - OVERLAP_EPS
                 and not any(t.start - OVERLAP_EPS <= x <= t.end + OVERLAP_EPS
                             for x in busy_times.get(c.track_id, ()))
                 and not any(o is not c and o.track_id not in juggled and o.start < t.end and t.start < o.end
@@ -115,7 +119,7 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
             pick[t.track_id] = t.start
         elif clash.track_id not in juggled and inside(t, clash):
             chosen.append(t)
-            pick[t.track_id] = t.start
+            pick[t.track_id] = max(t.start, pick[clash.track_id])
             juggled[t.track_id] = clash
         else:
             # a hand-over, not a nesting: the track starts while another is held but
@@ -137,7 +141,7 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
         if cover is not None:
             if t.track_id in placed and inside(t, cover[2]):
                 chosen.append(t)
-                pick[t.track_id] = t.start
+                pick[t.track_id] = max(t.start, pick[cover[2].track_id])
                 juggled[t.track_id] = cover[2]
             else:
                 blocked.append((t, cover[2]))
@@ -627,13 +631,16 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
                association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
     events = []
     for i, tr in enumerate(chosen):
-        events.append((pick_time[tr.track_id], 1, i, "pick", tr))
-        events.append((round(tr.end, 3), 0, i, "put", tr))
+        outer = juggled.get(tr.track_id)
+        # a track held inside another is picked up after the outer one and put down
+        # before it, also when the two start or end together
+        events.append((pick_time[tr.track_id], 1, 1 if outer else 0, i, "pick", tr))
+        events.append((round(tr.end, 3), 0, 0 if outer else 1, i, "put", tr))
     for i, p in enumerate(grounding.planned):
-        events.append((p.time, 2, i, "plan", p))
-    events.sort(key=lambda e: (e[0], e[1], e[2]))
+        events.append((p.time, 2, 0, i, "plan", p))
+    events.sort(key=lambda e: e[:4])
     picked = set()
-    for n, (t, _, _, kind, x) in enumerate(events):
+    for n, (t, _, _, _, kind, x) in enumerate(events):
         b.event = n
         if kind == "pick":
             outer = juggled.get(x.track_id)

@@ -102,6 +102,23 @@ def _moves_again(world, atom, op, until: float) -> bool:
     return any(tr.entity == o and op.time + 1e-6 < tr.start < until for tr in world.tracks)
 
 
+def _may_move_renamed(world, atom, op, until: float) -> bool:
+    """Whether an object of the same type as ``at(o, f)``'s, one no identity links to an
+    earlier video (``worlds.IDENTITY_RULE`` needs the same name), has a track in a later
+    video of the episode after the put-down and before ``until``: annotators name objects
+    per video, so it may be ``o`` under another name ("bowl" in one video, "porridge bowl"
+    in the next: ``P05-20240426-085333``, step S02 of ``P05_R02`` over three videos) and
+    the placement may be an intermediate state. Not an end state, then."""
+    o = atom[1]
+    video = max((v for v in world.videos if world.offsets.get(v, 0.0) <= op.time + 1e-6),
+                key=lambda v: world.offsets.get(v, 0.0), default=None)
+    later = {v for v in world.videos if world.offsets.get(v, 0.0) > world.offsets.get(video, 0.0)}
+    return bool(later) and any(tr.assoc.video in later and tr.entity != o and op.time < tr.start < until
+               and world.objects.get(tr.entity) == world.objects.get(o)
+               and f"{tr.assoc.video}/{tr.assoc.assoc_id}" not in world.identities
+               for tr in world.tracks)
+
+
 def _move_may_precede(world, op, since: float) -> bool:
     """Whether the put-down ``op`` rests on an itinerary's final 'to' whose move may have
     been made by an earlier track of the object than this one, starting before ``since``
@@ -161,7 +178,8 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         for atom in sorted(a for a in end if by.get(a) is not None):
             if atom[0] not in END_PREDICATES:
                 continue
-            if atom[0] == "at" and _moves_again(world, atom, by[atom], until):
+            if atom[0] == "at" and (_moves_again(world, atom, by[atom], until)
+                                    or _may_move_renamed(world, atom, by[atom], until)):
                 continue
             if atom[0] == "at" and _move_may_precede(world, by[atom], since):
                 # TRUE at the unit's end either way (the final 'to'), but the move may
