@@ -1,5 +1,16 @@
 """Every test writes its caches and journals into a temporary user cache directory
-(``$E2W_CACHE_DIR``, analysis/resources.py), never into the real one or the repository."""
+(``$E2W_CACHE_DIR``, analysis/resources.py), never into the real one or the repository.
+
+The suite runs on two pytest-xdist workers (``-n 2 --dist worksteal`` in pyproject.toml).
+No test writes into the checkout (the tests that run documented commands with their
+default paths run them in a copy: tests/checkout_copy.py), so the workers need no lock;
+``$E2W_CACHE_DIR`` comes from ``tmp_path_factory``, whose base folder is the worker's own.
+The files holding a test marked ``slow`` are queued first, the file with the most slow
+seconds (``slow(seconds=N)``, else 10 s a test) first, each file kept whole so its module
+fixtures are built once per worker: the long tests start at once, the longest
+(tests/test_documented_commands.py, 6 minutes) at the very start, and the short ones
+fill the end of both workers' queues, where work stealing balances them.
+"""
 import pytest
 
 
@@ -9,3 +20,20 @@ def _user_cache_dir(tmp_path_factory):
     mp.setenv("E2W_CACHE_DIR", str(tmp_path_factory.mktemp("user_cache")))
     yield
     mp.undo()
+
+
+#: The estimate of a test marked ``slow`` without ``seconds=``.
+SLOW_SECONDS = 10
+
+
+def pytest_collection_modifyitems(config, items):
+    """Files with ``slow`` tests first, the most slow seconds first; otherwise the
+    collection order (a stable sort on collected data: the same on every worker, as xdist
+    requires)."""
+    slow_seconds: dict = {}
+    for item in items:
+        mark = item.get_closest_marker("slow")
+        if mark is not None:
+            slow_seconds[item.path] = slow_seconds.get(item.path, 0) + \
+                mark.kwargs.get("seconds", SLOW_SECONDS)
+    items.sort(key=lambda item: -slow_seconds.get(item.path, 0))

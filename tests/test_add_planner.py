@@ -79,6 +79,7 @@ def _snapshot(root: Path) -> dict:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.slow(seconds=30)
 def test_added_planner_appears_in_every_table(setup, tmp_path):
     from analysis.tables import regenerate
     base, rec_dir = setup
@@ -109,6 +110,7 @@ def test_existing_name_is_rejected_and_nothing_written(setup, tmp_path):
     assert _snapshot(ex) == before
 
 
+@pytest.mark.slow
 def test_records_failing_reexecution_are_rejected(setup, tmp_path):
     base, rec_dir = setup
     ex = _copy(base, tmp_path / "ex")

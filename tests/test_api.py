@@ -107,6 +107,7 @@ def test_results_overrides_are_checked_and_cached(export, results):
     assert len(metrics) == len(export.task_records)
 
 
+@pytest.mark.slow
 def test_load_verifies_once_and_again_after_a_change(tmp_path, export):
     root = tmp_path / "x"
     shutil.copytree(REPO / "frozen_exports", root)

@@ -22,6 +22,7 @@ def compiled(tmp_path_factory):
     return a, rep
 
 
+@pytest.mark.slow
 def test_compiling_twice_is_byte_identical(compiled, tmp_path):
     a, _ = compiled
     compile_cohort(SOURCE, tmp_path, progress=lambda m: None)

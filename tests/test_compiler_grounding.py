@@ -153,6 +153,7 @@ def test_two_hands_that_take_or_leave_things_together():
 
 
 @pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(), reason="HD-EPIC source files absent")
+@pytest.mark.slow
 def test_grounding_table_and_task_cards(tmp_path):
     from analysis.compiler.cohort import compile_cohort
     from analysis.frozen import load

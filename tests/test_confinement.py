@@ -230,7 +230,9 @@ def test_planted_tables_journal_is_refused(tmp_path, victim, capsys, attack):
     (out / "tables" / "t1.csv").write_text("a\n")
     txn = txn_dir_of(out)
     dict(_journal_attacks(out, victim, txn))[attack]()
-    refused(capsys, tmp_path, "tables", lambda cfg: recover(out, txn), txn.name, "remove")
+    # the command's out_dir is the folder recovered (its default would be the checkout's)
+    refused(capsys, tmp_path, "tables", lambda cfg: recover(out, txn), txn.name, "remove",
+            argv=[f"out_dir={out}"])
     assert victim.read_text() == "precious"
 
 
@@ -345,7 +347,8 @@ def test_generation_listing_outside_its_folders_is_refused(tmp_path, victim, cap
     everything = {"tables/new.csv": b"a\n", GENERATION: b"{}\n"}
     err = refused(capsys, tmp_path, "tables",
                   lambda cfg: write_generation(out, everything, progress=lambda m: None),
-                  "GENERATION.json" if attack != "tables_a_symlink" else "tables")
+                  "GENERATION.json" if attack != "tables_a_symlink" else "tables",
+                  argv=[f"out_dir={out}"])
     assert "nothing was touched" in err
     assert victim.read_text() == "precious"
 
@@ -786,6 +789,7 @@ def test_waiting_writer_says_whom_it_waits_for(tmp_path):
     assert len(said) == 1 and f"pid {p.pid}" in said[0] and str(lock) in said[0]
 
 
+@pytest.mark.slow
 def test_two_add_planner_at_once_never_give_a_raw_error(base, tmp_path):
     """Regression (issue 21): two add_planner at once: one failed with a raw
     FileExistsError (add_planner took no lock). One adds, the other refuses by name."""
@@ -850,7 +854,7 @@ def test_disk_full_while_tables_are_written_names_the_file(tmp_path, capsys, mon
     everything = {"tables/a.csv": b"a\n", "tables/b.csv": b"b\n", GENERATION: b"{}\n"}
     _enospc_on(monkeypatch, transaction, "b.csv")
     refused(capsys, tmp_path, "tables", lambda cfg: write_generation(out, everything),
-            "cannot write", "b.csv", "nothing was changed")
+            "cannot write", "b.csv", "nothing was changed", argv=[f"out_dir={out}"])
 
 
 def test_disk_full_while_journaling_an_episode_names_the_file(tmp_path, monkeypatch):

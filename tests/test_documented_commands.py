@@ -7,8 +7,13 @@ code span that starts with `python -m`. Each is classified:
 
 * run: executed as written, section by section in document order, from the repository
   root (the docs' relative paths, such as `frozen_exports` and `../shared/hd-epic`, are
-  relative to a clone's root). Only three things are moved, each to a stand-in of what
-  the doc names: `/tmp/<name>` to a folder of this test (fresh per doc section, so each
+  relative to a clone's root). The root is a temporary copy of this checkout
+  (tests/checkout_copy.py: its working-tree files committed in a fresh git repository,
+  `../shared` beside it), so the commands that write the repository's own outputs
+  (`python -m analysis.tables`, `python -m analysis.compile source=...`) write the copy's,
+  never the checkout other tests read meanwhile; `git status` must stay clean in the copy
+  after each command, and the checkout's is unchanged at the end. Only three things are
+  moved, each to a stand-in of what the doc names: `/tmp/<name>` to a folder of this test (fresh per doc section, so each
   section's flow starts clean); a model server's URL (`http://127.0.0.1:8000/v1`, `:8011`,
   `https://api.openai.com/v1`) to a loopback OpenAI-compatible server
   (analysis/planners/llm/testserver.py); and `mypkg.planners` is a module of this test
@@ -34,6 +39,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from checkout_copy import checkout_copy, git_status
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = ["README.md", *sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md"))]
@@ -143,11 +150,6 @@ def classify(doc, section, kind, command) -> str:
     return "run"
 
 
-def _git_status() -> str:
-    return subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
-                          cwd=REPO, capture_output=True, text=True, check=True).stdout
-
-
 def test_every_command_is_classified():
     seen_not_run = set()
     kinds = {}
@@ -186,16 +188,19 @@ def _doc_planner_module(tmp: Path) -> Path:
     return tmp / "pkg"
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=360)
 def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_path, server):
-    hdepic = Path(os.environ.get("E2W_HDEPIC") or REPO.parent / "shared" / "hd-epic")
+    checkout_before = git_status(REPO)
+    root = checkout_copy(tmp_path / "clone")  # the repository root the commands run in
+    hdepic = Path(os.environ.get("E2W_HDEPIC") or root.parent / "shared" / "hd-epic")
     pkg = _doc_planner_module(tmp_path)
     home = tmp_path / "home"
     home.mkdir()
     base_env = {**os.environ, "HOME": str(home), "E2W_CACHE_DIR": str(tmp_path / "cache"),
-                "PYTHONPATH": os.pathsep.join([str(REPO), str(pkg)])}
+                "PYTHONPATH": os.pathsep.join([str(root), str(pkg)])}
     base_env.pop("E2W_DEBUG", None)
-    before = _git_status()
+    before = git_status(root)
+    assert before == ""
     ran = 0
     timings = []
     done_in_repo = set()  # a command that writes only the repository's outputs runs once
@@ -224,7 +229,7 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                         for c in ("tables", "verify", "compile", "run", "reexecute",
                                   "add_planner", "view"):
                             r = subprocess.run([sys.executable, "-m", f"analysis.{c}",
-                                                "--help"], cwd=REPO, env=env,
+                                                "--help"], cwd=root, env=env,
                                                capture_output=True, text=True, timeout=120)
                             assert r.returncode == 0, (doc, part, r.stderr)
                         continue
@@ -243,7 +248,7 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                         a = a.replace(url, server.url)
                     moved.append(a)
                 t0 = time.perf_counter()
-                r = subprocess.run([sys.executable, *moved], cwd=REPO, env=env,
+                r = subprocess.run([sys.executable, *moved], cwd=root, env=env,
                                    capture_output=True, text=True, timeout=900)
                 timings.append((round(time.perf_counter() - t0, 1), doc, part[:90]))
                 ok = r.returncode == 0 or (k == "synopsis" and r.returncode == 2
@@ -251,10 +256,11 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                 assert ok, (doc, section, part, r.stdout[-2000:], r.stderr[-3000:])
                 assert "HTTP Request:" not in r.stderr, (doc, part)  # per-request logs off
                 assert "Traceback" not in r.stderr, (doc, part)
-                after = _git_status()
+                after = git_status(root)
                 assert after == before, (doc, part, after)
                 ran += 1
     print("\n".join(f"{t:6.1f} s  {d}: {c}" for t, d, c in sorted(timings, reverse=True)))
     assert ran >= 20
+    assert git_status(REPO) == checkout_before  # the checkout itself: not written at all
     # the package's own files went to $E2W_CACHE_DIR, none to the default user cache
     assert not (home / ".cache" / "ego2world-analysis").exists()

@@ -18,6 +18,7 @@ import pytest
 
 from analysis.config_check import COMMANDS, MAX_NAME_LENGTH
 
+from checkout_copy import checkout_copy
 from export_factory import build_export
 
 REPO = Path(__file__).resolve().parent.parent
@@ -162,7 +163,8 @@ def test_there_are_at_least_thirty_cases_and_every_command_is_covered():
 def test_debug_switch_shows_the_traceback(capsys, monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("E2W_DEBUG", "1")
-    code, _, err = _call("tables", ["stats.n_resamples=0"], capsys)
+    # an out_dir of this test: checking the default one would probe the checkout
+    code, _, err = _call("tables", ["stats.n_resamples=0", f"out_dir={tmp_path}/out"], capsys)
     assert code == 2 and "Traceback" in err and "stats.n_resamples=0" in err
 
 
@@ -179,7 +181,9 @@ def _run(*args, cwd, env=None):
     (["analysis.run", "seed=-1"], "seed=-1"),
     (["analysis.reexecute", "planner=x"], "did you mean run"),
 ])
-def test_real_processes_refuse_before_any_verification(args, key, tmp_path):
+def test_real_processes_refuse_before_any_verification(args, key, tmp_path, tmp_path_factory):
+    if args[0] == "analysis.tables":  # checking the default out_dir would probe the checkout
+        args = [*args, f"out_dir={tmp_path_factory.mktemp('out')}"]
     r, seconds = _run(*args, cwd=tmp_path)
     assert r.returncode == 2 and key in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert "verif" not in r.stderr.split(":", 1)[1]  # refused before verifying anything
@@ -206,9 +210,40 @@ def test_each_command_prints_its_own_help(command, capsys):
         assert all(m in out for m in analysis.stats.BOOTSTRAP_METHODS)
 
 
-def test_help_examples_pass_the_configuration_check(places):
-    # every example in every --help is a valid command line (checked, not run)
-    from analysis._hydra import compose_config
+@pytest.fixture(scope="module")
+def copy_root(tmp_path_factory):
+    """A copy of this checkout (tests/checkout_copy.py): the configuration check of a
+    default ``out_dir`` (tables/, figures/, build/) creates and removes a probe file in it,
+    so the checks of the defaults run there, never in the checkout other tests read."""
+    return checkout_copy(tmp_path_factory.mktemp("checkout"))
+
+
+COMPOSE = """import json, os, sys
+from analysis._hydra import compose_config
+out = []
+for cwd, name, argv in json.loads(sys.argv[1]):
+    os.chdir(cwd)
+    cfg = compose_config(name, argv)
+    out.append({k: cfg.get(k) for k in ("export_root", "out_dir")})
+print(json.dumps(out))
+"""
+
+
+def _compose_in(root: Path, calls: list) -> list:
+    """``compose_config(name, argv)`` from ``cwd`` for each ``(cwd, name, argv)``, in a
+    process running the package of the checkout copy ``root``; its export_root and out_dir."""
+    import json
+    r = subprocess.run([sys.executable, "-c", COMPOSE, json.dumps(calls)], cwd="/",
+                       capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(root)})
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_help_examples_pass_the_configuration_check(places, copy_root):
+    # every example in every --help is a valid command line (checked, not run; in a
+    # process of the checkout copy, so a default out_dir is the copy's)
+    calls = []
     for name, spec in COMMANDS.items():
         for example in spec.examples:
             argv = example.split()[3:]
@@ -223,7 +258,8 @@ def test_help_examples_pass_the_configuration_check(places):
             if "mypkg.mod:MyPlanner" in " ".join(argv):
                 argv = [a.replace("mypkg.mod:MyPlanner", "analysis.planners.simple:LexiconPlanner")
                         for a in argv]
-            compose_config(name, argv)
+            calls.append((places["T"], name, argv))
+    assert len(_compose_in(copy_root, calls)) == len(calls) >= 2 * len(COMMANDS)
 
 
 def test_compile_from_another_directory_writes_nothing_there(tmp_path):
@@ -239,21 +275,16 @@ def test_compile_from_another_directory_writes_nothing_there(tmp_path):
     assert list(cwd.iterdir()) == []  # no ./frozen_exports, no ./.hydra_runs
 
 
-def test_every_command_resolves_the_same_default_paths_from_anywhere(tmp_path, places):
-    from analysis._hydra import compose_config
-    here = os.getcwd()
-    try:
-        os.chdir(tmp_path)
-        a = compose_config("tables", [])
-        b = compose_config("verify", [])
-        c = compose_config("reexecute", [])
-        os.chdir("/")
-        d = compose_config("tables", [])
-    finally:
-        os.chdir(here)
-    assert a.export_root == b.export_root == c.export_root == d.export_root == \
-        str(REPO / "frozen_exports")
-    assert a.out_dir == str(REPO)
+def test_every_command_resolves_the_same_default_paths_from_anywhere(tmp_path, places,
+                                                                   copy_root):
+    # composed by the package of a checkout copy: the defaults are that repository's
+    a, b, c, d = _compose_in(copy_root, [(str(tmp_path), "tables", []),
+                                         (str(tmp_path), "verify", []),
+                                         (str(tmp_path), "reexecute", []),
+                                         ("/", "tables", [])])
+    assert a["export_root"] == b["export_root"] == c["export_root"] == d["export_root"] == \
+        str(copy_root / "frozen_exports")
+    assert a["out_dir"] == str(copy_root)
 
 
 def test_verify_copy_to_makes_a_verified_scratch_copy_and_refuses_a_used_folder(places,

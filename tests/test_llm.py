@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -257,16 +258,30 @@ def _cli(export, tmp_path, url, extra=()):
 
 
 def test_kill9_then_rerun_is_byte_identical_and_the_key_never_leaks(export, server, tmp_path):
-    srv = server(delay=0.05)
+    # The kill lands mid-run however slowly this test is scheduled: the server holds
+    # every request of a later episode until the process is dead (a held request gets
+    # no reply, so that episode cannot be journaled before the kill).
+    killed = threading.Event()
+
+    def hold_later_episodes(body, attempt):
+        if f"[{EPS[0]}]" not in body["messages"][-1]["content"]:
+            killed.wait(timeout=120)
+        return None
+    srv = server(delay=0.05, fault=hold_later_episodes)
     cmd, env = _cli(export, tmp_path, srv.url)
     proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
     journal = tmp_path / "state"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(journal.glob("*/episodes/*.json.gz")):
-        time.sleep(0.02)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(journal.glob("*/episodes/*.json.gz")):
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        killed.set()
     done_before = len(list(journal.glob("*/episodes/*.json.gz")))
     assert 1 <= done_before < len(EPS)
     out = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True, timeout=120)
@@ -282,6 +297,7 @@ def test_kill9_then_rerun_is_byte_identical_and_the_key_never_leaks(export, serv
     assert leaks == [] and KEY not in out.stdout + out.stderr  # ... and never written
 
 
+@pytest.mark.slow
 def test_multirun_with_the_joblib_launcher_merges_deterministically(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
     a, b = make_export(tmp_path / "a"), make_export(tmp_path / "b")
@@ -300,6 +316,7 @@ def test_multirun_with_the_joblib_launcher_merges_deterministically(tmp_path):
     assert len(list((a / "runs").iterdir())) == 4
 
 
+@pytest.mark.slow
 def test_multirun_refuses_before_any_job_and_writes_no_hydra_folder(tmp_path, server):
     """Every job's configuration and the runs it would replace are checked before the
     first job starts; a planner setting needs no '++'; Hydra's folder does not stay;

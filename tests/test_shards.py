@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -156,6 +157,7 @@ def _chat_cli(export, tmp_path, url, shard, extra=()):
             f"planner.settings.call_log={tmp_path / 'calls.jsonl'}", *extra], env
 
 
+@pytest.mark.slow
 def test_killing_one_chat_shard_and_rerunning_it_completes_the_run(tmp_path):
     """Shard 1/2 finishes; shard 2/2 (episodes 2 and 4) is SIGKILLed after its first
     episode is journaled; shard 1's journal entries are not touched by the rerun, the
@@ -165,9 +167,15 @@ def test_killing_one_chat_shard_and_rerunning_it_completes_the_run(tmp_path):
     from analysis.planners.llm.cache import ResponseCache
     from analysis.planners.llm.testserver import LoopbackServer
     seen = []  # the episode of every request the server gets
+    # While shard 2/2 runs to be killed, its second episode's requests are held until
+    # the kill, so it is killed after exactly one of its two episodes, however slowly
+    # this test is scheduled.
+    hold_d, killed = threading.Event(), threading.Event()
 
     def note(body, attempt):
         seen.append(body["messages"][-1]["content"].split("[toy-")[1][0])
+        if seen[-1] == "d" and hold_d.is_set():
+            killed.wait(timeout=120)
         return None
     srv = LoopbackServer(fault=note, delay=0.05).start()
     try:
@@ -189,13 +197,21 @@ def test_killing_one_chat_shard_and_rerunning_it_completes_the_run(tmp_path):
         assert sorted(p.name for p in first) == ["00000.json.gz", "00002.json.gz",
                                                  "00004.json.gz"]
         cmd, env = _chat_cli(ex, tmp_path, srv.url, "2/2")
+        hold_d.set()
         proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and len(list((journal / "episodes").glob("0*.json.gz"))) < 4:
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and \
+                    len(list((journal / "episodes").glob("0*.json.gz"))) < 4:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.01)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
+            hold_d.clear()
+            killed.set()
         assert len(list((journal / "episodes").glob("0*.json.gz"))) == 4  # one of its two
         assert (ex / "MANIFEST.json").read_bytes() == before
         assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in first} == first

@@ -143,6 +143,7 @@ def ray_head(_ray_tmpdir):
             proc.wait(timeout=10)
 
 
+@pytest.mark.slow(seconds=40)
 def test_sharded_run_on_a_local_ray_cluster_equals_the_unsharded_run(tmp_path, ray_head):
     ref = _reference(tmp_path)
     ex = make_export(tmp_path / "ex")
@@ -158,21 +159,25 @@ def _doc_block(marker: str) -> list[str]:
     return [line for line in block.strip().splitlines() if line.startswith("python ")]
 
 
-def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head):
+@pytest.mark.slow(seconds=45)
+def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head, tmp_path):
     """docs/llm.md "On a cluster", "On one machine": every command as written (the
-    module's Ray head stays up meanwhile: ray_local starts a Ray of its own). The sharded
-    greedy_hints run replaces the subset's copy of that run with the same bytes."""
+    module's Ray head stays up meanwhile: ray_local starts a Ray of its own), only the
+    doc's scratch folder /tmp/e2w_shards moved to a folder of this test (as
+    tests/test_documented_commands.py moves /tmp paths), so no other process using that
+    name can meet it. The sharded greedy_hints run replaces the subset's copy of that run
+    with the same bytes."""
     import shlex
     import shutil
     cmds = _doc_block("**On one machine**")
     assert [c.split()[2] for c in cmds] == ["analysis.planners.llm.subset", "analysis.run",
                                              "analysis.run", "analysis.verify"]
-    dst = Path("/tmp/e2w_shards")
-    shutil.rmtree(dst, ignore_errors=True)
+    assert all("/tmp/e2w_shards" in c for c in cmds)
+    dst = tmp_path / "e2w_shards"
     try:
         want = None
         for cmd in cmds:
-            argv = shlex.split(cmd)
+            argv = shlex.split(cmd.replace("/tmp/e2w_shards", str(dst)))
             out = subprocess.run([sys.executable, *argv[1:]], env=_env(), cwd=REPO,
                                  capture_output=True, text=True, timeout=240)
             assert out.returncode == 0, (cmd, (out.stdout + out.stderr)[-3000:])

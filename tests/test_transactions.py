@@ -132,6 +132,7 @@ def _run(*args, cwd, env=None, timeout=300):
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.slow
 def test_tables_command_killed_then_next_run_recovers_and_says_so(generations, tmp_path):
     export, base, _, old_snap, _ = generations
     out = tmp_path / "out"
@@ -276,6 +277,7 @@ def _fresh_export(base: Path, work: Path) -> Path:
     return work
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_run_write_killed_at_every_point_leaves_old_or_new(export_base, tmp_path, overwrite):
     from analysis.run import write_run
@@ -311,6 +313,7 @@ def test_run_write_killed_at_every_point_leaves_old_or_new(export_base, tmp_path
             assert said, f"kill at point {n}: recovery said nothing"
 
 
+@pytest.mark.slow
 def test_run_command_killed_then_next_command_recovers(export_base, tmp_path):
     base, _, _ = export_base
     work = tmp_path / "export"
@@ -340,6 +343,7 @@ def test_run_command_killed_then_next_command_recovers(export_base, tmp_path):
         assert _leftovers(work) == []
 
 
+@pytest.mark.slow
 def test_add_planner_command_killed_then_next_command_recovers(export_base, tmp_path):
     # add_planner writes through analysis.run.write_run, killed at every point above
     base, rec_dir, _ = export_base

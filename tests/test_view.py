@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from checkout_copy import checkout_copy, git_status
 from export_factory import build_export, build_rich_export
 from view_oracle import REPO, api_export, committed_site, runs_of_task, squash_task
 
@@ -133,10 +134,10 @@ def test_overview_cells_and_metrics_are_the_tables_own():
         assert (r["attempts"], r["repair_attempts"]) == (len(part), int((part.source == "repair").sum()))
 
 
-def _serve_and_stop(argv: list[str], site: Path) -> None:
+def _serve_and_stop(argv: list[str], site: Path, cwd: Path = REPO, env=None) -> None:
     """Run a ``serve=true`` command, fetch the printed URL, stop it with Ctrl-C (exit 0)."""
-    proc = subprocess.Popen([sys.executable, "-m", *argv], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", *argv], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
     try:
         url = None
         for line in proc.stdout:
@@ -205,12 +206,15 @@ def _check_my_planner(site: Path, src_run: str) -> None:
     assert new_cells == src_cells  # the same records under a new name
 
 
+@pytest.mark.slow(seconds=30)
 def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
     """Every `python -m analysis.view` line of README.md and docs/viewer.md, as written
-    (only the scratch paths under /tmp moved into tmp_path). The scratch export is the
-    issue's new user's: the committed export plus a planner ``my_planner``. The default
-    build goes to build/view (git-ignored) and has the same bytes as any other build of
-    the same records."""
+    (only the scratch paths under /tmp moved into tmp_path), from the root of a temporary
+    copy of this checkout (tests/checkout_copy.py), so the default build never lands in the
+    checkout other tests read. The scratch export is the issue's new user's: the committed
+    export plus a planner ``my_planner``. The default build goes to build/view (git-ignored:
+    the copy's git status stays clean) and has the same bytes as any other build of the
+    same records."""
     lines = []
     for doc in ("README.md", "docs/viewer.md"):
         text = (REPO / doc).read_text(encoding="utf-8")
@@ -222,10 +226,14 @@ def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
     assert lines, "no analysis.view command in README.md or docs/viewer.md"
     scratch = tmp_path / "scratch"
     kinds = set()
-    before = _git_status()
+    checkout_before = _git_status()
+    root = checkout_copy(tmp_path / "clone")  # the repository the commands run in
+    in_root = {"PYTHONPATH": str(root)}
+    before = git_status(root)
+    assert before == ""
     for line in dict.fromkeys(lines):
         if line.endswith(" --help"):
-            r = _run(*shlex.split(line)[2:])
+            r = _run(*shlex.split(line)[2:], cwd=root, env=in_root)
             assert r.returncode == 0 and r.stdout.startswith("python -m analysis.view ")
             kinds.add("help")
             continue
@@ -234,12 +242,12 @@ def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
         if on_scratch and not scratch.exists():
             src_run = _add_my_planner(scratch, tmp_path)
         out = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("out_dir=")),
-                   REPO / "build" / "view")
+                   root / "build" / "view")
         if "serve=true" in argv:
-            _serve_and_stop(argv[2:], out)
+            _serve_and_stop(argv[2:], out, cwd=root, env=in_root)
             kinds.add("serve")
         else:
-            r = _run(*argv[2:])
+            r = _run(*argv[2:], cwd=root, env=in_root)
             assert r.returncode == 0, (line, r.stderr)
             assert f"open {(out / 'index.html').as_uri()}" in r.stdout
             kinds.add("build")
@@ -247,8 +255,10 @@ def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
             _check_my_planner(out, src_run)
         else:  # deterministic bytes: the same records give the same site, anywhere
             assert _tree(out) == _tree(committed_site()), line
-        assert _git_status() == before, line  # build/ is git-ignored; nothing else written
+        assert git_status(root) == before, line  # build/ is git-ignored; nothing else written
     assert kinds == {"build", "serve", "help"} and scratch.exists()
+    assert (root / "build" / "view" / "index.html").is_file()  # the default build was made
+    assert _git_status() == checkout_before  # and the checkout was not written at all
 
 
 # --- the command line ------------------------------------------------------------------

@@ -87,6 +87,7 @@ def _rows(driver):
             for tr in driver.find_elements("css selector", "#matrix tbody tr")]
 
 
+@pytest.mark.slow
 def test_overview_filter_task_compare(browser):
     from selenium.webdriver.support.ui import Select
 

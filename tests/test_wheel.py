@@ -33,7 +33,7 @@ def _digest(folder: Path) -> dict:
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=60)
 def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     if shutil.which("git"):
         before_git = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
