@@ -121,6 +121,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     answers = R.read_location_answers(source, known)
     itins = R.read_itineraries(source, known)
     landmarks = R.read_fixture_questions(source, known)
+    snippets = R.read_snippets(source, known)
     nouns = R.read_noun_classes(source)
     import json
     raw_loc = json.loads((source / R.VQA_LOCATION).read_text(encoding="utf-8"))
@@ -172,7 +173,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         world = build_world(eid, s, vids, fixtures_of[s], counter_of[s], assocs, answers, itins,
                             ep_recipes, nouns, vocab, offsets)
         ep_acts = shift_activities(activities, offsets)
-        groups, builder, grounding, op_group = build_groups(world, ep_recipes, ep_acts, sim)
+        groups, builder, grounding, op_group = build_groups(world, ep_recipes, ep_acts, sim,
+                                                            [x for x in snippets if x.video in vids])
         grecs = group_records(world, groups)
         dropped_of[eid] = sorted(grounding.dropped + builder.out.dropped + world.dropped,
                                  key=lambda d: (d["time"] if d["time"] is not None else -1.0,

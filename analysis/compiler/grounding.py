@@ -1434,13 +1434,16 @@ def ingredient_type(name: str, vocab) -> tuple[str, str]:
     return "other_food", "ingredient:food_default"
 
 
-def ground(world, recipes, vocab, activities=()) -> Grounding:
+def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
+    # imported here: the snippet module builds on this one's Grounder
+    from analysis.compiler.snippets import ground_snippets
     g = Grounder(world, recipes, vocab)
     g.ground_adds()
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}
     g.ground_steps(add_steps)
     g.ground_rows(activities)
+    ground_snippets(g, list(snippets))
     for a in world.assocs_unnamed:
         off = world.offsets.get(a.video, 0.0)
         why = ("unnamed track (annotators gave no object name)" if a.unnamed else

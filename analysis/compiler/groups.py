@@ -62,9 +62,9 @@ def activity_at(activities: list[Activity], t: float) -> str | None:
     return sorted(hits, key=lambda a: (-a.start, a.label))[0].label if hits else None
 
 
-def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim):
+def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim, snippets=()):
     """``(groups, builder, grounding, op_group)``: groups as ``{"seg", "ops"}`` dicts."""
-    g = ground(world, recipes, sim.vocab, activities)
+    g = ground(world, recipes, sim.vocab, activities, snippets)
     for ent, typ in sorted(g.objects.items()):
         world.objects.setdefault(ent, typ)
     world.objects = dict(sorted(world.objects.items()))

@@ -29,6 +29,9 @@ from .sim import Sim
 from .worlds import EpisodeWorld, align_chain
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
+#: snippet actions on the held item alone (``analysis.compiler.snippets``)
+SNIPPET_ITEM_ACTIONS = ("tap", "shake_item", "tilt", "lift", "rotate", "wipe_item", "open_container",
+                        "close_container")
 
 
 def obs(file: str, ident: str, time: float | None, **extra) -> dict:
@@ -51,6 +54,10 @@ def track_prov(tr) -> dict:
 
 def evidence_prov(ev: dict) -> dict:
     """An argument's provenance from a grounding evidence dict."""
+    if ev.get("vqa"):          # a fine-grained snippet (analysis.compiler.snippets)
+        return obs(ev["file"], ev["vqa"], ev.get("start"), end=ev.get("end"), video=ev.get("video"),
+                   offset=ev.get("offset"), question=ev.get("question"), answer=ev.get("answer"),
+                   how=ev.get("how"))
     if ev.get("file") == "assoc_info.json":
         ident = "/".join(str(ev[k]) for k in ("video", "association", "track") if ev.get(k))
         return obs("assoc_info.json", ident, ev.get("start"), end=ev.get("end"), name=ev.get("name"),
@@ -398,6 +405,9 @@ class OpBuilder:
                 return "navigation failed"
             fp = self.fixture_prov(tgt, f)
             if a in ("pour", "empty_into"):
+                if ("capped", r["src"]) in self.facts and ("holding", r["src"]) in self.facts:
+                    # a snippet observed it closed (or opened later): it is opened to pour
+                    self._curated_op(t, "open_container", [r["src"]], "inserted_uncap_before_pour")
                 args, ap = [r["s"], r["src"], tgt, f], [prov["s"], prov["src"], prov["dst"], fp]
             elif a in ("stir", "whisk"):
                 args, ap = [r["t"], tgt, f], [prov["t"], prov["c"], fp]
@@ -441,9 +451,19 @@ class OpBuilder:
                     how="the activity label names water (filled at the tap)") if p.refs.get("row") else obs(
                     "complete_recipes.json", f"{p.refs.get('recipe')}/{p.refs.get('step')}", p.refs.get("start"),
                     how="the step text names water (filled at the tap)"), kp]
-        elif a in ("press_button", "turn_on"):
+        elif a in SNIPPET_ITEM_ACTIONS:
+            if a == "open_container" and ("capped", r["o"]) not in self.facts:
+                # the snippet sees it opened, so it was closed: the closing (after an
+                # earlier use) went unobserved
+                self._curated_op(t, "close_container", [r["o"]], "inserted_cap_before_observed_open")
+            args, ap = [r["o"]], [prov["o"]]
+        elif a in ("press_button", "turn_on", "turn_off", "adjust"):
             if not self.goto(t, r["a"]):
                 return "navigation failed"
+            if a == "turn_on" and ("powered", r["a"]) in self.facts:
+                # an observed switch-on finds it off: the switch-off since the last
+                # switch-on (a snippet samples moments) went unobserved
+                self._curated_op(t, "turn_off", [r["a"]], "inserted_switch_off_before_switch_on")
             args, ap = [r["a"]], [prov["a"]]
         elif a in ("turn_on_container", "knead"):
             ent = r.get("c") or r.get("o")
@@ -661,5 +681,5 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
         else:
             why = b.emit(x)
             if why:
-                b.drop("add" if x.kind == "add" else "cue", x.what, why, x.time, **x.refs)
+                b.drop(x.kind if x.kind in ("add", "snippet") else "cue", x.what, why, x.time, **x.refs)
     return b

@@ -32,6 +32,8 @@ DURATIONS = "youtube-links/HD_EPIC_YouTube_URLs.csv"
 VQA_LOCATION = "vqa-benchmark/3d_perception_object_location.json"
 VQA_ITINERARY = "vqa-benchmark/object_motion_object_movement_itinerary.json"
 VQA_FIXTURE = "vqa-benchmark/3d_perception_fixture_location.json"
+VQA_FINE = ("vqa-benchmark/fine_grained_how_recognition.json",
+            "vqa-benchmark/fine_grained_why_recognition.json")
 NOUN_CLASSES = "narrations-and-action-segments/HD_EPIC_noun_classes.csv"
 VERB_CLASSES = "narrations-and-action-segments/HD_EPIC_verb_classes.csv"
 SUMS = "SHA256SUMS"
@@ -474,6 +476,49 @@ def read_fixture_questions(root: Path, known=None) -> dict[str, list[str]]:
             continue
         out.setdefault(_video_of(q, where, known), set()).add(m.group(1).strip())
     return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A fine-grained recognition question: one timed action ``<verb noun>`` of a video
+    (``action``, e.g. ``"tap teaspoon"``) with how or why it was done (``answer``)."""
+    vqa_id: str
+    file: str          # the file's name (``fine_grained_how_recognition.json``)
+    video: str
+    start: float       # video time
+    end: float
+    action: str
+    question: str
+    answer: str
+
+
+_ACTION_RE = re.compile(r"<([^<>]+)>")
+
+
+def read_snippets(root: Path, known=None) -> list[Snippet]:
+    """Every fine-grained snippet of ``VQA_FINE``, sorted by video and start time."""
+    out = []
+    for rel in VQA_FINE:
+        path = Path(root) / rel
+        data = _load_json(root, rel)
+        for qid in sorted(data):
+            q = data[qid]
+            where = f"{path}: question {qid}"
+            m = _ACTION_RE.search(str(q.get("question", "")))
+            if not m:
+                raise SourceError(f"{where}: field question names no <action>")
+            try:
+                span = q["inputs"]["video 1"]
+                t0, t1 = span["start_time"], span["end_time"]
+            except (KeyError, TypeError):
+                raise SourceError(f"{where}: field inputs['video 1'].start_time/end_time missing") from None
+            start, end = parse_time(str(t0), where), parse_time(str(t1), where)
+            if end < start:
+                raise SourceError(f"{where}: end_time {t1} is before start_time {t0}")
+            out.append(Snippet(qid, Path(rel).name, _video_of(q, where, known), start, end,
+                               re.sub(r"\s+", " ", m.group(1).strip().lower()),
+                               str(q.get("question", "")).strip(), _answer(q, where)))
+    return sorted(out, key=lambda s: (s.video, s.start, s.end, s.vqa_id))
 
 
 # --------------------------------------------------------------------------- classes

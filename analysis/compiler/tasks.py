@@ -22,7 +22,11 @@ A unit's conditions, each resting on observed evidence only:
   arguments is an observed argument of the operation that last established it.
 * **key events**: the unit's grounded key actions (stir, chop, press_button, ...; for an
   activity row, the verbs of its label, grounding.Grounder.ground_rows), an unobserved
-  fixture argument a wildcard (``null``).
+  fixture argument a wildcard (``null``). A fine-grained snippet's operation (tap a
+  spoon, close a bottle: :mod:`analysis.compiler.snippets`) is never one: it is handling
+  on the way, and gives only the end states it leaves on an item (``capped``, when the
+  item has no later track in the unit: a cap changes only in the hand); a hob or tap it
+  switches gives none (it may be switched back unobserved).
 
 The paper's rule decides the tier: *terminal* when the unit's goal is an end state in a
 represented attribute (a grounded add or transfer, or, for an activity row, the observed
@@ -158,11 +162,17 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 if not ok:
                     continue
                 added = nf - f
-                for atom in added:
-                    by[atom] = op if i in mine else None   # produced by another unit's group
-                f = nf
                 p = op.planned
-                if p is not None and i in mine:
+                # a snippet samples one moment: a hob or tap it switches may be switched back
+                # unobserved (no track shows it), so the state it sets is no end state
+                sampled = p is not None and p.kind == "snippet" and op.action["args"][0] in world.fixture_ids
+                for atom in added:
+                    # None: produced by another unit's group, or a sampled fixture state
+                    by[atom] = op if i in mine and not sampled else None
+                f = nf
+                # a snippet's operation is observed handling, not the unit's key action:
+                # it gives end states (a bottle left capped), never the goal or an event
+                if p is not None and i in mine and p.kind != "snippet":
                     goal = p.kind == "add" or any(a[0] in GOAL_ATOM_PREDICATES for a in added)
                     (goal_ops if goal else key_ops).append(op)
         atoms, unsure = [], set()
@@ -181,6 +191,8 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             if atom[0] == "at" and (_moves_again(world, atom, by[atom], until)
                                     or _may_move_renamed(world, atom, by[atom], until)):
                 continue
+            if atom[0] in ("capped", "covered") and _moves_again(world, atom, by[atom], until):
+                continue     # handled again in the unit: it may have been opened again
             if atom[0] == "at" and _move_may_precede(world, by[atom], since):
                 # TRUE at the unit's end either way (the final 'to'), but the move may
                 # precede the unit, so it may already hold at the start in the rows:

@@ -62,6 +62,15 @@ class Vocabulary:
             for t in types:
                 if t not in actions:
                     raise ValueError(f"{where}: verbs.{verb}: action type {t!r} not in rules.yaml")
+        for verb, by_kind in self.data["snippet_verbs"].items():
+            for kind, t in by_kind.items():
+                if kind not in known:
+                    raise ValueError(f"{where}: snippet_verbs.{verb}: type {kind!r} not in rules.yaml")
+                if t not in actions:
+                    raise ValueError(f"{where}: snippet_verbs.{verb}: action type {t!r} not in rules.yaml")
+        for kind in self.data["snippet_fixtures"]:
+            if kind not in known:
+                raise ValueError(f"{where}: snippet_fixtures.{kind}: type {kind!r} not in rules.yaml")
 
     # ------------------------------------------------------------------ lookups
     def item_type(self, stem_base: str, class_key: str | None, category: str | None) -> tuple[str, str]:
@@ -107,3 +116,11 @@ class Vocabulary:
     @property
     def verbs(self) -> dict:
         return dict(self.data["verbs"])
+
+    @property
+    def snippet_verbs(self) -> dict:
+        return dict(self.data["snippet_verbs"])
+
+    @property
+    def snippet_fixtures(self) -> dict:
+        return dict(self.data["snippet_fixtures"])

@@ -92,7 +92,7 @@ def _fmt_ref(p: dict) -> str:
     where += _span(r)
     if r.get("offset"):
         where += f" (video starts at episode time {r['offset']} s)"
-    if r.get("video") and r.get("file", "").startswith(("3d_perception", "object_motion")):
+    if r.get("video") and r.get("file", "").startswith(("3d_perception", "object_motion", "fine_grained")):
         where += f", video {r['video']}"
     if r.get("question"):
         where += f"; Q: \"{r['question']}\" A: \"{r.get('answer', '')}\""

@@ -1,0 +1,123 @@
+"""Observed operations from the fine-grained snippets (``fine_grained_{how,why}_recognition.json``).
+
+Each snippet times one action of a video, ``<verb noun>`` ("tap teaspoon", "turn off
+burner"), with how or why it was done. It compiles to an operation only when both halves
+are observed:
+
+* the verb phrase is listed in the vocabulary's ``snippet_verbs`` (its first two words,
+  else its first word), which names the action type for what the noun binds;
+* the noun binds uniquely: either a word of ``snippet_fixtures`` naming the scene's only
+  fixture of that type (the hob), or exactly one tracked object whose own head
+  noun the snippet names and whose track overlaps the snippet (two tracked spoons in the
+  hand's reach during "tap spoon" bind neither). An item action also needs the item in
+  the hand when it is emitted (``operations.OpBuilder.emit`` checks it).
+
+Everything else is dropped with the reason (``dropped.jsonl``, kind ``snippet``).
+
+A sealable container whose first bound open/close snippet opens it was capped before:
+that is an initial fact observed by the snippet (``capped(c)``), so the snippet's
+``open_container`` is executable and a pour before it needs the container opened.
+
+>>> verb_of("turn off burner", {"turn off": {}, "turn": {}})
+('turn off', 'burner')
+>>> verb_of("tap teaspoon", {"tap": {}})
+('tap', 'teaspoon')
+"""
+from __future__ import annotations
+
+from analysis.compiler.grounding import Grounder, Planned, overlaps, words
+from analysis.compiler.readers import Snippet
+
+#: the role an item action's object fills in ``Planned.roles``
+ITEM_ROLE = "o"
+#: the role of a fixture action's fixture (an appliance ``a``, a sink ``k``)
+FIXTURE_ROLE = {"hob": "a"}
+
+
+def verb_of(action: str, verbs: dict) -> tuple[str, str]:
+    """``(verb phrase, noun phrase)``: the first two words when ``verbs`` lists them."""
+    toks = action.split()
+    two = " ".join(toks[:2])
+    if len(toks) > 2 and two in verbs:
+        return two, " ".join(toks[2:])
+    return (toks[0] if toks else ""), " ".join(toks[1:])
+
+
+def snippet_refs(sn: Snippet, off: float) -> dict:
+    """The snippet's source row as ``Planned.refs`` and the drop records cite it."""
+    return {"file": sn.file, "vqa": sn.vqa_id, "video": sn.video, "start": sn.start, "end": sn.end,
+            "offset": off or None}
+
+
+def ground_snippets(g: Grounder, snippets: list[Snippet]) -> None:
+    """Add the snippets' operations to ``g.out.planned`` (and their drops, and the
+    initial ``capped`` facts their first opening observes)."""
+    w = g.w
+    verbs, fix_words = g.vocab.snippet_verbs, g.vocab.snippet_fixtures
+    first_seal: dict[str, tuple] = {}          # container -> (time, action type, snippet)
+    for sn in snippets:
+        if sn.video not in w.videos:
+            continue
+        off = w.offsets.get(sn.video, 0.0)
+        t0, t1 = sn.start + off, sn.end + off
+        what = f"<{sn.action}> ({sn.vqa_id})"
+        refs = snippet_refs(sn, off)
+        verb, noun = verb_of(sn.action, verbs)
+        by_kind = verbs.get(verb)
+        if by_kind is None:
+            g.drop("snippet", what, f"verb {verb!r}: no action type in vocabulary snippet_verbs "
+                   "(picking, placing, pouring, stirring come from the tracks and recipes)", t0, **refs)
+            continue
+        nwords = set(words(noun))
+        ev = {**refs, "question": sn.question, "answer": sn.answer}
+        fixture_kinds = [k for k in by_kind if k in fix_words and nwords & set(fix_words[k])]
+        if fixture_kinds:
+            kind = fixture_kinds[0]
+            fids = sorted(f for f in w.fixture_ids if g.is_a(f, kind))
+            if len(fids) != 1:
+                g.drop("snippet", what, f"unique binding: {len(fids)} fixtures of type {kind} in the scene",
+                       t0, **refs)
+                continue
+            role = FIXTURE_ROLE[kind]
+            g.out.planned.append(Planned(
+                "snippet", t0, by_kind[kind], {role: fids[0]},
+                {role: {**ev, "how": f"the scene's only {kind}, named by the snippet's noun {noun!r}"}},
+                refs, what=what, title=sn.action))
+            continue
+        item_kinds = [k for k in by_kind if k not in fix_words]
+        if not item_kinds:
+            g.drop("snippet", what, f"verb {verb!r} with noun {noun!r}: no fixture of "
+                   f"{sorted(by_kind)} named", t0, **refs)
+            continue
+        cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, 0.0)
+                        and g.own_heads.get(tr.entity, set()) & nwords})
+        if len(cands) != 1:
+            g.drop("snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
+                   f"handled during the snippet {cands}", t0, **refs)
+            continue
+        ent = cands[0]
+        # the most specific kind first: a bottle is opened as a sealable container
+        kinds = sorted(item_kinds, key=lambda k: (k == "item", k))
+        kind = next((k for k in kinds if g.is_a(ent, k)), None)
+        if kind is None:
+            g.drop("snippet", what, f"{ent} is a {w.objects.get(ent)}, not a "
+                   f"{' or '.join(kinds)} ({verb!r})", t0, **refs)
+            continue
+        tr = min((x for x in g.tracks_of[ent] if overlaps(x.start, x.end, t0, t1, 0.0)),
+                 key=lambda x: (x.start, x.track_id))
+        action = by_kind[kind]
+        t = max(t0, tr.start)
+        g.out.planned.append(Planned(
+            "snippet", t, action, {ITEM_ROLE: ent},
+            {ITEM_ROLE: {**ev, "how": f"the one tracked object named {noun!r} during the snippet "
+                                      f"(track {tr.track_id}, {g.local(tr.assoc.video, tr.start)}-"
+                                      f"{g.local(tr.assoc.video, tr.end)} s)"}},
+            refs, hold=ent, what=what, title=sn.action))
+        if action in ("open_container", "close_container") and ent not in first_seal:
+            first_seal[ent] = (t, action, sn, off)
+    for ent, (t, action, sn, off) in sorted(first_seal.items()):
+        if action == "open_container":
+            g.out.facts[("capped", ent)] = {"source": "observed", "refs": {
+                "file": sn.file, "id": sn.vqa_id, "time": sn.start, "end": sn.end, "video": sn.video,
+                "question": sn.question, "answer": sn.answer,
+                "how": "opened in the snippet, so capped before it (its first open or close)"}}
