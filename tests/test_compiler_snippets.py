@@ -132,3 +132,11 @@ def test_snippet_evidence_cites_the_row_with_question_answer_and_video(vocab):
         "fine_grained_why_recognition.json", "fine_grained_why_recognition_2", 10.5, 10.9, "v1")
     assert ref["question"] == "Why did the person <shake spoon>?" and ref["answer"] == "answer text"
     assert "track t1, 10.0-14.0 s" in ref["how"]
+
+
+def test_the_vocabulary_doc_lists_every_snippet_verb(vocab):
+    from pathlib import Path
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "vocabulary.md").read_text(encoding="utf-8")
+    rows = [f"| {verb} | {kind} | {t} |" for verb, by_kind in vocab.snippet_verbs.items()
+            for kind, t in by_kind.items()]
+    assert rows and all(r in doc for r in rows)
