@@ -92,10 +92,12 @@ def test_find_commute_pair_prefers_adjacent_reference_ops_and_reports_none(vocab
 
 
 # ------------------------------------------------------------ goal-aligned task units
-def _unit_fixture():
+def _unit_fixture(snippets: bool = False):
     """Five groups of one video: an activity row 0-100 s split by two segments of step
     S01 ("Stir the juice") and one segment of step S02 ("Pour juice into the cup"), plus
-    a group after the row. Hand-checkable: which end states each unit produced."""
+    a group after the row. Hand-checkable: which end states each unit produced. With
+    ``snippets``: the cup is tapped while held (1.5 s, g0) and the bottle closed after the
+    pour (13.5 s, g1), both from fine-grained snippets."""
     from types import SimpleNamespace as NS
     from analysis.compiler.groups import Segment
     from analysis.compiler.operations import Op
@@ -114,8 +116,9 @@ def _unit_fixture():
     nav = lambda t, x, y: op(t, "navigate", [x, y], [c, c])
     G = [
         # g0 (activity row, run 1): the cup put on the table (observed), the spoon too (curated)
-        (track(1.0), [op(1, "pick_up", ["cup", "counter"], [o("t"), o("t")]), nav(1, "counter", "table"),
-                      op(2, "put_on", ["cup", "table"], [o("t"), o("vqa")]), nav(2, "table", "counter"),
+        (track(1.0), [op(1, "pick_up", ["cup", "counter"], [o("t"), o("t")]), nav(1, "counter", "table")]
+         + ([op(1.5, "tap", ["cup"], [o("snip")], planned("snippet"))] if snippets else [])
+         + [op(2, "put_on", ["cup", "table"], [o("t"), o("vqa")]), nav(2, "table", "counter"),
                       op(3, "pick_up", ["spoon", "counter"], [o("t"), o("t")]), nav(3, "counter", "table"),
                       op(4, "put_on", ["spoon", "table"], [o("t"), c])]),
         # g1 (S02): pour, then the bottle set down (observed): a terminal unit of 2 conditions
@@ -123,8 +126,9 @@ def _unit_fixture():
                                    op(11, "pick_up", ["bottle", "counter"], [o("t"), o("t")]),
                                    nav(12, "counter", "table"),
                                    op(13, "pour", ["juice", "bottle", "cup", "table"], [o("a"), o("t"), o("t"), c],
-                                      planned("add")),
-                                   op(14, "put_on", ["bottle", "table"], [o("t"), o("vqa")])]),
+                                      planned("add"))]
+         + ([op(13.5, "close_container", ["bottle"], [o("snip")], planned("snippet"))] if snippets else [])
+         + [op(14, "put_on", ["bottle", "table"], [o("t"), o("vqa")])]),
         # g2 (S01 first segment): a stir, an event unit
         (step("S01", 30.0, 40.0), [op(31, "pick_up", ["spoon", "table"], [o("t"), o("t")]),
                                    op(33, "stir", ["spoon", "cup", "table"], [o("t"), o("t"), c],
@@ -188,6 +192,27 @@ def test_unit_tasks_one_task_per_source_unit_with_every_observed_end_state():
     prov = tasks[1]["provenance"]["conditions"]
     assert [a["refs"]["file"] for a in prov["c1"]["refs"]["args"]] == ["a", "t", "t"]   # with the source
     assert [a["refs"]["file"] for a in prov["c2"]["refs"]["args"]] == ["t", "vqa"]
+
+
+def test_a_snippet_gives_a_capped_end_state_never_a_key_event():
+    # the tapped cup (g0) adds no event to the row (it stays terminal, same conditions);
+    # the bottle closed after the pour (g1) is an end state of step S02, unless the bottle
+    # is handled again inside the step (a track at 16-17 s: it may have been opened again)
+    from types import SimpleNamespace as NS
+    from analysis.compiler.admission import replay
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.tasks import unit_tasks
+    from analysis.compiler.vocabulary import Vocabulary
+    world, groups, grecs, builder, op_group, acts, objects, init = _unit_fixture(snippets=True)
+    sim = Sim(Vocabulary.load())
+    states, _, bad = replay(sim, objects, init, grecs)
+    assert bad == []
+    got = lambda: [(t["tier"], [c.get("atom") or c["event"] for c in t["conditions"]]) for t in
+                   unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects, states)[0]][:2]
+    assert got() == [("terminal", [["at", "cup", "table"], ["at", "spoon", "counter"]]),
+                     ("terminal", [["in", "juice", "cup"], ["at", "bottle", "table"], ["capped", "bottle"]])]
+    world.tracks = [NS(entity="bottle", start=16.0, end=17.0)]
+    assert got()[1] == ("terminal", [["in", "juice", "cup"]])
 
 
 def test_a_placement_the_rows_move_again_within_the_unit_is_not_an_end_state():

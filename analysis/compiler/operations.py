@@ -462,7 +462,7 @@ class OpBuilder:
                 return "navigation failed"
             if a == "turn_on" and ("powered", r["a"]) in self.facts:
                 # an observed switch-on finds it off: the switch-off since the last
-                # switch-on (a snippet samples moments) went unobserved
+                # switch-on went unobserved
                 self._curated_op(t, "turn_off", [r["a"]], "inserted_switch_off_before_switch_on")
             args, ap = [r["a"]], [prov["a"]]
         elif a in ("turn_on_container", "knead"):
