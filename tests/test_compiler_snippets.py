@@ -1,4 +1,4 @@
-"""Observed operations from the fine-grained snippets (analysis.compiler.snippets).
+"""Observed operations from the fine-grained snippets (analysis.compiler.grounding.snippets).
 
 One video "v1" (episode time = video time), fixtures counter/hob/cupboard; tracked: a
 "spoon" 10-14 s, a "teaspoon" 11-13 s, a "milk bottle" 20-30 s, a "bowl" 40-45 s and a
@@ -12,7 +12,7 @@ from analysis.compiler.grounding import ground
 from analysis.compiler.operations import build_operations
 from analysis.compiler.readers import Association, ClassTable, Snippet, Track
 from analysis.compiler.sim import Sim
-from analysis.compiler.snippets import verb_of
+from analysis.compiler.grounding.snippets import verb_of
 from analysis.compiler.vocabulary import Vocabulary
 from analysis.compiler.worlds import build_world
 

@@ -29,7 +29,7 @@ from .sim import Sim
 from .worlds import EpisodeWorld, align_chain
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
-#: snippet actions on the held item alone (``analysis.compiler.snippets``)
+#: snippet actions on the held item alone (``analysis.compiler.grounding.snippets``)
 SNIPPET_ITEM_ACTIONS = ("tap", "shake_item", "tilt", "lift", "rotate", "wipe_item", "open_container",
                         "close_container")
 
@@ -54,7 +54,7 @@ def track_prov(tr) -> dict:
 
 def evidence_prov(ev: dict) -> dict:
     """An argument's provenance from a grounding evidence dict."""
-    if ev.get("vqa"):          # a fine-grained snippet (analysis.compiler.snippets)
+    if ev.get("vqa"):          # a fine-grained snippet (analysis.compiler.grounding.snippets)
         return obs(ev["file"], ev["vqa"], ev.get("start"), end=ev.get("end"), video=ev.get("video"),
                    offset=ev.get("offset"), question=ev.get("question"), answer=ev.get("answer"),
                    how=ev.get("how"))

@@ -23,7 +23,7 @@ A unit's conditions, each resting on observed evidence only:
 * **key events**: the unit's grounded key actions (stir, chop, press_button, ...; for an
   activity row, the verbs of its label, grounding.Grounder.ground_rows), an unobserved
   fixture argument a wildcard (``null``). A fine-grained snippet's operation (tap a
-  spoon, close a bottle: :mod:`analysis.compiler.snippets`) is never one: it is handling
+  spoon, close a bottle: :mod:`analysis.compiler.grounding.snippets`) is never one: it is handling
   on the way, and gives only the end states it leaves on an item (``capped``, when the
   item has no later track in the unit: a cap changes only in the hand); a hob or tap it
   switches gives none (it may be switched back unobserved).

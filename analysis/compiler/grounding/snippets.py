@@ -25,8 +25,11 @@ that is an initial fact observed by the snippet (``capped(c)``), so the snippet'
 """
 from __future__ import annotations
 
-from analysis.compiler.grounding import Grounder, Planned, overlaps, words
 from analysis.compiler.readers import Snippet
+
+from .grounder import GrounderBase
+from .text import overlaps, words
+from .windows import Planned
 
 #: the role an item action's object fills in ``Planned.roles``
 ITEM_ROLE = "o"
@@ -49,7 +52,7 @@ def snippet_refs(sn: Snippet, off: float) -> dict:
             "offset": off or None}
 
 
-def ground_snippets(g: Grounder, snippets: list[Snippet]) -> None:
+def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
     """Add the snippets' operations to ``g.out.planned`` (and their drops, and the
     initial ``capped`` facts their first opening observes)."""
     w = g.w

@@ -1,0 +1,280 @@
+"""Ingredient adds bound to tracked foods, source containers and vessels."""
+from __future__ import annotations
+
+import re
+
+from .text import (COLOUR_WORDS, CONTAINER_WORDS, MARGIN, UNTRACKED_RULE, ingredient_entity, ingredient_type, overlaps, target_phrases, title_of, words)
+from .windows import Planned
+
+class AddsMixin:
+    """Ingredient adds: each add event of complete_recipes.json bound to its food or
+    source container and its vessel, or dropped with the reason."""
+
+    def ground_adds(self):
+        for rid in sorted(self.recipes):
+            r = self.recipes[rid]
+            for cap in r.captures:
+                if not set(cap.videos) & set(self.w.videos):
+                    continue
+                matches = {}
+                for iid, name in sorted(cap.ingredients.items()):
+                    ws = set(words(name))
+                    matches[iid] = ws
+                for ev in cap.events:
+                    if ev.span.video not in self.w.videos:
+                        continue
+                    refs = {"file": "complete_recipes.json", "recipe": rid, "ingredient": ev.ingredient_id,
+                            "name": ev.name, "video": ev.span.video,
+                            "start": self.local(ev.span.video, ev.span.start),
+                            "end": self.local(ev.span.video, ev.span.end)}
+                    if ev.kind == "weigh":
+                        self.drop("add", f"weigh {ev.ingredient_id} ({ev.name})",
+                                  "weigh events are not compiled (no scale binding rule)", ev.span.start,
+                                  **refs)
+                        continue
+                    self.ground_add(rid, cap, ev, matches, refs)
+
+    def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
+        out = []
+        for tr in self.overlapping(t0, t1):
+            if any(self.names_ingredient(ws, ing_words) for ws in self.name_words.get(tr.entity, [])):
+                out.append(tr)
+        return out
+
+    @staticmethod
+    def names_ingredient(ws: list, ing_words: set) -> bool:
+        """A track name names an ingredient when its head noun is one of the ingredient's
+        words ("garlic", "bottle of squash"), or when its head is a container word and
+        it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
+        if not ws:
+            return False
+        if ws[-1] in ing_words:
+            return True
+        # a colour names the container, not its content: "black jar1" is not black pepper
+        return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
+
+    def ground_add(self, rid, cap, ev, matches, refs):
+        t0, t1 = ev.span.start, ev.span.end
+        what = f"add {ev.ingredient_id} ({ev.name})"
+        mine = self.ingredient_tracks(matches[ev.ingredient_id], t0, t1)
+        generic = False
+        if not mine:
+            # a container whose name names no content ("bottle") held during the whole add
+            # of a substance, and no other container held then: it is the add's source
+            held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")]
+            plain = [tr for tr in held if all(set(ws) <= CONTAINER_WORDS for ws in self.name_words.get(tr.entity, []))
+                     and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
+            leaf, _ = ingredient_type(ev.name, self.vocab)
+            if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
+                    and self.vocab.is_a(leaf, "substance")):
+                mine, generic = plain, True
+        if not mine:
+            others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
+                             and self.ingredient_tracks(ws, t0, t1)})
+            if others:
+                self.out.checks.append({"check": "add_time_matches_other_ingredient", "what": what,
+                                        "reason": f"the tracks overlapping this add are named for "
+                                                  f"{others}, not for {ev.name!r}: add times swapped or "
+                                                  f"mislabelled", "time": t0, "refs": refs})
+            else:
+                self.add_untracked(rid, ev, matches, refs, what)
+            return
+        ents = sorted({tr.entity for tr in mine})
+        if len(ents) > 1:
+            strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+            if len({tr.entity for tr in strict}) == 1:
+                mine, ents = strict, [strict[0].entity]
+        if len(ents) > 1:
+            self.drop("add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
+            return
+        ent = ents[0]
+        tr = sorted(mine, key=lambda x: (abs(x.start - t0), x.track_id))[0]
+        if len([x for x in mine if x.entity == ent]) > 1:
+            tr = [x for x in mine if x.entity == ent and overlaps(x.start, x.end, t0, t1, 0.0)]
+            if len(tr) != 1:
+                self.drop("add", what, "several tracks of the ingredient overlap the add", t0, **refs)
+                return
+            tr = tr[0]
+        ok, win = self.step_of_add(rid, ev, matches, refs, what)
+        if not ok:
+            return
+        text = win.text if win else ""
+        ttext = self.clause_of(text, matches[ev.ingredient_id])
+        typ = self.w.objects[ent]
+        leaf, _ = ingredient_type(ev.name, self.vocab)
+        subst = self.vocab.is_a(leaf, "substance")
+        container = bool(self.tokens.get(ent, set()) & CONTAINER_WORDS) or self.vocab.is_a(typ, "sealable_container") \
+            or self.vocab.is_a(typ, "electric_container") or (self.vocab.is_a(typ, "vessel") and subst)
+        ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
+        src_ev = {"how": ("the only container held during the whole add (its name names no content)"
+                          if generic else "track named for the ingredient overlaps the add"), **self.track_ref(tr)}
+        if container:
+            if not subst and not self.vocab.is_a(leaf, "food"):
+                self.drop("add", what, f"ingredient typed {leaf}", t0, **refs)
+                return
+            sub = ingredient_entity(ev.name, self.vocab)
+            self.out.objects.setdefault(sub, leaf)
+            self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
+                **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
+                "how": "the track's name names the ingredient it holds"}})
+            target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
+            target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
+            if target is None:
+                self.drop("add", what, f"target not decided: {why}", t0, **refs)
+                self.undecided_adds.append((ev.span.video, t0, t1))
+                return
+            action = "pour" if subst else "empty_into"
+            roles = {"s": sub, "src": ent, "dst": target}
+            evid = {"s": ev_ing, "src": src_ev, "dst": tev}
+        else:
+            if self.vocab.is_a(typ, "food"):
+                action = "add_ingredient"
+            elif self.vocab.is_a(typ, "supply"):
+                action = "insert"
+            else:
+                self.drop("add", what, f"matching track {ent} is typed {typ} (not food, supply or a container)",
+                          t0, **refs)
+                return
+            if action == "insert":
+                fx = self.fixture_named(text)
+                if fx is None:
+                    target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
+                    action = "put_in_container"
+                else:
+                    target, tev, why = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
+                                            "recipe": rid, "step": win.step if win else None}, ""
+            else:
+                target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
+                target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
+            if target is None:
+                self.drop("add", what, f"target not decided: {why}", t0, **refs)
+                self.undecided_adds.append((ev.span.video, t0, t1))
+                return
+            roles = {"o": ent, "c": target}
+            evid = {"o": src_ev, "c": tev}
+        t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
+        if win is not None and action != "insert":
+            self.step_targets.setdefault((rid, win.step, win.video), (roles.get("dst") or roles.get("c"),
+                                                          evid.get("dst") or evid.get("c"), t))
+        self.out.planned.append(Planned(
+            "add", round(t, 3), action, roles, evid,
+            {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
+            title=title_of(text) if text else f"Add {ev.name}", what=what))
+
+    def step_of_add(self, rid, ev, matches, refs, what):
+        """``(ok, window)``: the step window of an add (``ok`` False: the
+        ``overlapping_steps`` source check was recorded)."""
+        t0, t1 = ev.span.start, ev.span.end
+        steps = self.windows_at(ev.span.video, t0, t1, rid)
+        if len({w.step for w in steps}) > 1:
+            named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
+            if len({w.step for w in named}) != 1:
+                self.out.checks.append({"check": "overlapping_steps", "what": what,
+                                        "reason": f"steps {sorted({w.step for w in steps})} overlap the add "
+                                                  "and the text does not decide", "time": t0, "refs": refs})
+                return False, None
+            steps = named
+        return True, (steps[0] if steps else None)
+
+    def add_untracked(self, rid, ev, matches, refs, what):
+        """An add no track names the ingredient for (and no track of another ingredient
+        overlaps): the add row observes that the ingredient went into something then. When
+        the vessel the step text names is bound by the target rule (:meth:`bind_target`
+        without its fallback: with no track of the food, the only vessel held during the
+        add may be the food's source),
+        the add compiles as ``add_ingredient(food, vessel, f)``: the food entity from the
+        ingredient's own words, observed from the add row; the vessel observed from its
+        track; the food's place before the add curated (rule
+        ``ingredient_without_track_at_default_location``) and picked up there just before
+        the add (curated). A substance is not compiled: it cannot be held without a
+        container, and no container is invented."""
+        t0, t1 = ev.span.start, ev.span.end
+        base = "no track named for the ingredient overlaps the add"
+
+        def check(reason):
+            self.out.checks.append({"check": "add_without_track", "what": what,
+                                    "reason": f"{base}; {reason}", "time": t0, "refs": refs})
+
+        leaf, _ = ingredient_type(ev.name, self.vocab)
+        if self.vocab.is_a(leaf, "substance"):
+            check(f"a substance ({leaf}) is not held without a container, and no container of it is "
+                  "tracked during the add (none is invented): not compiled")
+            return
+        if not self.vocab.is_a(leaf, "food"):
+            check(f"ingredient typed {leaf}: not compiled")
+            return
+        sub = ingredient_entity(ev.name, self.vocab)
+        if sub in self.out.objects:
+            check(f"{sub} was already given a curated place by an earlier add without a track "
+                  "(one curated source per entity): not compiled")
+            return
+        if sub in self.w.objects:
+            check(f"an object {sub} is already in the world (tracked or a fixture): its place is not "
+                  "curated anew: not compiled")
+            return
+        # a food tracked during the add under another name ("wheat bixie" for cereal) may
+        # be the ingredient itself: a second, curated entity of it would duplicate it
+        foods = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0) if self.is_food(tr.entity)})
+        if foods:
+            check(f"a food tracked during the add ({', '.join(foods)}) may be the ingredient under another "
+                  "name: not compiled")
+            return
+        ok, win = self.step_of_add(rid, ev, matches, refs, what)
+        if not ok:
+            return
+        text = win.text if win else ""
+        ttext = self.clause_of(text, matches[ev.ingredient_id])
+        # only a vessel the step text names: with no track of the food, a vessel held
+        # during the add is as likely its source (the bowl the onion is tipped out of)
+        target, tev, why = self.bind_target(ttext, t0, t1, win, set(), fallback=False, video=ev.span.video,
+                                            event="the add")
+        if target is None:
+            check(f"target not decided: {why}")
+            return
+        from ..worlds import default_location     # worlds imports this package
+        fixtures = [{"id": f, "type": self.w.objects[f]} for f in sorted(self.w.fixture_ids)
+                    if f in self.w.objects]
+        place, rule = default_location(leaf, fixtures, self.w.work_counter, self.vocab)
+        self.out.objects[sub] = leaf
+        self.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
+            "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
+            "how": "no track names the ingredient: its place before the add is a curated default"}}
+        ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
+        if win is not None:
+            self.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))
+        self.out.planned.append(Planned(
+            "add", round(t0, 3), "add_ingredient", {"o": sub, "c": target}, {"o": ev_ing, "c": tev},
+            {**refs, "step": win.step if win else None}, hold=sub, hold_track=None, step=win,
+            title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
+
+    def clause_of(self, text: str, ing_words: set) -> str:
+        """The sentence of a step text that names the ingredient, when it is the only one
+        and it names a target: "In a large bowl mix together flour, salt ... In a separate
+        cup mix yeast with sugar": sugar goes to the cup's sentence, never to the first
+        vessel of the text. Else the whole text."""
+        sents = [x for x in re.split(r"(?<=[.!?;])\s+", text) if x.strip()]
+        mine = [x for x in sents if set(words(x)) & ing_words]
+        if len(mine) == 1 and any(ph[-1] in self.vessel_heads
+                                  for ph in target_phrases(mine[0], self.vessel_heads)):
+            return mine[0]
+        return text
+
+    def same_step_target(self, rid, win, target, tev, why, exclude):
+        """When the step text names no vessel and none is handled in the window, the
+        vessel an earlier add *of the same recipe step* was bound to by evidence: one step
+        text describes one target ("Add the tomatoes, mango chutney and salt")."""
+        if target is not None or win is None or not why.startswith("no vessel named"):
+            return target, tev
+        prev = self.step_targets.get((rid, win.step, win.video))
+        if prev is None or prev[0] in exclude:
+            return None, None
+        return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
+                                            f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
+
+    def fixture_named(self, text: str) -> str | None:
+        low = text.lower()
+        for phrase, (fid, _) in sorted(self.vocab.step_fixtures.items()):
+            if re.search(rf"\b(?:into|in|inside)\s+(?:the\s+)?{re.escape(phrase)}\b", low) \
+                    and fid in self.w.objects:
+                return fid
+        return None

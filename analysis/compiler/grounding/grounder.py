@@ -1,0 +1,301 @@
+"""The grounder's state and the helpers every binding rule uses (vessels, tracks, drops)."""
+from __future__ import annotations
+
+import re
+
+from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, _spelling, name_content, name_head, overlaps, target_groups, words)
+from .windows import Grounding, StepWindow, step_windows
+
+class GrounderBase:
+    """State and shared helpers; the binding rules are the mixins of :class:`Grounder`."""
+
+    def __init__(self, world, recipes, vocab):
+        self.w = world
+        self.vocab = vocab
+        self.recipes = recipes
+        self.out = Grounding()
+        self.windows = step_windows(world, recipes)
+        self.tokens = {e: set(words(" ".join(n))) for e, n in world.names.items()}
+        self.name_words = {e: [words(x) for x in n] for e, n in world.names.items()}
+        self.heads = {e: {ws[-1] for ws in wl if ws} | {re.sub(r"\d+$", "", e).rstrip("_").split("_")[-1]}
+                      for e, wl in self.name_words.items()}
+        # the head noun each name has as the world types it (a "bowl of flour" is a bowl;
+        # the override stem's head for curated names: "milk frother base" is a frother):
+        # a vessel is matched to the text's vessel noun by this head, never by another
+        # word of its name ("glass bowl" is no glass, "small cup of glass" no glass)
+        self.own_heads = {}
+        for e, n in world.names.items():
+            hs = {name_head(x) for x in n} - {""}
+            for x in n:
+                base = re.sub(r"\s*\d+$", "", x.strip().lower())
+                if base in vocab.overrides:
+                    hs.add(vocab.overrides[base].split("_")[-1])
+            self.own_heads[e] = hs
+        # what a "<vessel> of <content>" name says it holds ("bowl of flour": flour)
+        self.contents = {e: {_spelling(w) for x in n for w in name_content(x)} for e, n in world.names.items()}
+        nt = vocab.data["noun_types"]
+        self.vessel_heads = {w for w, leaf in nt.items() if ":" not in w and leaf not in EXCLUDED_TARGETS
+                             and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+        # every timed step and prep segment: (video, recipe, step, kind, start, end)
+        self.segments = sorted({(x.span.video, rid, x.step_id, x.kind, x.span.start, x.span.end)
+                                for rid, r in recipes.items() for cap in r.captures for x in cap.segments
+                                if x.span.video in world.videos})
+        # (recipe, step, video) -> first evidenced add target (instances are per video)
+        self.step_targets: dict = {}
+        self.undecided_adds: list = []     # (video, start, end) of adds with a source, no target
+        self.tracks_of: dict[str, list] = {}
+        for tr in world.tracks:
+            self.tracks_of.setdefault(tr.entity, []).append(tr)
+
+    # ----------------------------------------------------------------- helpers
+    def is_a(self, ent, t) -> bool:
+        return ent in self.w.objects and self.vocab.is_a(self.w.objects[ent], t)
+
+    def target_ok(self, ent) -> bool:
+        """A vessel by its own name: its head noun is a vessel word of the curated
+        vocabulary (never a loose noun-class match: "heat diffuser" is not a blender)."""
+        t = self.w.objects.get(ent)
+        if not t or t in EXCLUDED_TARGETS or not (
+                self.vocab.is_a(t, "vessel") or self.vocab.is_a(t, "electric_container")):
+            return False
+        return bool(self.own_heads.get(ent, set()) & self.vessel_heads)
+
+    @staticmethod
+    def nearest(trs, t0, t1):
+        """The track of an instance that witnesses an event at ``[t0, t1]``: one that
+        overlaps it, else the last one before it, else the first after it (a card then
+        cites the track the event used, not an earlier handling)."""
+        over = [tr for tr in trs if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+        if over:
+            return min(over, key=lambda x: (x.start, x.track_id))
+        before = [tr for tr in trs if tr.end <= t0]
+        if before:
+            return max(before, key=lambda x: (x.end, x.track_id))
+        return min(trs, key=lambda x: (x.start, x.track_id))
+
+    def overlapping(self, t0, t1, margin=MARGIN):
+        return [tr for tr in self.w.tracks if overlaps(tr.start, tr.end, t0, t1, margin)]
+
+    def track_ref(self, tr) -> dict:
+        """The track's source row, with its own video's times."""
+        return {"file": "assoc_info.json", "video": tr.assoc.video, "association": tr.assoc.assoc_id,
+                "track": tr.track_id, "name": tr.assoc.name, "start": round(tr.start - tr.offset, 5),
+                "end": round(tr.end - tr.offset, 5)}
+
+    def local(self, video: str, t: float) -> float:
+        return round(t - self.w.offsets.get(video, 0.0), 5)
+
+    def drop(self, kind, what, reason, t, **refs):
+        self.out.dropped.append({"kind": kind, "what": what, "reason": reason, "time": t,
+                                 "refs": {k: v for k, v in sorted(refs.items()) if v is not None}})
+
+    def named_entities(self, head: str) -> list[str]:
+        return sorted(e for e, toks in self.tokens.items() if head in toks and e in self.tracks_of)
+
+    def bind_target(self, text: str, t0: float, t1: float, win: StepWindow | None,
+                    exclude: set | dict, fallback: bool = True, video: str | None = None,
+                    event: str | None = None) -> tuple[str | None, dict | None, str]:
+        """The vessel the event ``[t0, t1]`` (a step segment, or an add) happens in: the
+        vessel the step text names, decided by :meth:`vessel_at`; or, with ``fallback``
+        and no vessel named, the only vessel tracked during the event itself.
+
+        A named vessel is an instance whose own head noun (:func:`name_head`: "bowl of
+        flour" and "large bowl2" are bowls) is the noun of the text's target phrase,
+        tracked in the event's own video (HD-EPIC gives no identity across videos); among
+        them, the ones sharing most words with the phrase ("metal V60 filter")."""
+        video = video or (win.video if win else None)
+        ev = event or "the step segment"
+        if not isinstance(exclude, dict):
+            exclude = {e: "the event's own object" for e in exclude}
+
+        def in_video(e):
+            return any(tr.assoc.video == video for tr in self.tracks_of[e])
+
+        for group in target_groups(text, self.vessel_heads):
+            heads, cands, elsewhere, others = [], set(), set(), {}
+            for phrase in group:
+                head = phrase[-1]
+                alln = [e for e in sorted(self.tracks_of) if head in self.own_heads.get(e, ()) and self.target_ok(e)]
+                others.update({e: exclude[e] for e in alln if e in exclude and in_video(e)})
+                mine = [e for e in alln if e not in exclude]
+                if alln:
+                    heads.append(head)
+                    here = [e for e in mine if in_video(e)]
+                    elsewhere |= set(mine) - set(here)
+                    if here:
+                        best = max(len(set(phrase) & self.tokens[e]) for e in here)
+                        cands |= {e for e in here if len(set(phrase) & self.tokens[e]) == best}
+                        others.update({e: f"its name shares fewer words with '{' '.join(phrase)}'"
+                                       for e in here if len(set(phrase) & self.tokens[e]) < best})
+                elif head not in SUBSTANCE_WORDS and (self.named_entities(head) or head in self.vessel_heads):
+                    heads.append(head)     # a named vessel that is not tracked: no fallback
+            if not heads:
+                continue            # "into the coffee": the drink, its vessel is not named
+            named = "' or '".join(heads)
+            others = {e: r for e, r in others.items() if e not in cands}
+            if not cands and elsewhere:
+                return None, None, (f"step text names '{named}'; such vessels are tracked in another video "
+                                    f"({', '.join(sorted(elsewhere))}), none in {video} (HD-EPIC gives no "
+                                    f"identity across videos)")
+            if not cands:
+                return None, None, (f"step text names '{named}', and no tracked vessel has that head noun"
+                                    + (" apart from " + ", ".join(f"{e} ({r})" for e, r in sorted(others.items()))
+                                       if others else ""))
+            return self.vessel_at(named, "/".join(heads), sorted(cands), t0, t1, video, ev, win, others)
+        if not fallback:
+            return None, None, "no vessel named in the step text (a vessel held while a food is added may be its source)"
+        # The text names no vessel: only a vessel handled *during the event itself* (the
+        # add, or the step segment) decides it. A vessel last handled earlier in the
+        # step's prep window is not evidence: the ingredient usually goes into an
+        # untracked pan ("salt to the mixture" is not the bowl moved 95 s earlier).
+        seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)" if video else ev
+        held = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0) if self.target_ok(tr.entity)})
+        # a vessel named for a content the step text names ("cup of yogurt" while the text
+        # adds yoghurt) is that content's source: it is spooned out of, not stirred in
+        said = {_spelling(w) for w in words(text)}
+        skip = [f"{e} ({exclude[e]})" for e in held if e in exclude] + \
+               [f"{e} (named for a content the step text names: its source)" for e in held
+                if e not in exclude and self.contents.get(e, set()) & said]
+        near = [e for e in held if e not in exclude and not self.contents.get(e, set()) & said]
+        note = f"; not counted: {', '.join(skip)}" if skip else ""
+        if len(near) == 1:
+            tr = self.nearest([tr for tr in self.overlapping(t0, t1, 0.0) if tr.entity == near[0]], t0, t1)
+            return near[0], {"how": f"the text names no vessel; the only vessel tracked during {seg}{note}",
+                             **self.track_ref(tr)}, ""
+        return None, None, (f"{len(near)} vessels handled during the event {near}{note}" if near
+                            else f"no vessel named in the step text or handled during the event{note}")
+
+    def put_away(self, tr, side: str = "dst") -> str | None:
+        """Why a vessel is not where a step or add happens: the observed destination of
+        its track (``side="dst"``: where it was put down) or the observed source of its
+        first track (``side="src"``: where it was until then) is storage, an enclosed
+        appliance or a sink."""
+        fx, ref, file = (tr.dst, tr.dst_ref, tr.dst_file) if side == "dst" else (tr.src, tr.src_ref, None)
+        if fx is None or tr.conflict:
+            return None
+        if ("enclosing", fx) in self.w.facts or self.is_a(fx, "sink"):
+            return f"{'put in' if side == 'dst' else 'taken from'} {fx} ({file or 'VQA/itinerary'} {ref})"
+        return None
+
+    def other_step(self, tr, win: StepWindow | None) -> str | None:
+        """The other step a track was handled for: it overlaps a step or prep segment of
+        another step and none of ``win``'s own segments (the frying pan of the bacon step
+        S02, put down 6 s before the pasta add of S01, is not the pasta's pan)."""
+        if win is not None and any(overlaps(tr.start, tr.end, a, b, 0.0) for a, b in win.spans):
+            return None
+        mine = (win.recipe, win.step) if win is not None else None
+        for v, rid, sid, kind, a, b in self.segments:
+            if v == tr.assoc.video and (rid, sid) != mine and overlaps(tr.start, tr.end, a, b, 0.0):
+                return (f"its last track {self.local(v, tr.start):.2f}-{self.local(v, tr.end):.2f} s is in a "
+                        f"{kind} segment of {sid} ({self.local(v, a):.2f}-{self.local(v, b):.2f} s), "
+                        f"not in this step's own segments")
+        return None
+
+    def vessel_at(self, named: str, noun: str, cands: list, t0: float, t1: float, video: str,
+                  ev: str, win: StepWindow | None = None, others: dict | None = None,
+                  role: str = "vessel", other_steps: bool = True) -> tuple[str | None, dict | None, str]:
+        """Which of the named vessels ``cands`` (instances tracked in ``video``) the event
+        ``[t0, t1]`` happens in, from their tracks in that video. Each candidate is
+
+        * *tracked during* the event: a track overlaps ``[t0, t1]`` (no margin); else
+        * *put down before* it: its last track before the event ended before ``t0``, so
+          it is not picked up again before the event ends (*recently* when that was at
+          most ``LOOKBACK`` s before ``t0``); else
+        * *first picked up after* it (only listed in the reason of a drop);
+
+        not counted when an observed destination of that last track (or an observed
+        source of the first track after the event) is storage, an enclosed appliance or a
+        sink, nor when that last track was handled for another step
+        (:meth:`other_step`). ``others`` (instances of the noun excluded by the caller or
+        by the text's words) are named in the ``how`` or reason when they would have
+        counted. The vessel is
+
+        1. the one candidate tracked during the event, when no other was put down
+           recently (a vessel just put down is as likely the one stirred as one held
+           meanwhile, which may be a source: the "bowl of flour");
+        2. with none tracked during the event, the one candidate put down recently.
+
+        Anything else is dropped with the reason: two candidates are never told apart by
+        which was handled last, and a vessel last put down longer ago, or first picked up
+        after the event, is not evidence of where the event happens (the text's noun
+        alone would decide it; an untracked vessel may stand on the hob). The ``how``
+        text states what was checked.
+
+        The same rule binds the food a step action works on and the appliance it switches
+        on (``role``: "food", "appliance"; :meth:`named_at`): the food chopped on a board
+        is usually put down just before it is cut, and a food or kettle handled minutes
+        earlier in the prep window is not evidence of what the step segment acts on.
+        With ``other_steps=False`` (a food or appliance the text names by its own name) a
+        track handled for another step still counts: the potatoes washed in one step are
+        the ones the next step chops, while a vessel named only by its noun ("a pan") and
+        last used for another step is that step's vessel."""
+        seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)"
+        during, recent, rest, later, away = {}, {}, {}, {}, []
+        for e in cands + sorted(others or {}):
+            trs = [tr for tr in self.tracks_of[e] if tr.assoc.video == video]
+            over = [tr for tr in trs if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+            before = [tr for tr in trs if tr.end <= t0]
+            last = max(before, key=lambda x: (x.end, x.track_id)) if before else None
+            if e in (others or {}):
+                # not a candidate; named in the reason when it would otherwise have counted
+                if over or (last is not None and t0 - last.end <= LOOKBACK):
+                    away.append(f"{e} ({others[e]})")
+                continue
+            if over:
+                during[e] = min(over, key=lambda x: (x.start, x.track_id))
+                continue
+            if last is not None:
+                why = self.put_away(last)
+                if why:
+                    if t0 - last.end <= LOOKBACK:
+                        away.append(f"{e} {why} at {self.local(video, last.end):.2f} s")
+                elif t0 - last.end > LOOKBACK:
+                    rest[e] = last
+                elif other_steps and self.other_step(last, win):
+                    away.append(f"{e} ({self.other_step(last, win)})")
+                else:
+                    recent[e] = last
+                continue
+            first = min(trs, key=lambda x: (x.start, x.track_id))
+            if not self.put_away(first, "src"):
+                later[e] = first
+
+        def span(tr):
+            return f"{self.local(video, tr.start):.2f}-{self.local(video, tr.end):.2f} s"
+
+        def put(e, tr):
+            return f"{e} put down at {self.local(video, tr.end):.2f} s"
+
+        excl = f"; not counted: {', '.join(away)}" if away else ""
+        if during:
+            if len(during) == 1 and not recent:
+                e, tr = next(iter(during.items()))
+                return e, {"how": f"step text names '{named}'; the only {noun} of the video tracked during "
+                                  f"{seg} (track {span(tr)}), and no other {noun} put down in the "
+                                  f"{LOOKBACK:.0f} s before it{excl}", **self.track_ref(tr)}, ""
+            qual = [f"{e} tracked {span(tr)}" for e, tr in sorted(during.items())] + \
+                   [put(e, tr) for e, tr in sorted(recent.items())]
+            return None, None, (f"step text '{named}': ambiguous {role}, {len(qual)} {noun} instances tracked "
+                                f"during {seg} or put down in the {LOOKBACK:.0f} s before it ({'; '.join(qual)})")
+        if len(recent) == 1:
+            e, tr = next(iter(recent.items()))
+            return e, {"how": f"step text names '{named}'; no {noun} of the video is tracked during {seg}; "
+                              f"the only {noun} of the video put down in the {LOOKBACK:.0f} s before it: "
+                              f"put down at {self.local(video, tr.end):.2f} s ({t0 - tr.end:.1f} s before it), "
+                              f"not picked up again before it ends{excl}", **self.track_ref(tr)}, ""
+        if recent:
+            return None, None, (f"step text '{named}': ambiguous {role}, {len(recent)} {noun} instances put down "
+                                f"in the {LOOKBACK:.0f} s before {seg} and not tracked during it "
+                                f"({'; '.join(put(e, tr) for e, tr in sorted(recent.items()))})")
+        if rest or later:
+            return None, None, (f"step text names '{named}'; no {noun} tracked during {seg} or put down in the "
+                                f"{LOOKBACK:.0f} s before it ("
+                                + "; ".join([put(e, tr) for e, tr in sorted(rest.items())]
+                                            + [f"{e} first picked up at {self.local(video, tr.start):.2f} s"
+                                               for e, tr in sorted(later.items())]) + f"){excl}")
+        return None, None, (f"step text names '{named}'; no {noun} of the video is tracked during {seg} "
+                            f"or put down before it{excl}")
+
+    def windows_at(self, video, t0, t1, recipe):
+        return [w for w in self.windows if w.video == video and w.recipe == recipe
+                and overlaps(w.start, w.end, t0, t1, 0.0)]

@@ -1,0 +1,316 @@
+"""The source text's own words: content words, head nouns, step verbs, titles, ingredient types."""
+from __future__ import annotations
+
+import re
+
+
+STOP = {"the", "a", "an", "of", "your", "some", "and", "with", "into", "in", "to", "on", "onto",
+        "over", "for", "it", "its", "them", "new", "first", "second", "third", "fourth", "one",
+        "two", "other", "another", "left", "right", "half", "small", "big", "large", "little",
+        "fresh", "piece", "bit", "amount", "desired", "minimum", "little", "then", "this", "that",
+        "from", "at", "up", "out", "all", "each", "until", "about", "part", "top", "bottom",
+        "empty", "clean", "dirty", "used", "full", "remaining"}
+CONTAINER_WORDS = {"bottle", "jar", "tin", "can", "carton", "packet", "pack", "bag", "box", "tub",
+                   "container", "sachet", "grinder", "shaker", "pot", "jug", "punnet", "tube"}
+# never the target of an add, pour or stir: covers and boards are not vessels, a kettle
+# only ever holds water (filled at the tap, not by a recipe add)
+EXCLUDED_TARGETS = {"lid", "chopping_board", "kettle"}
+STIR_TOOLS = {"spoon", "fork", "spatula", "whisk_tool", "ladle"}   # a towel is not a stirrer
+COLOUR_WORDS = {"black", "white", "red", "green", "blue", "yellow", "orange", "brown", "pink",
+                "purple", "grey", "gray", "silver", "golden", "dark", "light", "clear"}
+MARGIN = 0.5                                          # seconds of slack on time overlaps
+# a vessel not moved during a step or add may have been put down just before it (a bowl
+# on the counter is stirred, not picked up): its last put-down counts only this close
+LOOKBACK = 60.0
+UNTRACKED_RULE = "ingredient_without_track_at_default_location"
+# "<part> of X" names X ("piece of bread" is bread); any other "X of Y" is an X ("bowl of
+# flour" is a bowl, "bottle of squash" a bottle): the world's typing rule (worlds.track_entity)
+PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
+
+
+def _sing(w: str) -> str:
+    if len(w) > 4 and w.endswith("oes"):
+        return w[:-2]
+    if len(w) > 4 and w.endswith("ies"):
+        return w[:-3] + "y"
+    if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us")):   # couscous, citrus
+        return w[:-1]
+    return w
+
+
+def words(text: str) -> list[str]:
+    """Content words of a phrase, lower case and singular, stop words removed."""
+    return [_sing(w) for w in re.findall(r"[a-z]+", text.lower()) if w not in STOP and len(w) > 1]
+
+
+def name_head(name: str) -> str:
+    """The head noun of an object's name, read as the world types it: "bowl of flour" is
+    a bowl, "large bowl2" a bowl, "piece of bread" bread, "small cup of glass" a cup.
+
+    >>> [name_head(n) for n in ("bowl of flour", "large bowl2", "piece of bread", "small cup of glass")]
+    ['bowl', 'bowl', 'bread', 'cup']
+    """
+    low = re.sub(r"\s+", " ", name.strip().lower())
+    of = re.match(r"^(.+?) of (.+)$", low)
+    if of:
+        left, right = words(of.group(1)), words(of.group(2))
+        if left and right and left[-1] in PART_WORDS:
+            return right[-1]
+        if left:
+            return left[-1]
+        return right[-1] if right else ""
+    ws = words(low)
+    return ws[-1] if ws else ""
+
+
+def name_content(name: str) -> list[str]:
+    """Content words of a "<container> of <content>" name ("bowl of flour" -> flour);
+    none for a "<part> of X" name or any other name.
+
+    >>> name_content("small bowl of yogurt"), name_content("piece of bread"), name_content("bowl")
+    (['yogurt'], [], [])
+    """
+    of = re.match(r"^(.+?) of (.+)$", re.sub(r"\s+", " ", name.strip().lower()))
+    if not of:
+        return []
+    left, right = words(of.group(1)), words(of.group(2))
+    return right if left and right and left[-1] not in PART_WORDS else []
+
+
+_SPELLINGS = {"yoghurt": "yogurt", "chili": "chilli"}
+
+
+def _spelling(w: str) -> str:
+    return _SPELLINGS.get(w, w)
+
+
+def overlaps(a0: float, a1: float, b0: float, b1: float, margin: float = MARGIN) -> bool:
+    return a0 < b1 + margin and b0 < a1 + margin
+
+
+def title_of(text: str, limit: int = 70) -> str:
+    """The annotation's own words, cut at a word boundary (never mid-word).
+
+    >>> title_of("Pour the soy sauce and the sesame oil in a small bowl and mix them well together", 40)
+    'Pour the soy sauce and the sesame oil...'
+    """
+    head = re.split(r"\s+-\s+|-\s", text, maxsplit=1)[0].strip() or text.strip()
+    if len(head) <= limit:
+        return head
+    cut = head[:limit + 1].rsplit(" ", 1)[0].rstrip(" ,;:.")
+    return cut + "..."
+
+
+# ------------------------------------------------------------------ the text's own words
+_TARGET_RE = re.compile(r"\b(?:into|in|to|onto|on|over|inside)\s+(?:the\s+|your\s+|a\s+|an\s+|each\s+)?"
+                        r"([a-z][a-z0-9 ]*(?:-[a-z][a-z0-9 ]*)*)")   # "a medium-heat pan"
+_VERBS = [  # (surface forms, verb key); the first verb in the step's title decides
+    (("stir", "mix", "combine", "fold"), "stir"),
+    (("whisk", "beat"), "whisk"),
+    (("chop", "cut", "slice", "dice", "halve", "mince", "quarter"), "chop"),
+    (("peel",), "peel"),
+    (("grate", "zest"), "grate"),
+    (("wash", "rinse"), "wash"),
+    (("fill",), "fill"),
+    (("boil",), "boil"),
+    (("press", "push"), "press"),
+    (("turn on", "switch on", "start"), "turn_on"),
+    (("crack", "break"), "crack"),
+    (("pour", "add", "put", "place", "tip", "transfer", "drizzle", "insert", "top"), "add"),
+    (("sprinkle", "season"), "sprinkle"),
+    (("knead",), "knead"),
+    (("squeeze",), "squeeze"),
+    (("weigh", "measure"), "weigh"),
+]
+
+
+def _forms(verb: str) -> str:
+    """Regex of a verb's inflections: "stir" -> stir, stirs, stirred, stirring; "chop" ->
+    chopped; "slice" -> sliced, slicing."""
+    stem = re.escape(verb[:-1]) if verb.endswith("e") and " " not in verb else re.escape(verb)
+    if stem != re.escape(verb):
+        return rf"(?:{re.escape(verb)}s?|{stem}(?:ed|ing))"
+    return rf"{stem}(?:{re.escape(verb[-1])}?(?:ed|ing)|s|es)?"
+
+
+def _verb_text(text: str) -> str:
+    """Lower-case words; a hyphenated compound is one word ("stir-fry" is not "stir")."""
+    return " " + re.sub(r"[^a-z ]+", " ", re.sub(r"([a-z])-([a-z])", r"\1\2", text.lower())) + " "
+
+
+_NEGATION = {"not", "never", "without", "don", "dont", "no", "nor", "avoid"}
+
+
+def _asked(low: str, m) -> bool:
+    """A verb the step asks for: not negated ("don't stir", "without stirring") and not
+    the aspectual "start to" ("until they start to brown" switches nothing on)."""
+    before = low[:m.start()].split()[-3:]
+    if set(before) & _NEGATION:
+        return False
+    if m.group(0).strip().endswith("ed"):
+        return False    # a participle describes a prior state: "the chopped onion", "melted butter"
+    return not (m.group(0).strip().startswith("start") and low[m.end():].startswith("to "))
+
+
+def _verb_hits(low: str, f: str):
+    return [m for m in re.finditer(rf" {_forms(f)} ", low) if _asked(low, m)]
+
+
+def key_verb(text: str) -> str | None:
+    """The first verb the step text asks for.
+
+    >>> key_verb("Turn the heat to medium-high, so that the potatoes sizzle, but don't stir until they start to brown")
+    >>> key_verb("Stir in the lentils")
+    'stir'
+    >>> key_verb("Sweat one chopped onion in a pot, stirring")
+    'stir'
+    """
+    low = _verb_text(text)
+    best = None
+    for forms, key in _VERBS:
+        for f in forms:
+            hits = _verb_hits(low, f)
+            if hits and (best is None or hits[0].start() < best[0]):
+                best = (hits[0].start(), key)
+    return best[1] if best else None
+
+
+def all_verbs(text: str) -> list[str]:
+    """Every verb key the step text asks for, in the order the text names them."""
+    low = _verb_text(text)
+    found = {}
+    for forms, key in _VERBS:
+        for f in forms:
+            for m in _verb_hits(low, f):
+                found[key] = min(found.get(key, m.start()), m.start())
+    return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def target_phrases(text: str, heads: frozenset | set = frozenset()) -> list[list[str]]:
+    """Content words of each prepositional target phrase of a step text, in order."""
+    return [p for group in target_groups(text, heads) for p in group]
+
+
+def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[list[str]]]:
+    """Like :func:`target_phrases`, with alternatives kept together: "in a shallow
+    saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``.
+    A phrase also ends right after a word of ``heads`` (vessel nouns): "In a large bowl
+    mix together flour, salt" -> ``[["large", "bowl"]]``, not "together flour salt"."""
+    out = []
+    for m in _TARGET_RE.finditer(text.lower()):
+        group, kept = [], []
+        toks = m.group(1).split() + ["."]
+        for i, w in enumerate(toks):
+            if w == "or" or w in _PHRASE_END or w == ".":
+                ws = words(" ".join(kept))[-3:]
+                if ws:
+                    group.append(ws)
+                kept = []
+                if w != "or":
+                    break   # the noun phrase ends at the next conjunction or preposition
+                continue
+            kept.append(w)
+            wl, nl = words(w), words(toks[i + 1])
+            if heads and wl and wl[-1] in heads and not (nl and nl[-1] in heads) \
+                    and toks[i + 1] not in ("or", "."):
+                # the vessel noun ends the phrase ("frying pan" stays whole; "or" and the
+                # end of text are handled above)
+                group.append(words(" ".join(kept))[-3:])
+                kept = []
+                break
+        if group:
+            out.append(group)
+    return out
+
+
+_PHRASE_END = {"and", "then", "with", "until", "for", "to", "in", "on", "over", "into", "onto",
+               "while", "before", "after", "so", "or", "it", "them", "from", "at", "by", "of"}
+
+
+ROW_VERBS = ("stir", "whisk", "chop", "peel", "grate", "wash", "fill", "boil", "turn_on", "crack", "knead")
+
+
+_CLAUSE_START = re.compile(r"(?:^|[,;:.\-(]\s*|\b(?:and|then|to|continue|finish|also|or)\s+)$")
+
+
+def row_verbs(label: str) -> list[str]:
+    """The verbs of an activity label that start a clause (the label is a list of what
+    was done: "Tidy up - load dishwasher and wash knife"); a verb form after another word
+    is a noun ("Measure and record salad mix in phone app": no stir).
+
+    >>> row_verbs("Measure and record salad mix in phone app"), row_verbs("Put coffee beans bag away, rinse spoon")
+    (['weigh'], ['add', 'wash'])
+    """
+    low = label.lower()
+    found = {}
+    for forms, key in _VERBS:
+        for f in forms:
+            for m in re.finditer(rf"\b{_forms(f)}\b", low):
+                if _CLAUSE_START.search(low[:m.start()]) and _asked(_verb_text(low[:m.start()]) + m.group(0) + " ",
+                                                                     re.search(r"\S+ $", _verb_text(low[:m.start()]) + m.group(0) + " ")):
+                    found[key] = min(found.get(key, m.start()), m.start())
+    return [k for k, _ in sorted(found.items(), key=lambda kv: (kv[1], kv[0]))]
+
+
+def row_words(how: str) -> str:
+    """A step handler's evidence or reason text, worded for an activity row (the label
+    is its text; tools and foods are held in the row's own time).
+
+    >>> row_words("step text names 'pan'; the only pan tracked during the step segment (1-2 s)")
+    "activity label names 'pan'; the only pan tracked during the activity row (1-2 s)"
+    >>> row_words("utensil tracked during the step")
+    "utensil tracked during the row's own time (outside the recipe steps inside it)"
+    """
+    how = how.replace("the step segment", "the activity row").replace("step segment", "activity row")
+    how = re.sub(r"\b(the )?step text\b", lambda m: (m.group(1) or "") + "activity label", how)
+    how = re.sub(r"\bthe text\b", "the label", how)
+    how = re.sub(r"during the step\b(?! segment)", "during the row's own time (outside the recipe steps inside it)",
+                 how)
+    return how
+
+
+def ingredient_entity(name: str, vocab) -> str:
+    """The substance/food entity an ingredient name stands for: an override of the curated
+    vocabulary, else the substance word of the name, else the name itself in snake case."""
+    low = re.sub(r"\s+", " ", name.strip().lower())
+    if low in vocab.overrides:
+        return vocab.overrides[low]
+    nt = vocab.data["noun_types"]
+    for w in reversed(words(low)):
+        if w in nt and vocab.is_a(nt[w], "substance"):
+            return w
+    return re.sub(r"[^a-z0-9]+", "_", low).strip("_") or "ingredient"
+
+
+SUBSTANCE_WORDS = {"oil", "water", "milk", "sauce", "salt", "pepper", "sugar", "flour", "stock",
+                   "vinegar", "honey", "cream", "juice", "syrup", "powder", "spice", "paste", "coffee",
+                   "tea", "cumin", "paprika", "turmeric", "cinnamon", "masala", "sumac", "seasoning",
+                   "squash", "ketchup", "mayonnaise", "mustard", "yogurt", "yoghurt", "soy", "extract",
+                   "essence", "oregano", "thyme", "chilli", "flake", "seed", "nutmeg", "coriander",
+                   "dressing", "broth", "wine", "cocoa", "baking", "yeast", "rice", "oat", "lentil",
+                   "tahini", "ghee", "curry"}
+
+
+def ingredient_type(name: str, vocab) -> tuple[str, str]:
+    """``(leaf type, rule)`` of an ingredient from its own words (never from an unrelated
+    noun class): a substance word of the curated vocabulary, a substance keyword, else
+    ``other_food``.
+
+    >>> from analysis.compiler.vocabulary import Vocabulary
+    >>> ingredient_type("medjool dates", Vocabulary.load())
+    ('other_food', 'ingredient:food_default')
+    """
+    ent = ingredient_entity(name, vocab)
+    nt = vocab.data["noun_types"]
+    if ent in nt and (vocab.is_a(nt[ent], "substance") or vocab.is_a(nt[ent], "food")):
+        return nt[ent], f"noun_types:{ent}"
+    ws = words(name)
+    for w in reversed(ws):
+        if w in nt and vocab.is_a(nt[w], "substance"):
+            return nt[w], f"noun_types:{w}"
+    if set(ws) & SUBSTANCE_WORDS:
+        return "other_substance", "ingredient:substance_word"
+    for w in reversed(ws):
+        if w in nt and vocab.is_a(nt[w], "food"):
+            return nt[w], f"noun_types:{w}"
+    return "other_food", "ingredient:food_default"
