@@ -7,17 +7,16 @@ resumes must reproduce records byte for byte.
 import gzip
 import json
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("openai")
+
+from killing import kill_when
 
 from analysis import run as run_mod
 from analysis.episodes import RunIncomplete
@@ -273,13 +272,7 @@ def test_kill9_then_rerun_is_byte_identical_and_the_key_never_leaks(export, serv
                             stderr=subprocess.STDOUT, start_new_session=True)
     journal = tmp_path / "state"
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not list(journal.glob("*/episodes/*.json.gz")):
-            if proc.poll() is not None:
-                break
-            time.sleep(0.02)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        kill_when(proc, lambda: bool(list(journal.glob("*/episodes/*.json.gz"))), poll=0.02)
     finally:
         killed.set()
     done_before = len(list(journal.glob("*/episodes/*.json.gz")))

@@ -8,14 +8,14 @@ About 15 s (the chat tests use a loopback server with a 20 ms reply delay).
 import gzip
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from killing import kill_when
 
 from analysis import run as run_mod
 from analysis.config_check import ConfigError
@@ -201,14 +201,7 @@ def test_killing_one_chat_shard_and_rerunning_it_completes_the_run(tmp_path):
         proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
         try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and \
-                    len(list((journal / "episodes").glob("0*.json.gz"))) < 4:
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.01)
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+            kill_when(proc, lambda: len(list((journal / "episodes").glob("0*.json.gz"))) >= 4)
         finally:
             hold_d.clear()
             killed.set()
