@@ -414,6 +414,22 @@ def test_a_grated_food_must_be_held_and_a_kneaded_one_may_lie(vocab):
     assert [(p.action, p.roles["o"], p.time) for p in planned] == [("knead", "dough", 100.0)]
 
 
+def test_the_grated_food_is_the_one_the_verbs_own_clause_names(vocab):
+    # "beat the eggs in a bowl, then finely grate in the Parmesan": eggs and cheese both
+    # held in the segment; the grate binds the cheese (audit 11: 6 of 7 grate cues took
+    # the egg of the first clause)
+    text = "Beat the eggs in a bowl, then finely grate in the cheese."
+    planned, _ = _action_episode(vocab, [("egg", [(100.5, 103.0)]), ("cheese", [(104.0, 109.0)]),
+                                         ("bowl", [(100.2, 109.5)])], text, tool=None)
+    assert [(p.action, p.roles["o"], p.roles["c"]) for p in planned if p.action == "grate"] == [
+        ("grate", "cheese", "bowl")]
+    # no cheese tracked: nothing is grated (the egg is not what the clause names)
+    planned, drops = _action_episode(vocab, [("egg", [(100.5, 103.0)]), ("bowl", [(100.2, 109.5)])], text,
+                                     tool=None)
+    assert not [p for p in planned if p.action == "grate"]
+    assert "grate: food: no food tracked in the video is named by the step text" in drops[0]["reason"]
+
+
 def test_the_kettle_switched_on_follows_the_same_rule(vocab):
     # "Boil the kettle": the kettle filled at 40-45 s in the prep window is 55 s before
     # the segment and binds (put down, not picked up again); filled at 20-30 s, it does not

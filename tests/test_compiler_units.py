@@ -576,3 +576,88 @@ def test_a_placement_is_no_end_state_when_a_later_video_may_move_it_under_anothe
     world.objects["porridge_bowl"] = "bowl"
     world.tracks[1] = track("v1", "a7", "porridge_bowl", 600.0)
     assert not _may_move_renamed(world, atom, put, until=1011.0)
+
+
+# ------------------------------------------------------------ session 7: audit-11 patterns
+def _tray_world(extra_answers=(), names=("tray", "cup"), activities=False):
+    """One video: a "tray" tracked 10-20 s, a "cup" tracked 12-14 s (inside the tray's
+    track: the one-hand model drops it) and 30-32 s; VQA 1 says the cup's first track took
+    it from the dishwasher (take answer at its end, 14 s)."""
+    from analysis.compiler.readers import Association, ClassTable, LocationAnswer, Track
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "dishwasher", "type": "dishwasher"},
+                {"id": "cupboard", "type": "cupboard"}, {"id": "table", "type": "table"}]
+    tray = Association("v", "a1", names[0], names[0], (Track("t1", 10.0, 20.0),))
+    cup = Association("v", "a2", names[1], names[1], (Track("c1", 12.0, 14.0), Track("c2", 30.0, 32.0)))
+    answers = [LocationAnswer("q1", "v", "take", 14.0, "dishwasher"), *extra_answers]
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [tray, cup]}, answers, [], {},
+                        ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
+    return world, vocab
+
+
+def test_an_observed_place_from_before_a_track_not_compiled_is_curated_at_the_next_pick():
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations
+    world, vocab = _tray_world()
+    assert world.facts[("at", "cup", "dishwasher")]["source"] == "observed"    # where it started
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    picks = [o for o in b.out.ops if o.action["args"][:1] == ["cup"] and o.action["type"].startswith("take")]
+    # the 12-14 s track (not compiled) handled the cup: at 30 s the dishwasher is a default
+    assert [(o.action["type"], o.action["args"], o.time) for o in picks] == [
+        ("take_from_appliance", ["cup", "dishwasher"], 30.0)]
+    arg = picks[0].provenance["refs"]["args"][1]
+    assert arg["source"] == "curated" and picks[0].provenance["source"] == "curated"
+    assert (arg["refs"]["rule"], arg["refs"]["track"], arg["refs"]["track_span"]) == (
+        "place_after_a_track_not_compiled", "c1", [12.0, 14.0])
+    assert arg["refs"]["last_observed"]["id"] == "q1"
+
+
+def test_questions_at_one_moment_that_all_give_one_answer_bind_every_track_then():
+    # the tray and the cup are put down at 20 s and 32 s; two put questions at 30 s would
+    # be ambiguous if another track started then: a second object tracked 30-31 s
+    from analysis.compiler.readers import Association, LocationAnswer, Track
+    from analysis.compiler.worlds import _link_answers
+    fx = frozenset({"table", "counter", "dishwasher"})
+    a = Association("v", "a1", "green cup", "green cup", (Track("t1", 30.0, 35.0),))
+    b = Association("v", "a2", "green cup", "green cup", (Track("t2", 30.0, 36.0),))
+    same = [LocationAnswer("q1", "v", "put", 30.0, "table"), LocationAnswer("q2", "v", "put", 30.0, "table")]
+    per_track, _, dropped, _, _ = _link_answers("v", [a, b], same, [], fx)
+    assert {k: v["dst"][0] for k, v in per_track.items()} == {("a1", "t1"): "table", ("a2", "t2"): "table"}
+    assert dropped == []
+    differ = [same[0], LocationAnswer("q2", "v", "put", 30.0, "counter")]
+    per_track, _, dropped, _, _ = _link_answers("v", [a, b], differ, [], fx)
+    assert per_track == {} and len(dropped) == 2
+    assert all("2 tracks start/end within" in d["reason"] for d in dropped)
+    one = [same[0]]               # one question for two tracks: which one is it about?
+    per_track, _, dropped, _, _ = _link_answers("v", [a, b], one, [], fx)
+    assert per_track == {} and len(dropped) == 1
+
+
+def test_dishes_first_handled_in_an_unload_row_start_in_the_dishwasher():
+    from analysis.compiler.readers import Activity
+    from analysis.compiler.worlds import UNLOAD_RULE, unload_sources
+    world, vocab = _tray_world(names=("tray", "plate"))
+    world.facts = {a: p for a, p in world.facts.items() if a[:2] != ("at", "plate")}
+    world.facts[("at", "plate", "cupboard")] = {"source": "curated", "refs": {"rule": "default_locations:vessel"}}
+    row = Activity("v", (), "Unload dishwasher and put clean crockery away", 5.0, 50.0, False, "P01.csv:7")
+    before = dict(world.facts)
+    assert unload_sources(world, [Activity("v", (), "Make coffee", 5.0, 50.0, False, "P01.csv:6")], vocab) == []
+    assert world.facts == before
+    # the plate and the tray (a vessel too) have curated cupboard defaults and first tracks
+    # in the row: both start in the dishwasher; an observed first place is never changed
+    world.facts[("at", "tray", "cupboard")] = {"source": "observed", "refs": {"file": "vqa"}}
+    changed = unload_sources(world, [row], vocab)
+    assert changed == ["plate"]
+    assert world.facts[("at", "tray", "cupboard")]["source"] == "observed"
+    assert world.facts[("at", "plate", "dishwasher")] == {"source": "curated",
+                                                          "refs": {"rule": f"{UNLOAD_RULE}:P01.csv:7"}}
+    assert ("at", "plate", "cupboard") not in world.facts
+
+
+def test_an_association_named_for_a_fixture_is_that_fixture_not_a_second_object():
+    world, _ = _tray_world(names=("dishwasher", "cup"))
+    assert "dishwasher_2" not in world.objects and world.objects["dishwasher"] == "dishwasher"
+    assert [d["reason"] for d in world.dropped if d["what"] == "track t1 (dishwasher)"] == [
+        "the association names the scene's fixture dishwasher (one object; fixtures do not move in the "
+        "world): not a new object"]

@@ -13,7 +13,7 @@ from .grounding import ground
 from .operations import build_operations
 from .readers import Activity, Recipe
 from .sim import Sim
-from .worlds import EpisodeWorld
+from .worlds import EpisodeWorld, unload_sources
 
 
 @dataclass
@@ -70,6 +70,7 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim, snippets=()
     world.objects = dict(sorted(world.objects.items()))
     for atom, prov in sorted(g.facts.items()):
         world.facts.setdefault(atom, prov)
+    unload_sources(world, activities, sim.vocab)
     b = build_operations(world, g, sim)
     segs = episode_segments(world, recipes)
     # every operation of one source event (with its navigation and open/close steps)

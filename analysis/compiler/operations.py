@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .grounding import Grounding, Planned
 from .sim import Sim
-from .worlds import EpisodeWorld, align_chain
+from .worlds import UNLOAD_RULE, EpisodeWorld, align_chain
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
 #: snippet actions on the held item alone (``analysis.compiler.grounding.snippets``)
@@ -181,7 +181,12 @@ class OpBuilder:
         for a, p in world.facts.items():
             if a[0] in ("at", "in") and a[1] in self.objects:
                 self.place[a[1]] = p
-        self.now = 0.0
+        self.now = 0.0                          # the time of the event being emitted
+        self.place_time: dict[str, float] = {}  # entity -> when its current place was set
+        self.compiled: set = set()              # track IDs the builder compiles (or will)
+        self.tracks_of: dict[str, list] = {}
+        for tr in world.tracks:
+            self.tracks_of.setdefault(tr.entity, []).append(tr)
         self.event = -1
         self.held_aside: dict[str, str] = {}    # outer object -> where it was set down
         self.picked_from: dict[str, str] = {}   # entity -> fixture of its last pick-up
@@ -267,9 +272,25 @@ class OpBuilder:
             self._curated_op(t, "close_storage" if k == "storage" else "close_appliance", [f],
                              "inserted_close_after_access")
 
+    def unseen_move(self, ent: str):
+        """A track of ``ent`` the builder does not compile (the one-hand model dropped it,
+        or its sources disagree) that starts after its current place was set and before
+        now: the rows show the object handled then, so where it is now is not observed."""
+        since = self.place_time.get(ent, float("-inf"))
+        return next((tr for tr in self.tracks_of.get(ent, ()) if tr.track_id not in self.compiled
+                     and since - OVERLAP_EPS <= tr.start < self.now - OVERLAP_EPS), None)
+
     def fixture_prov(self, ent: str, f: str) -> dict:
         p = self.place.get(ent)
         if p and p["source"] == "observed":
+            moved = self.unseen_move(ent)
+            if moved is not None:
+                # the observed place is from before that handling (a VQA take answer of
+                # the dropped track, an itinerary's first 'from'): a default now
+                return {"source": "curated", "refs": {
+                    "rule": "place_after_a_track_not_compiled", "track": moved.track_id,
+                    "track_span": [round(moved.start - moved.offset, 5), round(moved.end - moved.offset, 5)],
+                    "last_observed": p["refs"]}}
             return {"source": "observed", "refs": {**p["refs"], "how": f"{ent} last observed at {f}"}}
         rule = (p or {}).get("refs", {}).get("rule", "unknown_place")
         return cur(f"place_of_{ent}:{rule}")
@@ -319,6 +340,7 @@ class OpBuilder:
         self.close_(tr.end, dst)
         if ok:
             self.place[ent] = dprov
+            self.place_time[ent] = tr.end
         return ok
 
     def put_down(self, tr, next_src: dict):
@@ -586,7 +608,7 @@ def out_after_uncompiled_first_track(world: EpisodeWorld, chosen) -> list[str]:
         atom = next((a for a in world.facts if a[0] == "at" and a[1] == ent), None)
         prov = world.facts.get(atom) if atom else None
         if (prov is None or prov["source"] != "curated" or atom[2] == world.work_counter
-                or not prov["refs"].get("rule", "").startswith("default_locations")):
+                or not prov["refs"].get("rule", "").startswith(("default_locations", UNLOAD_RULE))):
             continue
         del world.facts[atom]
         world.facts[("at", ent, world.work_counter)] = cur(f"{OUT_RULE}:{tr0.track_id}")
@@ -633,6 +655,7 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
     chosen, blocked, pick_time, juggled = select_tracks([t for t in world.tracks if not t.conflict],
                                                         needed, busy_times, placed)
     realign_chains(chosen, next_src, world.fixture_ids)
+    b.compiled = {t.track_id for t in chosen}
     if out_after_uncompiled_first_track(world, chosen):
         b.facts = frozenset(world.facts)
         b.place = {a[1]: p for a, p in world.facts.items() if a[0] in ("at", "in") and a[1] in b.objects}
@@ -662,6 +685,7 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
     picked = set()
     for n, (t, _, _, _, kind, x) in enumerate(events):
         b.event = n
+        b.now = t
         if kind == "pick":
             outer = juggled.get(x.track_id)
             if outer is not None and ("holding", outer.entity) in b.facts:
@@ -669,6 +693,7 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
             if b.pick(x, t):
                 picked.add(x.track_id)
             else:
+                b.compiled.discard(x.track_id)
                 b.drop("track", f"track {x.track_id} ({x.entity})", "pick-up not executable", x.start,
                        file="assoc_info.json", association=x.assoc.assoc_id, track=x.track_id,
                        video=x.assoc.video)

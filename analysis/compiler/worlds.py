@@ -99,7 +99,9 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
     object's itinerary. Unique binding: a time-keyed answer binds only when exactly one
     track of the video (named or not) starts (put) or ends (take), or exactly one object
     has a track starting or ending (itinerary: "the object seen at T"), within one frame
-    of its time; otherwise it is dropped with the reason. The whole itinerary chain
+    of its time; otherwise it is dropped with the reason. One exception, where the
+    binding does not matter: *n* VQA questions of one kind at one moment, *n* named
+    tracks of *n* objects there, and one answer for all (each track gets it). The whole itinerary chain
     is used: when the itinerary has one move per track of the association, move ``i``
     gives track ``i`` its source and its destination. Two observed sources that disagree
     on one track's source or destination are a conflict: neither is used."""
@@ -138,6 +140,23 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
         key = "end" if ans.kind == "take" else "start"
         hits = [(a, t, abs(getattr(t, key) - ans.time)) for a, t in alltracks
                 if abs(getattr(t, key) - ans.time) <= AMBIGUITY]
+        peers = sorted((b for b in answers if b.video == video and b.kind == ans.kind
+                        and abs(b.time - ans.time) <= FRAME), key=lambda b: b.vqa_id)
+        how = ("VQA: where the object was taken from" if ans.kind == "take" else
+               "VQA: where the object was put")
+        if (len(hits) > 1 and len(peers) == len(hits) == len({a.assoc_id for a, _, _ in hits})
+                and len({fixture_id(b.phrase) for b in peers}) == 1
+                and all(a.name and d <= FRAME for a, _, d in hits)):
+            # as many questions as tracks at that moment, one per object (their boxes
+            # differ), and every answer the same fixture: each track gets it, whichever
+            # question is about which object (two cups put on the table together)
+            a, t, _ = sorted(hits, key=lambda h: (h[0].assoc_id, h[1].track_id))[peers.index(ans)]
+            note(a, t, "src" if ans.kind == "take" else "dst", ans.phrase,
+                 ("3d_perception_object_location.json", ans.vqa_id,
+                  f"{how} (one of {len(peers)} questions at this time, for {len(hits)} tracks; "
+                  f"every answer is {ans.phrase!r})",
+                  {"question": ans.question, "answer": ans.phrase, "video": video}))
+            continue
         hit = unique(hits, ans.kind, ans.vqa_id, ans.time, "3d_perception_object_location.json")
         if hit:
             a, t = hit
@@ -401,6 +420,18 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             if a.unnamed or not a.tracks or vague_name(a.name):
                 continue
             stem, leaf, content = track_entity(a.name, nouns, overrides, vocab)
+            if stem in fixture_ids:
+                # the association is the scene's fixture itself (the "coffee machine" the
+                # step text switches on, touched for 0.2 s): one physical appliance, not
+                # a second, movable object; a fixture does not move in the world
+                for t in a.tracks:
+                    wdropped.append({"kind": "track", "what": f"track {t.track_id} ({a.name})",
+                                     "reason": f"the association names the scene's fixture {stem} (one "
+                                               "object; fixtures do not move in the world): not a new object",
+                                     "time": round(t.start + offsets.get(video, 0.0), 5),
+                                     "refs": {"file": "assoc_info.json", "association": a.assoc_id,
+                                              "track": t.track_id, "video": video}})
+                continue
             first = a.tracks[0]
             link = per_track.get((a.assoc_id, first.track_id), {})
             it0 = initial.get(a.assoc_id)
@@ -614,3 +645,41 @@ def default_location(leaf: str, fixtures: list[dict], work_counter: str, vocab: 
         if cands:
             return cands[0], rule
     return work_counter, rule + ":work_counter"
+
+
+UNLOAD_RULE = "taken_out_of_the_dishwasher_in_an_unload_row"
+#: what a dishwasher holds: crockery, cutlery, utensils (never a food or a supply)
+DISHWASHER_KINDS = ("vessel", "utensil", "blade")
+_UNLOAD_RE = re.compile(r"\b(?:unload\w*|empty\w*)\s+(?:the\s+)?dishwasher\b", re.IGNORECASE)
+
+
+def unload_sources(world: EpisodeWorld, activities, vocab: Vocabulary) -> list[str]:
+    """Objects the person takes out of the dishwasher: an object whose first track starts
+    inside an activity row whose label says the dishwasher is unloaded or emptied
+    ("Unload dishwasher and put clean crockery away"), that a dishwasher holds
+    (``DISHWASHER_KINDS``), and whose initial place is only a curated storage default, starts in the scene's only dishwasher instead (curated
+    ``UNLOAD_RULE``, citing the row): fetching the clean mugs from their cupboard and
+    putting them back there would invert the row. Changes ``world.facts``; returns the
+    entities changed."""
+    dws = sorted(f for f in world.fixture_ids if vocab.is_a(world.objects.get(f, ""), "dishwasher"))
+    rows = [a for a in activities if a.video in world.videos and _UNLOAD_RE.search(a.label)]
+    if len(dws) != 1 or not rows:
+        return []
+    first: dict = {}
+    for tr in world.tracks:                     # time order
+        first.setdefault(tr.entity, tr)
+    changed = []
+    for ent, tr0 in sorted(first.items()):
+        row = next((a for a in rows if a.video == tr0.assoc.video and a.start <= tr0.start < a.end), None)
+        atom = next((a for a in world.facts if a[0] == "at" and a[1] == ent), None)
+        prov = world.facts.get(atom) if atom else None
+        leaf = world.objects.get(ent, "")
+        if row is None or prov is None or prov["source"] != "curated" \
+                or not prov["refs"].get("rule", "").startswith("default_locations") \
+                or not vocab.is_a(world.objects.get(atom[2], ""), "storage") \
+                or not any(vocab.is_a(leaf, k) for k in DISHWASHER_KINDS):
+            continue
+        del world.facts[atom]
+        world.facts[("at", ent, dws[0])] = curated(f"{UNLOAD_RULE}:{row.source_row}")
+        changed.append(ent)
+    return changed

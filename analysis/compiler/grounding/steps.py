@@ -123,7 +123,7 @@ class StepsMixin:
     def step_whisk(self, win, what, refs):
         self.step_stir(win, what, refs, "whisk")
 
-    def named_at(self, win, pred, what, refs, role, held=False):
+    def named_at(self, win, pred, what, refs, role, held=False, text=None):
         """The one object satisfying ``pred`` (a food, a switchable container) whose name
         carries a word of the step text and that the step segment acts on, by the vessel
         rule (:meth:`vessel_at`, the step segment as the event): tracked during the
@@ -133,10 +133,12 @@ class StepsMixin:
         (P05-20240425-173353: the bacon handled 314-316 s is not what S04's segment from
         343.95 s cuts). ``held``: the action needs the object in the hand (a food is
         grated while held), so one only put down before the segment does not bind.
+        ``text``: the part of the step text that names the object (the verb's own clause),
+        by default the whole text.
         ``(entity, evidence, track)``, or ``(None, None, None)`` with the reason dropped."""
         # a part word names no food: "slice of mango3" is mango, and "slice" in the text
         # is the verb ("Peel and slice mangoes")
-        ws = set(words(win.text)) - PART_WORDS
+        ws = set(words(win.text if text is None else text)) - PART_WORDS
         ents = sorted(e for e in self.tracks_of if pred(e) and self.tokens.get(e, set()) & ws
                       and any(tr.assoc.video == win.video for tr in self.tracks_of[e]))
         if not ents:
@@ -204,7 +206,11 @@ class StepsMixin:
             self.drop("cue", what, "food not held during the step and no blade tracked", win.start, **refs)
 
     def step_grate(self, win, what, refs):
-        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food", held=True)
+        # the food grated is the one the verb's own clause names ("beat the eggs in a
+        # bowl, then finely grate in the Parmesan": Parmesan, not the eggs)
+        m = re.search(r"\bgrat\w*\s+([^.;,]*)", win.text.lower())
+        food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food", held=True,
+                                       text=m.group(1) if m else None)
         if food is None:
             return
         ents = [food]
