@@ -37,6 +37,8 @@ class AddsMixin:
     def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
         out = []
         for tr in self.overlapping(t0, t1):
+            if self.is_a(tr.entity, "lid"):
+                continue        # "lid curry powder" holds no curry powder: the jar does
             if any(self.names_ingredient(ws, ing_words) for ws in self.name_words.get(tr.entity, [])):
                 out.append(tr)
         return out
