@@ -661,3 +661,46 @@ def test_an_association_named_for_a_fixture_is_that_fixture_not_a_second_object(
     assert [d["reason"] for d in world.dropped if d["what"] == "track t1 (dishwasher)"] == [
         "the association names the scene's fixture dishwasher (one object; fixtures do not move in the "
         "world): not a new object"]
+
+
+# ------------------------------------------------------------ session 7: audit-12 patterns
+def test_an_object_moved_in_a_track_not_compiled_is_caught_up_to_where_the_rows_put_it():
+    # the cup's first track (12-14 s) is not compiled (here: its sources disagree); its
+    # second track's own take answer (VQA q2 at its end, 32 s) says it was taken from the
+    # table: before that pick-up the cup is moved from the dishwasher to the table by
+    # curated operations naming the dropped track, and the pick-up cites q2 as observed
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations
+    from analysis.compiler.readers import LocationAnswer
+    world, vocab = _tray_world(extra_answers=[LocationAnswer("q2", "v", "take", 32.0, "table")])
+    next(t for t in world.tracks if t.track_id == "c1").conflict = "test: not compiled"
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    ops = [(o.action["type"], o.action["args"], o.provenance["source"]) for o in b.out.ops
+           if o.action["args"][:1] == ["cup"]]
+    assert ops == [("take_from_appliance", ["cup", "dishwasher"], "curated"),
+                   ("put_on", ["cup", "table"], "curated"),
+                   ("pick_up", ["cup", "table"], "observed"),
+                   ("put_on", ["cup", "counter"], "curated")]
+    moved = [o for o in b.out.ops if o.action["args"][:1] == ["cup"]][:2]
+    assert {o.provenance["refs"]["rule"] for o in moved} == {"moved_in_a_track_not_compiled:c1"}
+    pick = [o for o in b.out.ops if o.action["type"] == "pick_up" and o.action["args"][0] == "cup"][0]
+    assert pick.provenance["refs"]["args"][1]["refs"]["id"] == "q2"
+
+
+def test_a_food_cut_after_its_placement_leaves_no_end_state():
+    # the third orange is put down at 2 s and its halves are tracked from 5 s: within a unit
+    # ending at 10 s the whole orange's placement is intermediate; a unit ending at 4 s keeps it
+    from types import SimpleNamespace as NS
+    from analysis.compiler.tasks import _cut_later
+    vocab = Vocabulary.load()
+    half = NS(start=5.0, assoc=NS(name="Left half of third  orange"))
+    world = NS(names={"orange_3": ["third orange"], "paper": ["baking paper"]},
+               objects={"orange_3": "fruit", "paper": "other_supply"},
+               tracks=[half, NS(start=6.0, assoc=NS(name="piece of baking paper"))])
+    op = NS(time=2.0)
+    assert _cut_later(world, ("at", "orange_3", "counter"), op, 10.0, vocab)
+    assert not _cut_later(world, ("at", "orange_3", "counter"), op, 4.0, vocab)
+    # a piece cut off a roll of paper leaves the roll where it is; another orange's half is not this one's
+    assert not _cut_later(world, ("at", "paper", "counter"), op, 10.0, vocab)
+    world.tracks = [NS(start=5.0, assoc=NS(name="left half of second orange"))]
+    assert not _cut_later(world, ("at", "orange_3", "counter"), op, 10.0, vocab)

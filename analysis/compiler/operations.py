@@ -272,13 +272,75 @@ class OpBuilder:
             self._curated_op(t, "close_storage" if k == "storage" else "close_appliance", [f],
                              "inserted_close_after_access")
 
-    def unseen_move(self, ent: str):
-        """A track of ``ent`` the builder does not compile (the one-hand model dropped it,
-        or its sources disagree) that starts after its current place was set and before
+    def unseen_moves(self, ent: str) -> list:
+        """Tracks of ``ent`` the builder does not compile (the one-hand model dropped them,
+        or their sources disagree) that start after its current place was set and before
         now: the rows show the object handled then, so where it is now is not observed."""
         since = self.place_time.get(ent, float("-inf"))
-        return next((tr for tr in self.tracks_of.get(ent, ()) if tr.track_id not in self.compiled
-                     and since - OVERLAP_EPS <= tr.start < self.now - OVERLAP_EPS), None)
+        return [tr for tr in self.tracks_of.get(ent, ()) if tr.track_id not in self.compiled
+                and since - OVERLAP_EPS <= tr.start < self.now - OVERLAP_EPS]
+
+    def unseen_move(self, ent: str):
+        moves = self.unseen_moves(ent)
+        return moves[0] if moves else None
+
+    def observed_place_before(self, tr):
+        """``(fixture, provenance)`` where the rows put ``tr``'s object just before ``tr``
+        when tracks not compiled handled it since its place was set: ``tr``'s own observed
+        source (its VQA take answer, its itinerary move), else the observed destination of
+        the last such track, else that track's curated place in its itinerary chain;
+        ``(None, None)`` when the rows do not say."""
+        moves = self.unseen_moves(tr.entity)
+        if not moves:
+            return None, None
+        last = moves[-1]
+        if tr.src:
+            vqa = (tr.src_how or "").startswith("VQA")
+            return tr.src, obs("3d_perception_object_location.json" if vqa else
+                               "object_motion_object_movement_itinerary.json", tr.src_ref,
+                               round((tr.end if vqa else tr.start) - tr.offset, 5), track=tr.track_id,
+                               how=tr.src_how, **(tr.src_extra or {}))
+        if last.dst and last.dst_file:
+            return last.dst, obs(last.dst_file, last.dst_ref,
+                                 round((last.start if last.dst_file.startswith("3d") else last.end) - last.offset, 5),
+                                 track=last.track_id, how=f"{last.dst_how} (a track not compiled put it here)",
+                                 **(last.dst_extra or {}))
+        if last.chain_dst:
+            return last.chain_dst, cur("unobserved_destination_itinerary_move_aligned_from_the_start")
+        return None, None
+
+    def catch_up(self, tr, t: float) -> None:
+        """Move ``tr``'s object where the rows put it (``observed_place_before``) before its
+        pick-up, with curated operations: the tracks that moved it were not compiled (the
+        hand was busy), so the world has to follow them before this track can start from
+        the right place (draw 12: the green cup taken "from the dishwasher" it had left)."""
+        ent = tr.entity
+        dst, prov = self.observed_place_before(tr)
+        f, cont = self.location(ent)
+        if dst is None or f is None or (cont and cont != f) or dst not in self.objects:
+            return
+        if dst != f:
+            rule = f"moved_in_a_track_not_compiled:{self.unseen_moves(ent)[-1].track_id}"
+            typ = {"surface": "pick_up", "storage": "take_from_storage", "enclosed_appliance": "take_from_appliance",
+                   "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self.kind(f))
+            put = {"surface": "put_on", "storage": "put_in_storage", "enclosed_appliance": "put_in_appliance",
+                   "surface_appliance": "place_on_appliance", "sink": "put_in_sink"}.get(self.kind(dst))
+            if typ is None or put is None or not self.goto(t, f):
+                return
+            self.open_(t, f)
+            ok = self._curated_op(t, typ, [ent, f], rule)
+            self.close_(t, f)
+            if not ok:
+                return
+            if not self.goto(t, dst):
+                return
+            self.open_(t, dst)
+            ok = self._curated_op(t, put, [ent, dst], rule)
+            self.close_(t, dst)
+            if not ok:
+                return
+        self.place[ent] = prov
+        self.place_time[ent] = t
 
     def fixture_prov(self, ent: str, f: str) -> dict:
         p = self.place.get(ent)
@@ -300,6 +362,8 @@ class OpBuilder:
         """Pick-up at ``t`` (the track's start, or later within the track when the hand
         was busy before)."""
         ent = tr.entity
+        if ("hand-empty",) in self.facts:
+            self.catch_up(tr, t)
         f, cont = self.location(ent)
         if f is None:
             return False

@@ -42,6 +42,8 @@ one task (the first); the second is rejected (``duplicate_condition_set``).
 """
 from __future__ import annotations
 
+import re
+
 from .grounding import title_of
 
 END_PREDICATES = {"in", "at", "open", "powered", "running", "capped", "covered"}
@@ -123,6 +125,28 @@ def _may_move_renamed(world, atom, op, until: float) -> bool:
                for tr in world.tracks)
 
 
+_CUT_RE = re.compile(r"^(?:.*\s)?(?:half|halves|slice|slices|piece|pieces|quarter|quarters|wedge|wedges|"
+                     r"chunk|chunks|segment|segments)\s+of\s+(.+)$")
+
+
+def _cut_later(world, atom, op, until: float, vocab) -> bool:
+    """Whether ``at(o, f)``'s object, a food, is cut after the put-down and before
+    ``until``: a track starts then whose name is a part of it ("left half of third orange"
+    of the "third orange" put down at 254.97 s and cut at once): the whole food's
+    placement is an intermediate state, its halves are what the unit leaves (a piece cut
+    off a roll of baking paper leaves the roll where it is)."""
+    names = {re.sub(r"\s+", " ", n.strip().lower()) for n in getattr(world, "names", {}).get(atom[1], ())}
+    if not names or not vocab.is_a(world.objects.get(atom[1], ""), "food"):
+        return False
+    for tr in world.tracks:
+        if not op.time + 1e-6 < tr.start < until:
+            continue
+        m = _CUT_RE.match(re.sub(r"\s+", " ", (tr.assoc.name or "").strip().lower()))
+        if m and m.group(1) in names:
+            return True
+    return False
+
+
 def _move_may_precede(world, op, since: float) -> bool:
     """Whether the put-down ``op`` rests on an itinerary's final 'to' whose move may have
     been made by an earlier track of the object than this one, starting before ``since``
@@ -189,7 +213,8 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             if atom[0] not in END_PREDICATES:
                 continue
             if atom[0] == "at" and (_moves_again(world, atom, by[atom], until)
-                                    or _may_move_renamed(world, atom, by[atom], until)):
+                                    or _may_move_renamed(world, atom, by[atom], until)
+                                    or _cut_later(world, atom, by[atom], until, sim.vocab)):
                 continue
             if atom[0] in ("capped", "covered") and _moves_again(world, atom, by[atom], until):
                 continue     # handled again in the unit: it may have been opened again

@@ -569,6 +569,20 @@ def vague_name(name: str | None) -> bool:
 _PART_WORDS = PART_WORDS        # one rule with grounding.name_head
 
 
+#: a "stack of bowls" is bowls (moved as one); a "stack of wheat bixies" stays what it was
+STACK_WORDS = {"stack", "pile"}
+
+
+def _is_dish(head: str, vocab: Vocabulary) -> bool:
+    leaf = vocab.data["noun_types"].get(head)
+    return head in CONTAINER_WORDS or bool(leaf) and any(vocab.is_a(leaf, k) for k in ("vessel", "utensil", "blade"))
+
+
+#: words that make a "roll" a roll of material (track_entity)
+ROLL_MATERIALS = {"kitchen", "paper", "tissue", "towel", "foil", "film", "cling", "parchment", "liner",
+                  "bag", "baking", "toilet", "recyclable", "foodwaste", "freezer", "drawer"}
+
+
 def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[str, str, str | None]:
     """``(stem, leaf type, content substance)`` of a tracked object from its own name.
 
@@ -595,7 +609,7 @@ def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[
     content = None
     if of:
         left, right = words(of.group(1)), words(of.group(2))
-        if left and right and left[-1] in _PART_WORDS:
+        if left and right and (left[-1] in _PART_WORDS or (left[-1] in STACK_WORDS and _is_dish(right[-1], vocab))):
             ws, head = right, right[-1]
         elif left and right and left[-1] in CONTAINER_WORDS:
             ws, head = right + [left[-1]], left[-1]
@@ -620,6 +634,10 @@ def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[
         else:
             co = canonical_object(base, nouns, overrides)
             leaf, _ = vocab.item_type(re.sub(r"\d+$", "", co.stem), co.class_key, co.category)
+    if head == "roll" and set(ws) & ROLL_MATERIALS:
+        # HD-EPIC's "roll" class holds bread rolls and rolls of kitchen paper alike: a roll
+        # of a material is a supply ("kitchen roll", "roll of cling film"), never a food
+        leaf = "other_supply"
     if head in CONTAINER_WORDS and len(ws) > 1 and not vocab.is_a(leaf, "sealable_container"):
         leaf = "other_sealable"          # "mango pot", "coffee jug" hold a content: not a vessel
     if vocab.is_a(leaf, "substance"):

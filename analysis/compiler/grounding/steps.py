@@ -253,8 +253,14 @@ class StepsMixin:
                        refs, hold=obj, tr=tr)
 
     def step_fill(self, win, what, refs):
-        if "water" not in words(win.text):
-            self.drop("cue", what, "fill: only filling with water from the tap is compiled", win.start, **refs)
+        # the fill's own clause says what fills it: "fill an empty glass with rice and wash
+        # it ... in the fresh running water" fills the glass with rice, not water
+        m = re.search(r"\bfill\w*\s+(.*?)(?:[.;,]|\band\b|\bthen\b|$)", win.text.lower())
+        clause = set(words(m.group(1))) if m else set()
+        if "water" not in clause:
+            self.drop("cue", what, "fill: only filling with water from the tap is compiled (the fill's own "
+                      f"clause, {m.group(1).strip()!r}, names no water)" if m else
+                      "fill: only filling with water from the tap is compiled", win.start, **refs)
             return
         obj, tr = self.held_in(win, self.target_ok, what, refs, "vessel", vessel=True)
         if obj is None:

@@ -33,6 +33,8 @@ def _sing(w: str) -> str:
         return w[:-2]
     if len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
+    if len(w) > 4 and w.endswith(("xes", "ches", "shes", "sses", "zes")):
+        return w[:-2]                    # boxes, dishes, glasses (not "boxe", "glasse")
     if len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us")):   # couscous, citrus
         return w[:-1]
     return w
