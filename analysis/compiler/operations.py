@@ -29,6 +29,11 @@ from .sim import Sim
 from .worlds import UNLOAD_RULE, EpisodeWorld, align_chain
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
+#: fixture kind -> the action that takes an item from it / puts an item on or in it
+TAKE_FROM = {"surface": "pick_up", "storage": "take_from_storage", "enclosed_appliance": "take_from_appliance",
+             "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}
+PUT_INTO = {"surface": "put_on", "storage": "put_in_storage", "enclosed_appliance": "put_in_appliance",
+            "surface_appliance": "place_on_appliance", "sink": "put_in_sink", "bin": "throw_away"}
 #: snippet actions on the held item alone (``analysis.compiler.grounding.snippets``)
 SNIPPET_ITEM_ACTIONS = ("tap", "shake_item", "tilt", "lift", "rotate", "wipe_item", "open_container",
                         "close_container")
@@ -321,26 +326,27 @@ class OpBuilder:
             return
         if dst != f:
             rule = f"moved_in_a_track_not_compiled:{self.unseen_moves(ent)[-1].track_id}"
-            typ = {"surface": "pick_up", "storage": "take_from_storage", "enclosed_appliance": "take_from_appliance",
-                   "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self.kind(f))
-            put = {"surface": "put_on", "storage": "put_in_storage", "enclosed_appliance": "put_in_appliance",
-                   "surface_appliance": "place_on_appliance", "sink": "put_in_sink"}.get(self.kind(dst))
-            if typ is None or put is None or not self.goto(t, f):
+            typ, put = TAKE_FROM.get(self.kind(f)), PUT_INTO.get(self.kind(dst))
+            if typ is None or put is None or put == "throw_away" or not self.goto(t, f):
                 return
             self.open_(t, f)
             ok = self._curated_op(t, typ, [ent, f], rule)
             self.close_(t, f)
             if not ok:
                 return
-            if not self.goto(t, dst):
-                return
-            self.open_(t, dst)
-            ok = self._curated_op(t, put, [ent, dst], rule)
-            self.close_(t, dst)
-            if not ok:
+            if not (self.goto(t, dst) and self._put_into(t, ent, dst, put, rule)):
+                # never left in the hand: back where it was (the rows' place not reachable)
+                self.goto(t, f)
+                self._put_into(t, ent, f, PUT_INTO[self.kind(f)], rule)
                 return
         self.place[ent] = prov
         self.place_time[ent] = t
+
+    def _put_into(self, t, ent, dst, typ, rule) -> bool:
+        self.open_(t, dst)
+        ok = self._curated_op(t, typ, [ent, dst], rule)
+        self.close_(t, dst)
+        return ok
 
     def fixture_prov(self, ent: str, f: str) -> dict:
         p = self.place.get(ent)
@@ -375,9 +381,7 @@ class OpBuilder:
         if cont and cont != f:
             return self._try(t, "take_out_of_container", [ent, cont, f],
                              [op, self.fixture_prov(cont, f), self.fixture_prov(cont, f)])
-        typ = {"surface": "pick_up", "storage": "take_from_storage",
-               "enclosed_appliance": "take_from_appliance",
-               "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self.kind(f))
+        typ = TAKE_FROM.get(self.kind(f))
         if typ is None:
             return False
         self.open_(t, f)
@@ -391,9 +395,7 @@ class OpBuilder:
         ent = tr.entity
         if not self.goto(tr.end, dst):
             return False
-        typ = {"surface": "put_on", "storage": "put_in_storage", "enclosed_appliance": "put_in_appliance",
-               "surface_appliance": "place_on_appliance", "sink": "put_in_sink",
-               "bin": "throw_away"}.get(self.kind(dst))
+        typ = PUT_INTO.get(self.kind(dst))
         if typ is None:
             return False
         self.open_(tr.end, dst)
@@ -602,9 +604,7 @@ class OpBuilder:
                 return undo(f"{held[0]} is in the hand and cannot be set down at {t:.2f}s")
             self.place[held[0]] = cur("set_down_for_the_other_hand")
             aside = (held[0], spot)
-        typ = {"surface": "pick_up", "storage": "take_from_storage",
-               "enclosed_appliance": "take_from_appliance",
-               "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}.get(self.kind(f))
+        typ = TAKE_FROM.get(self.kind(f))
         if typ is None or not self.goto(t, f):
             return undo(f"{ent} cannot be picked up at {f}")
         self.open_(t, f)
