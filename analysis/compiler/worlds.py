@@ -101,7 +101,8 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
     has a track starting or ending (itinerary: "the object seen at T"), within one frame
     of its time; otherwise it is dropped with the reason. One exception, where the
     binding does not matter: *n* VQA questions of one kind at one moment, *n* named
-    tracks of *n* objects there, and one answer for all (each track gets it). The whole itinerary chain
+    tracks of *n* objects there, and one answer for all (each track gets it). The whole
+    itinerary chain
     is used: when the itinerary has one move per track of the association, move ``i``
     gives track ``i`` its source and its destination. Two observed sources that disagree
     on one track's source or destination are a conflict: neither is used."""
@@ -675,9 +676,10 @@ def unload_sources(world: EpisodeWorld, activities, vocab: Vocabulary) -> list[s
     """Objects the person takes out of the dishwasher: an object whose first track starts
     inside an activity row whose label says the dishwasher is unloaded or emptied
     ("Unload dishwasher and put clean crockery away"), that a dishwasher holds
-    (``DISHWASHER_KINDS``), and whose initial place is only a curated storage default, starts in the scene's only dishwasher instead (curated
-    ``UNLOAD_RULE``, citing the row): fetching the clean mugs from their cupboard and
-    putting them back there would invert the row. Changes ``world.facts``; returns the
+    (``DISHWASHER_KINDS``), and whose initial place is only a curated storage default,
+    starts in the scene's only dishwasher instead (curated ``UNLOAD_RULE``, citing the
+    row): fetching the clean mugs from their cupboard and putting them back there would
+    invert the row. Changes ``world.facts``; returns the
     entities changed."""
     dws = sorted(f for f in world.fixture_ids if vocab.is_a(world.objects.get(f, ""), "dishwasher"))
     rows = [a for a in activities if a.video in world.videos and _UNLOAD_RE.search(a.label)]
