@@ -140,3 +140,25 @@ def test_the_vocabulary_doc_lists_every_snippet_verb(vocab):
     rows = [f"| {verb} | {kind} | {t} |" for verb, by_kind in vocab.snippet_verbs.items()
             for kind, t in by_kind.items()]
     assert rows and all(r in doc for r in rows)
+
+
+def test_a_snippet_on_an_object_merged_across_videos_is_curated(vocab):
+    # "milk bottle" is tracked in v1 (10-12 s) and v2 (5-8 s of v2, 105-108 s of the
+    # episode): one entity by the curated name rule, so the snippet closing it in v2 is
+    # observed but its object is not: the operation (and any capped end state) is curated
+    from analysis.compiler.worlds import IDENTITY_RULE
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "cupboard", "type": "cupboard"}]
+    assocs = {"v1": [Association("v1", "a1", "milk bottle", "milk bottle", (Track("t1", 10.0, 12.0),))],
+              "v2": [Association("v2", "b1", "milk bottle", "milk bottle", (Track("u1", 5.0, 8.0),))]}
+    world = build_world("v1", "P01", ["v1", "v2"], fixtures, "counter", assocs, [], [], {},
+                        ClassTable({}, {}, {}), vocab, offsets={"v1": 0.0, "v2": 100.0})
+    assert world.identities["v2/b1"]["rule"] == IDENTITY_RULE
+    sn = Snippet("fine_grained_how_recognition_9", "fine_grained_how_recognition.json", "v2", 6.0, 6.5,
+                 "close bottle", "How did the person <close bottle>?", "by turning the cap")
+    g = ground(world, {}, vocab, (), [sn])
+    b = build_operations(world, g, Sim(vocab))
+    op = next(o for o in b.out.ops if o.action["type"] == "close_container")
+    arg = op.provenance["refs"]["args"][0]
+    assert op.provenance["source"] == "curated"
+    assert (arg["source"], arg["refs"]["rule"], arg["refs"]["same_as"], arg["refs"]["id"]) == (
+        "curated", IDENTITY_RULE, "v1/a1", "fine_grained_how_recognition_9")

@@ -60,9 +60,14 @@ def track_prov(tr) -> dict:
 def evidence_prov(ev: dict) -> dict:
     """An argument's provenance from a grounding evidence dict."""
     if ev.get("vqa"):          # a fine-grained snippet (analysis.compiler.grounding.snippets)
-        return obs(ev["file"], ev["vqa"], ev.get("start"), end=ev.get("end"), video=ev.get("video"),
-                   offset=ev.get("offset"), question=ev.get("question"), answer=ev.get("answer"),
-                   how=ev.get("how"))
+        p = obs(ev["file"], ev["vqa"], ev.get("start"), end=ev.get("end"), video=ev.get("video"),
+                offset=ev.get("offset"), question=ev.get("question"), answer=ev.get("answer"),
+                how=ev.get("how"))
+        if ev.get("same_as"):
+            # bound to a track of an object merged by name across videos: not observed
+            return {"source": "curated", "refs": {**p["refs"], "rule": ev["identity_rule"],
+                                                  "same_as": ev["same_as"], "track_source": "observed"}}
+        return p
     if ev.get("file") == "assoc_info.json":
         ident = "/".join(str(ev[k]) for k in ("video", "association", "track") if ev.get(k))
         return obs("assoc_info.json", ident, ev.get("start"), end=ev.get("end"), name=ev.get("name"),

@@ -110,17 +110,24 @@ def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
                  key=lambda x: (x.start, x.track_id))
         action = by_kind[kind]
         t = max(t0, tr.start)
+        # a track of an association merged by name with an earlier video's
+        # (``worlds.IDENTITY_RULE``): the snippet is observed, the object's identity is not
+        ident = w.identities.get(f"{tr.assoc.video}/{tr.assoc.assoc_id}")
+        same = {"same_as": tr.same_as, "identity_rule": ident["rule"]} if tr.same_as and ident else {}
         g.out.planned.append(Planned(
             "snippet", t, action, {ITEM_ROLE: ent},
-            {ITEM_ROLE: {**ev, "how": f"the one tracked object named {noun!r} during the snippet "
-                                      f"(track {tr.track_id}, {g.local(tr.assoc.video, tr.start)}-"
-                                      f"{g.local(tr.assoc.video, tr.end)} s)"}},
+            {ITEM_ROLE: {**ev, **same, "how": f"the one tracked object named {noun!r} during the snippet "
+                                              f"(track {tr.track_id}, {g.local(tr.assoc.video, tr.start)}-"
+                                              f"{g.local(tr.assoc.video, tr.end)} s)"}},
             refs, hold=ent, what=what, title=sn.action))
         if action in ("open_container", "close_container") and ent not in first_seal:
-            first_seal[ent] = (t, action, sn, off)
-    for ent, (t, action, sn, off) in sorted(first_seal.items()):
+            first_seal[ent] = (t, action, sn, same)
+    for ent, (t, action, sn, same) in sorted(first_seal.items()):
         if action == "open_container":
-            g.out.facts[("capped", ent)] = {"source": "observed", "refs": {
-                "file": sn.file, "id": sn.vqa_id, "time": sn.start, "end": sn.end, "video": sn.video,
-                "question": sn.question, "answer": sn.answer,
-                "how": "opened in the snippet, so capped before it (its first open or close)"}}
+            refs = {"file": sn.file, "id": sn.vqa_id, "time": sn.start, "end": sn.end, "video": sn.video,
+                    "question": sn.question, "answer": sn.answer,
+                    "how": "opened in the snippet, so capped before it (its first open or close)"}
+            g.out.facts[("capped", ent)] = (
+                {"source": "curated", "refs": {**refs, "rule": same["identity_rule"], "same_as": same["same_as"],
+                                               "track_source": "observed"}}
+                if same else {"source": "observed", "refs": refs})
