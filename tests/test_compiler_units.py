@@ -579,18 +579,18 @@ def test_a_placement_is_no_end_state_when_a_later_video_may_move_it_under_anothe
 
 
 # ------------------------------------------------------------ session 7: audit-11 patterns
-def _tray_world(extra_answers=(), names=("tray", "cup"), activities=False):
-    """One video: a "tray" tracked 10-20 s, a "cup" tracked 12-14 s (inside the tray's
-    track: the one-hand model drops it) and 30-32 s; VQA 1 says the cup's first track took
-    it from the dishwasher (take answer at its end, 14 s)."""
+def _tray_world(extra_answers=(), names=("tray", "cup"), first=(12.0, 14.0)):
+    """One video: a "tray" tracked 10-20 s, a "cup" tracked 12-14 s (``first``: inside the
+    tray's track, the one-hand model drops it) and 30-32 s; VQA 1 says the cup's first
+    track took it from the dishwasher (take answer at its end)."""
     from analysis.compiler.readers import Association, ClassTable, LocationAnswer, Track
     from analysis.compiler.worlds import build_world
     vocab = Vocabulary.load()
     fixtures = [{"id": "counter", "type": "counter"}, {"id": "dishwasher", "type": "dishwasher"},
                 {"id": "cupboard", "type": "cupboard"}, {"id": "table", "type": "table"}]
     tray = Association("v", "a1", names[0], names[0], (Track("t1", 10.0, 20.0),))
-    cup = Association("v", "a2", names[1], names[1], (Track("c1", 12.0, 14.0), Track("c2", 30.0, 32.0)))
-    answers = [LocationAnswer("q1", "v", "take", 14.0, "dishwasher"), *extra_answers]
+    cup = Association("v", "a2", names[1], names[1], (Track("c1", *first), Track("c2", 30.0, 32.0)))
+    answers = [LocationAnswer("q1", "v", "take", first[1], "dishwasher"), *extra_answers]
     world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [tray, cup]}, answers, [], {},
                         ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
     return world, vocab
@@ -665,26 +665,34 @@ def test_an_association_named_for_a_fixture_is_that_fixture_not_a_second_object(
 
 # ------------------------------------------------------------ session 7: audit-12 patterns
 def test_an_object_moved_in_a_track_not_compiled_is_caught_up_to_where_the_rows_put_it():
-    # the cup's first track (12-14 s) is not compiled (here: its sources disagree); its
-    # second track's own take answer (VQA q2 at its end, 32 s) says it was taken from the
-    # table: before that pick-up the cup is moved from the dishwasher to the table by
-    # curated operations naming the dropped track, and the pick-up cites q2 as observed
-    from analysis.compiler.grounding import ground
-    from analysis.compiler.operations import build_operations
+    # the builder compiles only the cup's second track (c2, 30-32 s), not its first (c1,
+    # 12-14 s); c2's own take answer (VQA q2 at its end) says it was taken from the table:
+    # before c2's pick-up the cup is moved from the dishwasher (where q1 left it before
+    # c1) to the table by curated operations naming c1, and the pick-up cites q2, observed
+    from analysis.compiler.operations import OpBuilder
     from analysis.compiler.readers import LocationAnswer
-    world, vocab = _tray_world(extra_answers=[LocationAnswer("q2", "v", "take", 32.0, "table")])
-    next(t for t in world.tracks if t.track_id == "c1").conflict = "test: not compiled"
-    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
-    ops = [(o.action["type"], o.action["args"], o.provenance["source"]) for o in b.out.ops
-           if o.action["args"][:1] == ["cup"]]
-    assert ops == [("take_from_appliance", ["cup", "dishwasher"], "curated"),
-                   ("put_on", ["cup", "table"], "curated"),
-                   ("pick_up", ["cup", "table"], "observed"),
-                   ("put_on", ["cup", "counter"], "curated")]
-    moved = [o for o in b.out.ops if o.action["args"][:1] == ["cup"]][:2]
-    assert {o.provenance["refs"]["rule"] for o in moved} == {"moved_in_a_track_not_compiled:c1"}
-    pick = [o for o in b.out.ops if o.action["type"] == "pick_up" and o.action["args"][0] == "cup"][0]
-    assert pick.provenance["refs"]["args"][1]["refs"]["id"] == "q2"
+
+    def pick_c2(conflict=None):
+        world, vocab = _tray_world(extra_answers=[LocationAnswer("q2", "v", "take", 32.0, "table")])
+        c1, c2 = (next(t for t in world.tracks if t.track_id == k) for k in ("c1", "c2"))
+        c1.conflict = conflict
+        b = OpBuilder(world, Sim(vocab))
+        b.compiled, b.now = {"t1", "c2"}, 30.0
+        assert b.pick(c2, 30.0)
+        return [(o.action["type"], o.action["args"], o.provenance) for o in b.out.ops
+                if o.action["type"] != "navigate" and not o.action["type"].startswith(("open", "close"))]
+
+    ops = pick_c2()
+    assert [(t, a, p["source"]) for t, a, p in ops] == [
+        ("take_from_appliance", ["cup", "dishwasher"], "curated"), ("put_on", ["cup", "table"], "curated"),
+        ("pick_up", ["cup", "table"], "observed")]
+    assert {p["refs"]["rule"] for _, _, p in ops[:2]} == {"moved_in_a_track_not_compiled:c1"}
+    assert ops[2][2]["refs"]["args"][1]["refs"]["id"] == "q2"
+    # c1 dropped because its observed sources disagree: where it left the cup is contested
+    # and a conflict compiles neither side: no catch-up, the pick-up's place is curated
+    ops = pick_c2(conflict="q3: counter; itinerary 9: sink")
+    assert [(t, a, p["source"]) for t, a, p in ops] == [("take_from_appliance", ["cup", "dishwasher"], "curated")]
+    assert ops[0][2]["refs"]["args"][1]["refs"]["rule"] == "place_after_a_track_not_compiled"
 
 
 def test_a_food_cut_after_its_placement_leaves_no_end_state():

@@ -301,7 +301,10 @@ class OpBuilder:
         the last such track, else that track's curated place in its itinerary chain;
         ``(None, None)`` when the rows do not say."""
         moves = self.unseen_moves(tr.entity)
-        if not moves:
+        if not moves or any(m.conflict for m in moves):
+            # a track dropped because its observed sources disagree: where it left the
+            # object is contested, and a conflict compiles neither side (draw 14: bowl2's
+            # pick-up "observed" on itinerary 222's side of its conflict with VQA 419)
             return None, None
         last = moves[-1]
         if tr.src:

@@ -95,8 +95,12 @@ def title_of(text: str, limit: int = 70) -> str:
 
     >>> title_of("Pour the soy sauce and the sesame oil in a small bowl and mix them well together", 40)
     'Pour the soy sauce and the sesame oil...'
+    >>> title_of("Tidy up - load the dishwasher and wash up")
+    'Tidy up - load the dishwasher and wash up'
     """
-    head = re.split(r"\s+-\s+|-\s", text, maxsplit=1)[0].strip() or text.strip()
+    # the whole label, dashes kept: "Tidy up - load the dishwasher" is not "Tidy up"
+    # (draw 14: 12 titles lost their second half, one became another row's label)
+    head = re.sub(r"\s+", " ", text).strip()
     if len(head) <= limit:
         return head
     cut = head[:limit + 1].rsplit(" ", 1)[0].rstrip(" ,;:.")
