@@ -8,6 +8,7 @@ an ID or a count of the committed export.
 from __future__ import annotations
 
 import atexit
+import re
 import shutil
 import tempfile
 from functools import lru_cache
@@ -36,7 +37,8 @@ def api_export():
 def squash_task(export) -> dict:
     """The "Add Squash" task the tables use, preferring one in the memory suite."""
     memory = set(export.suites.task_id[export.suites.suite == "memory"])
-    titled = [t for t in export.frozen.records_of("task") if t["title"].strip().lower() == "add squash"]
+    titled = [t for t in export.frozen.records_of("task")
+              if re.match(r"add squash\b", t["title"].strip().lower())]   # "Add Squash- Add the amount..."
     assert titled, "the committed export has no task titled Add Squash"
     return next((t for t in titled if t["task_id"] in memory), titled[0])
 

@@ -1,6 +1,8 @@
 """Table 1: the example task (paper Table 1; the Add Squash task)."""
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from .common import Skip
@@ -12,11 +14,12 @@ SQUASH_ATOM = ["in", "squash", "glass"]
 
 
 def find_example_task(export) -> dict:
-    """The task titled "Add Squash", else the first whose contract has
-    ``["in", "squash", "glass"]``; raises :class:`Skip` when there is none."""
+    """The task titled "Add Squash" (the step's own words: "Add Squash- Add the amount of
+    Squash to your glass"), else the first whose contract has ``["in", "squash", "glass"]``;
+    raises :class:`Skip` when there is none."""
     tasks = export.records_of("task")
     for t in tasks:
-        if t["title"].strip().lower() == "add squash":
+        if re.match(r"add squash\b", t["title"].strip().lower()):
             return t
     for t in tasks:
         if any(c.get("atom") == SQUASH_ATOM for c in t["contract"]["conditions"]):
