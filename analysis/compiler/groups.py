@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .grounding import ground
+from .grounding.windows import episode_recipe_segments
 from .operations import build_operations
 from .readers import Activity, Recipe
 from .sim import Sim
@@ -30,18 +31,11 @@ class Segment:
 
 def episode_segments(world: EpisodeWorld, recipes: dict[str, Recipe]):
     segs = []
-    for rid in sorted(recipes):
-        r = recipes[rid]
-        for cap in r.captures:
-            if not set(cap.videos) & set(world.videos):
-                continue
-            for s in cap.segments:
-                if s.span.video not in world.videos:
-                    continue
-                text = r.steps.get(s.step_id, s.step_id)
-                instr = text if s.kind == "step" else f"Prepare for: {text}"
-                segs.append(Segment(s.kind, f"{s.kind}:{s.step_id}:{s.span.start}", rid, [s.step_id],
-                                    s.span.video, s.span.start, s.span.end, instr))
+    for rid, r, _, s in episode_recipe_segments(world, recipes):
+        text = r.steps.get(s.step_id, s.step_id)
+        instr = text if s.kind == "step" else f"Prepare for: {text}"
+        segs.append(Segment(s.kind, f"{s.kind}:{s.step_id}:{s.span.start}", rid, [s.step_id],
+                            s.span.video, s.span.start, s.span.end, instr))
     return segs
 
 

@@ -119,11 +119,8 @@ class AddsMixin:
             self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
                 **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
                 "how": "the track's name names the ingredient it holds"}})
-            target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
-            target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
+            target, tev = self.add_target(rid, ev, win, ttext, ent, what, refs)
             if target is None:
-                self.drop("add", what, f"target not decided: {why}", t0, **refs)
-                self.undecided_adds.append((ev.span.video, t0, t1))
                 return
             action = "pour" if subst else "empty_into"
             roles = {"s": sub, "src": ent, "dst": target}
@@ -137,21 +134,18 @@ class AddsMixin:
                 self.drop("add", what, f"matching track {ent} is typed {typ} (not food, supply or a container)",
                           t0, **refs)
                 return
-            if action == "insert":
-                fx = self.fixture_named(text)
-                if fx is None:
-                    target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
-                    action = "put_in_container"
-                else:
-                    target, tev, why = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
-                                            "recipe": rid, "step": win.step if win else None}, ""
+            fx = self.fixture_named(text) if action == "insert" else None
+            if fx is not None:
+                target, tev = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
+                                   "recipe": rid, "step": win.step if win else None}
             else:
-                target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
-                target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
-            if target is None:
-                self.drop("add", what, f"target not decided: {why}", t0, **refs)
-                self.undecided_adds.append((ev.span.video, t0, t1))
-                return
+                if action == "insert":
+                    action = "put_in_container"
+                # a container an item is put into: the target rule alone, not another add's target
+                target, tev = self.add_target(rid, ev, win, ttext, ent, what, refs,
+                                              same_step=action != "put_in_container")
+                if target is None:
+                    return
             roles = {"o": ent, "c": target}
             evid = {"o": src_ev, "c": tev}
         t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
@@ -162,6 +156,19 @@ class AddsMixin:
             "add", round(t, 3), action, roles, evid,
             {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
             title=title_of(text) if text else f"Add {ev.name}", what=what))
+
+    def add_target(self, rid, ev, win, ttext, ent, what, refs, same_step=True):
+        """``(target, evidence)`` of an add by the target rule (and, with ``same_step``,
+        another add of the same step); ``(None, None)`` with the reason dropped."""
+        t0, t1 = ev.span.start, ev.span.end
+        target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
+        if same_step:
+            target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
+        if target is None:
+            self.drop("add", what, f"target not decided: {why}", t0, **refs)
+            self.undecided_adds.append((ev.span.video, t0, t1))
+            return None, None
+        return target, tev
 
     def step_of_add(self, rid, ev, matches, refs, what):
         """``(ok, window)``: the step window of an add (``ok`` False: the

@@ -50,25 +50,33 @@ class Grounding:
     objects: dict = field(default_factory=dict)             # extra entities (substances)
 
 
-def step_windows(world, recipes) -> list[StepWindow]:
-    out = []
-    seen: dict = {}
+def episode_recipe_segments(world, recipes):
+    """``(recipe id, recipe, capture, segment)`` for every step and prep segment of the
+    recipes that lies in one of the episode's videos, in recipe and capture order."""
     for rid in sorted(recipes):
         r = recipes[rid]
         for cap in r.captures:
             if not set(cap.videos) & set(world.videos):
                 continue
             for s in cap.segments:
-                if s.kind != "step" or s.span.video not in world.videos:
-                    continue
-                preps = [p.span for p in cap.segments if p.kind == "prep" and p.step_id == s.step_id
-                         and p.span.video == s.span.video and p.span.end <= s.span.start + MARGIN
-                         and p.span.end >= s.span.start - 30.0]
-                ws = min([s.span.start] + [p.start for p in preps])
-                k = (rid, s.step_id)
-                out.append(StepWindow(rid, s.step_id, r.steps.get(s.step_id, ""), s.span.video,
-                                      s.span.start, s.span.end, ws, seen.get(k, 0),
-                                      tuple([(s.span.start, s.span.end)] + [(p.start, p.end) for p in preps])))
-                seen[k] = seen.get(k, 0) + 1
+                if s.span.video in world.videos:
+                    yield rid, r, cap, s
+
+
+def step_windows(world, recipes) -> list[StepWindow]:
+    out = []
+    seen: dict = {}
+    for rid, r, cap, s in episode_recipe_segments(world, recipes):
+        if s.kind != "step":
+            continue
+        preps = [p.span for p in cap.segments if p.kind == "prep" and p.step_id == s.step_id
+                 and p.span.video == s.span.video and p.span.end <= s.span.start + MARGIN
+                 and p.span.end >= s.span.start - 30.0]
+        ws = min([s.span.start] + [p.start for p in preps])
+        k = (rid, s.step_id)
+        out.append(StepWindow(rid, s.step_id, r.steps.get(s.step_id, ""), s.span.video,
+                              s.span.start, s.span.end, ws, seen.get(k, 0),
+                              tuple([(s.span.start, s.span.end)] + [(p.start, p.end) for p in preps])))
+        seen[k] = seen.get(k, 0) + 1
     out.sort(key=lambda w: (w.video, w.start, w.end, w.step))
     return out
