@@ -637,3 +637,115 @@ def test_tracks_named_for_another_ingredient_still_stop_an_untracked_add(vocab):
     assert not [p for p in g.planned if p.kind == "add"]
     assert [c["check"] for c in g.checks] == ["add_time_matches_other_ingredient"]
     assert ("at", "lettuce", "counter") not in g.facts
+
+
+# ----------------------------------------------------- an add's target from its step's vessel
+# One step S01 with two segments (100-110 s and 200-210 s) of video "v". The add of
+# cheese (102-104 s) is bound by the target rule (the only vessel tracked during it);
+# the add of lettuce (204-206 s) has no food track and no vessel named or handled: the
+# target rule leaves it open, and the step's one vessel decides it in a second pass.
+def _step_with_two_adds(vocab, tracks, text):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    # a track is (name, start, end), or (name, [(start, end), ...]) for one object's several tracks
+    assocs = [Association("v", f"a{i}", x[0], x[0], tuple(Track(f"t{i}" + (f"_{k}" if k else ""), a, b)
+                                                         for k, (a, b) in enumerate(
+                                                             x[1] if len(x) == 2 else [x[1:]])))
+              for i, x in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "lettuce", "I02": "cheese"},
+                  (IngredientEvent("I02", "cheese", "add", Span("v", 102.0, 104.0)),
+                   IngredientEvent("I01", "lettuce", "add", Span("v", 204.0, 206.0))),
+                  (StepSegment("S01", "step", Span("v", 100.0, 110.0)),
+                   StepSegment("S01", "step", Span("v", 200.0, 210.0))))
+    recipe = Recipe("R", "P01", "test", {"S01": text}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return {p.roles["o"]: p for p in g.planned if p.kind == "add"}, g
+
+
+def test_an_open_add_goes_into_the_vessel_its_step_acts_on(vocab):
+    adds, g = _step_with_two_adds(vocab, [("cheese", 101.0, 105.0), ("salad bowl", 100.0, 106.0)],
+                                  "Add the cheese and the lettuce.")
+    assert {o: p.roles["c"] for o, p in adds.items()} == {"cheese": "salad_bowl", "lettuce": "salad_bowl"}
+    ev = adds["lettuce"].evidence["c"]
+    assert ev["track"] == "t1" and ev["how"].startswith(
+        "the vessel every bound operation of step S01 acts on (add_ingredient at 102.0 s; salad_bowl: "
+        "the text names no vessel; the only vessel tracked during the add (102.00-104.00 s)); salad_bowl "
+        "standing from 106.00 s on, not handled during the add;")
+    assert ev["how"].endswith("the target rule left this add open (no vessel named in the step text (a "
+                              "vessel held while a food is added may be its source))")
+    assert not [c for c in g.checks if c["check"] == "add_without_track"]
+
+
+def test_a_step_vessel_needs_an_add_or_a_named_vessel_and_must_be_the_texts_noun(vocab):
+    from analysis.compiler.grounding import step_vessels
+    # the step's only other operation is a stir bound as "the only vessel tracked during
+    # the segment": the lettuce may go into an untracked pan; it stays open
+    adds, g = _step_with_two_adds(vocab, [("spoon", 99.0, 111.0), ("bowl", 100.0, 110.0)],
+                                  "Stir, then add the lettuce.")
+    assert "lettuce" not in adds
+    assert [p.action for p in g.planned] == ["stir"] and step_vessels(g.planned) == {}
+    assert [c["check"] for c in g.checks] == ["add_without_track", "add_without_track"]
+    # the text names a pan: the bowl the cheese went into is not the lettuce's vessel
+    adds, g = _step_with_two_adds(vocab, [("cheese", 101.0, 105.0), ("salad bowl", 100.0, 106.0)],
+                                  "Add the cheese, then the lettuce to the pan.")
+    assert "lettuce" not in adds
+    # the salad bowl is in the hand during the lettuce's add (203-207 s): it may be the
+    # lettuce's source, so the add stays open
+    adds, g = _step_with_two_adds(vocab, [("cheese", 101.0, 105.0), ("salad bowl", [(100.0, 106.0), (203.0, 207.0)])],
+                                  "Add the cheese and the lettuce.")
+    assert list(adds) == ["cheese"]
+    # two vessels among the step's operations: no step vessel
+    class P:
+        def __init__(self, action, roles, how, t):
+            self.kind, self.action, self.roles, self.time = "add", action, roles, t
+            self.evidence = {"c": {"how": how}}
+            self.step = SimpleNamespace(recipe="R", step="S01", video="v", row="")
+    assert step_vessels([P("add_ingredient", {"o": "a", "c": "bowl"}, "x", 1.0),
+                         P("add_ingredient", {"o": "b", "c": "pan"}, "x", 2.0)]) == {}
+    assert step_vessels([P("add_ingredient", {"o": "a", "c": "bowl"}, "x", 1.0)]) == {
+        ("R", "S01", "v"): ("bowl", {"how": "x"}, [("add_ingredient", 1.0)])}
+
+
+def test_one_add_row_puts_in_every_instance_handled_during_it(vocab):
+    # P05-20240425-173353's pattern: the add of eggs 104-106 s; egg1 and egg2 are each
+    # handled inside it; the "packet of eggs" is their source (a container named for the
+    # ingredient, beside its food instances); egg3 is put down 0.3 s into the add (its
+    # track 90-104.3 s lies mostly before it): not one the add puts in
+    _, g = _untracked_add(vocab, [("egg1", 104.2, 105.0), ("egg2", 105.1, 105.9), ("packet of eggs", 103.0, 104.1),
+                                  ("egg3", 90.0, 104.3), ("bowl", 103.0, 107.0)],
+                          text="Beat the eggs in a bowl.", name="eggs")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles, p.hold_track) for p in adds] == [
+        ("add_ingredient", {"o": "egg1", "c": "bowl"}, "t0"), ("add_ingredient", {"o": "egg2", "c": "bowl"}, "t1")]
+    assert [p.what for p in adds] == ["add I01 (eggs): egg1", "add I01 (eggs): egg2"]
+    # with only one instance mostly inside the add, several matching objects stay ambiguous
+    _, g = _untracked_add(vocab, [("egg1", 104.2, 105.0), ("egg3", 90.0, 104.3), ("bowl", 103.0, 107.0)],
+                          text="Beat the eggs in a bowl.", name="eggs")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [d["reason"] for d in g.dropped if d["kind"] == "add"] == [
+        "several tracked objects match the ingredient: ['egg1', 'egg3']"]
+
+
+def test_a_sprinkle_needs_a_held_container_named_for_the_seasoning_and_a_vessel(vocab):
+    # P02-20240209-184316's pattern ("Sprinkle with sea salt"): the "bottle of salt" held
+    # through the segment is the source (its name names salt); the pot the text names,
+    # held 101-104 s, is the target
+    planned, drops = _action_episode(vocab, [("bottle of salt", [(100.5, 109.5)]), ("pot", [(101.0, 104.0)])],
+                                     "Sprinkle with sea salt over the pot.", tool=None)
+    assert [(p.action, p.roles) for p in planned] == [
+        ("sprinkle", {"s": "salt", "src": "salt_bottle", "dst": "pot"})] and not drops
+    assert planned[0].evidence["s"]["how"] == "salt_bottle's track name names salt, a seasoning the step text names"
+    # no vessel named or handled during the segment (the potatoes lifted onto a plate): dropped
+    planned, drops = _action_episode(vocab, [("bottle of salt", [(100.5, 109.5)])],
+                                     "Then lift out with a large spoon. Sprinkle with sea salt.", tool=None)
+    assert not planned and "sprinkle target not decided: no vessel named in the step text or handled" in \
+        drops[0]["reason"]
+    # a "spice jar" names no seasoning: nothing to bind
+    planned, drops = _action_episode(vocab, [("spice jar1", [(100.5, 109.5)]), ("pot", [(101.0, 104.0)])],
+                                     "Sprinkle with the paprika over the pot.", tool=None)
+    assert not planned and ("sprinkle: 0 containers held during the step segment hold a seasoning the verb's "
+                            "clause names []") in drops[0]["reason"]

@@ -491,8 +491,8 @@ class OpBuilder:
                 return None, f"{ent} is not standing at a fixture"
             return f, None
 
-        if a in ("pour", "empty_into", "add_ingredient", "put_in_container", "stir", "whisk", "grate",
-                 "break_into"):
+        if a in ("pour", "empty_into", "sprinkle", "add_ingredient", "put_in_container", "stir", "whisk",
+                 "grate", "break_into"):
             tgt = r.get("dst") or r.get("c")
             f, why = at_target(tgt)
             if f is None:
@@ -500,7 +500,7 @@ class OpBuilder:
             if not self.goto(t, f):
                 return "navigation failed"
             fp = self.fixture_prov(tgt, f)
-            if a in ("pour", "empty_into"):
+            if a in ("pour", "empty_into", "sprinkle"):
                 if ("capped", r["src"]) in self.facts and ("holding", r["src"]) in self.facts:
                     # a snippet observed it closed (or opened later): it is opened to pour
                     self._curated_op(t, "open_container", [r["src"]], "inserted_uncap_before_pour")

@@ -38,9 +38,9 @@ from .windows import Grounding, Planned, StepWindow, step_windows
 
 __all__ = ["COLOUR_WORDS", "CONTAINER_WORDS", "EXCLUDED_TARGETS", "Grounder", "Grounding",
            "LOOKBACK", "MARGIN", "PART_WORDS", "Planned", "ROW_VERBS", "STIR_TOOLS", "STOP",
-           "SUBSTANCE_WORDS", "StepWindow", "UNTRACKED_RULE", "all_verbs", "ground",
+           "SUBSTANCE_WORDS", "StepWindow", "UNTRACKED_RULE", "VESSEL_ACTIONS", "all_verbs", "ground",
            "ground_snippets", "ingredient_entity", "ingredient_type", "key_verb",
-           "name_content", "name_head", "overlaps", "row_verbs", "row_words", "step_windows",
+           "name_content", "name_head", "overlaps", "row_verbs", "row_words", "step_vessels", "step_windows",
            "target_groups", "target_phrases", "title_of", "words"]
 
 
@@ -50,7 +50,50 @@ class Grounder(AddsMixin, StepsMixin, RowsMixin, GrounderBase):
 
 
 def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
+    """Ground one episode. An add whose target the evidence leaves open is bound, in a
+    second pass, to its step's vessel (:func:`step_vessels`) when the first pass found
+    one: the pass is repeated whole, so every rule sees the same bindings."""
+    g = _ground_once(world, recipes, vocab, activities, snippets, {})
+    vessels = step_vessels(g.out.planned)
+    if any(k in vessels for k in g.open_adds):
+        g = _ground_once(world, recipes, vocab, activities, snippets, vessels)
+    return g.out
+
+
+#: operations whose vessel argument is where the step's food goes (role ``c`` or ``dst``)
+VESSEL_ACTIONS = frozenset({"stir", "whisk", "add_ingredient", "pour", "empty_into", "grate",
+                            "break_into"})
+
+
+def step_vessels(planned) -> dict:
+    """``(recipe, step, video) -> (vessel, evidence, [(action, time), ...])`` for each
+    recipe step whose bound operations (its adds and its key actions, never an activity
+    row's or a snippet's) all act on one vessel of that video, and at least one of them
+    says so by itself: an add (its add row observes where the food went) or a key action
+    whose vessel the step text names. A stir bound only as "the only vessel tracked during
+    the segment" does not make a step vessel: the food may go into an untracked pan on
+    the hob while a bowl is stirred (P04_R06_S06: lemon juice and a stir of ``bowl1``)."""
+    seen: dict = {}
+    for p in planned:
+        if p.kind not in ("add", "step") or p.step is None or p.step.row or p.action not in VESSEL_ACTIONS:
+            continue
+        role = "dst" if "dst" in p.roles else "c"
+        ev = p.evidence.get(role) or {}
+        strong = p.kind == "add" or str(ev.get("how", "")).startswith("step text names")
+        key = (p.step.recipe, p.step.step, p.step.video)
+        seen.setdefault(key, []).append((p.time, p.roles[role], ev, p.action, strong))
+    out = {}
+    for key, ops in seen.items():
+        ops.sort(key=lambda o: (o[0], o[3]))
+        strong = [o for o in ops if o[4]]
+        if len({o[1] for o in ops}) == 1 and strong:
+            out[key] = (strong[0][1], strong[0][2], [(o[3], o[0]) for o in ops])
+    return out
+
+
+def _ground_once(world, recipes, vocab, activities, snippets, vessels) -> Grounder:
     g = Grounder(world, recipes, vocab)
+    g.step_vessels = vessels
     g.ground_adds()
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}
@@ -65,4 +108,4 @@ def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
             g.drop("track", f"track {t.track_id} ({a.raw_name})", why,
                    t.start + off, file="assoc_info.json", association=a.assoc_id, track=t.track_id, video=a.video)
     g.out.planned.sort(key=lambda p: (p.time, p.kind, p.action, p.what))
-    return g.out
+    return g

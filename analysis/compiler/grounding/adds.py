@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .text import (COLOUR_WORDS, CONTAINER_WORDS, MARGIN, UNTRACKED_RULE, ingredient_entity, ingredient_type, overlaps, target_phrases, title_of, words)
+from .text import (COLOUR_WORDS, CONTAINER_WORDS, MARGIN, UNTRACKED_RULE, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
 from .windows import Planned
 
 class AddsMixin:
@@ -87,9 +87,42 @@ class AddsMixin:
             if len({tr.entity for tr in strict}) == 1:
                 mine, ents = strict, [strict[0].entity]
         if len(ents) > 1:
-            self.drop("add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
+            added = self.instances_added(mine, t0, t1)
+            if len(added) < 2:
+                self.drop("add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
+                return
+            # one add row, several instances put in during it (the spinach leaves, the
+            # eggs): each is added, from its own track
+            for ent, tr in added:
+                self.ground_instance(rid, ev, matches, refs, f"{what}: {ent}", ent, [tr], generic,
+                                     {e for e, _ in added} - {ent})
             return
-        ent = ents[0]
+        self.ground_instance(rid, ev, matches, refs, what, ents[0], mine, generic, set())
+
+    def instances_added(self, mine, t0: float, t1: float) -> list[tuple]:
+        """The instances of an ingredient that one add row puts in, when several are
+        tracked during it: every food instance (or, with no food instance, every
+        container of it) with one track that overlaps the add for at least half of the
+        shorter of the two (track or add). A container named for the ingredient is the
+        source of its food instances ("packet of eggs" beside egg1..egg5), and an instance
+        handled mostly outside the add ("butter" put down 3 s into a 23 s add) is not one
+        of those it puts in. ``[(instance, its track), ...]`` in the order they are handled."""
+        def share(tr):
+            inside = min(tr.end, t1) - max(tr.start, t0)
+            return inside >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside > 0
+        foods = {tr.entity for tr in mine if self.is_food(tr.entity) and not self.is_a(tr.entity, "container")}
+        pool = [tr for tr in mine if (tr.entity in foods) == bool(foods)]
+        out = []
+        for ent in sorted({tr.entity for tr in pool}):
+            trs = [tr for tr in pool if tr.entity == ent and share(tr)]
+            if len(trs) == 1:
+                out.append((ent, trs[0]))
+        return sorted(out, key=lambda x: (x[1].start, x[0]))
+
+    def ground_instance(self, rid, ev, matches, refs, what, ent, mine, generic, siblings):
+        """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
+        ``siblings``: the other instances the same add row puts in (never its target)."""
+        t0, t1 = ev.span.start, ev.span.end
         tr = sorted(mine, key=lambda x: (abs(x.start - t0), x.track_id))[0]
         if len([x for x in mine if x.entity == ent]) > 1:
             tr = [x for x in mine if x.entity == ent and overlaps(x.start, x.end, t0, t1, 0.0)]
@@ -102,6 +135,8 @@ class AddsMixin:
             return
         text = win.text if win else ""
         ttext = self.clause_of(text, matches[ev.ingredient_id])
+        # one of several instances goes in while its own track is held
+        during = (max(t0, tr.start), min(t1, tr.end)) if siblings else None
         typ = self.w.objects[ent]
         leaf, _ = ingredient_type(ev.name, self.vocab)
         subst = self.vocab.is_a(leaf, "substance")
@@ -119,7 +154,7 @@ class AddsMixin:
             self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
                 **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
                 "how": "the track's name names the ingredient it holds"}})
-            target, tev = self.add_target(rid, ev, win, ttext, ent, what, refs)
+            target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
             if target is None:
                 return
             action = "pour" if subst else "empty_into"
@@ -142,8 +177,8 @@ class AddsMixin:
                 if action == "insert":
                     action = "put_in_container"
                 # a container an item is put into: the target rule alone, not another add's target
-                target, tev = self.add_target(rid, ev, win, ttext, ent, what, refs,
-                                              same_step=action != "put_in_container")
+                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs,
+                                              same_step=action != "put_in_container", during=during)
                 if target is None:
                     return
             roles = {"o": ent, "c": target}
@@ -157,13 +192,18 @@ class AddsMixin:
             {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
             title=title_of(text) if text else f"Add {ev.name}", what=what))
 
-    def add_target(self, rid, ev, win, ttext, ent, what, refs, same_step=True):
+    def add_target(self, rid, ev, win, ttext, own, what, refs, same_step=True, during=None):
         """``(target, evidence)`` of an add by the target rule (and, with ``same_step``,
-        another add of the same step); ``(None, None)`` with the reason dropped."""
+        another add of the same step, or the step's vessel); ``own``: the add's own
+        objects (never its target); ``during``: the span the food went in, when narrower
+        than the add row's (one of several instances, in its own track). ``(None, None)``
+        with the reason dropped."""
         t0, t1 = ev.span.start, ev.span.end
-        target, tev, why = self.bind_target(ttext, t0, t1, win, {ent}, video=ev.span.video, event="the add")
+        target, tev, why = self.bind_target(ttext, t0, t1, win, own, video=ev.span.video, event="the add")
         if same_step:
-            target, tev = self.same_step_target(rid, win, target, tev, why, {ent})
+            target, tev = self.same_step_target(rid, win, target, tev, why, own)
+            if target is None:
+                target, tev = self.step_vessel(rid, win, ttext, own, why, *(during or (t0, t1)))
         if target is None:
             self.drop("add", what, f"target not decided: {why}", t0, **refs)
             self.undecided_adds.append((ev.span.video, t0, t1))
@@ -238,6 +278,8 @@ class AddsMixin:
         target, tev, why = self.bind_target(ttext, t0, t1, win, set(), fallback=False, video=ev.span.video,
                                             event="the add")
         if target is None:
+            target, tev = self.step_vessel(rid, win, ttext, set(), why, t0, t1)
+        if target is None:
             check(f"target not decided: {why}")
             return
         from ..worlds import default_location     # worlds imports this package
@@ -279,6 +321,45 @@ class AddsMixin:
             return None, None
         return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
                                             f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
+
+    def step_vessel(self, rid, win, text, exclude, why, t0, t1):
+        """``(vessel, evidence)`` for an add whose target the target rule left open: the
+        one vessel that every other bound operation of the add's own recipe step acts on,
+        in the same video (:func:`~analysis.compiler.grounding.step_vessels`: its stirs,
+        pours and adds), when the step text names no vessel or names that vessel's noun
+        ("Add the minced beef and cook ... Stir often": the wok the step's stirs are bound
+        to). An add the step's other operations do not settle (two vessels, or none)
+        stays undecided, and so does one during which the vessel is in the hand (it may
+        be the food's source). Never for an add whose vessel is tracked only in another
+        video. ``(None, None)`` otherwise; the caller records the add as open."""
+        if win is None or win.row:
+            return None, None
+        key = (rid, win.step, win.video)
+        self.open_adds.add(key)
+        got = self.step_vessels.get(key)
+        if got is None or "another video" in why:
+            return None, None
+        vessel, vev, ops = got
+        if vessel in exclude:
+            return None, None
+        named = {ph[-1] for grp in target_groups(text, self.vessel_heads) for ph in grp
+                 if ph[-1] in self.vessel_heads}
+        if named and not self.own_heads.get(vessel, set()) & named:
+            return None, None
+        # it stands still through the add: a vessel in the hand then may be the food's
+        # source (the bowl the onion is tipped out of), never evidence of where it went
+        trs = [tr for tr in self.tracks_of.get(vessel, []) if tr.assoc.video == win.video]
+        if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
+            return None, None
+        before = [tr.end for tr in trs if tr.end <= t0]
+        after = [tr.start for tr in trs if tr.start >= t1]
+        still = (f"{vessel} standing from {self.local(win.video, max(before)):.2f} s" if before else
+                 f"{vessel} standing from the start of the video") + (
+                 f" to {self.local(win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"
+        said = ", ".join(f"{a} at {self.local(win.video, t):.1f} s" for a, t in ops)
+        return vessel, {**vev, "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
+                                      f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
+                                      f"({why})"}
 
     def fixture_named(self, text: str) -> str | None:
         low = text.lower()

@@ -43,6 +43,9 @@ class GrounderBase:
         # (recipe, step, video) -> first evidenced add target (instances are per video)
         self.step_targets: dict = {}
         self.undecided_adds: list = []     # (video, start, end) of adds with a source, no target
+        # (recipe, step, video) -> the step's one vessel (set by ``ground``'s second pass)
+        self.step_vessels: dict = {}
+        self.open_adds: set = set()        # (recipe, step, video) of adds left without a target
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
             self.tracks_of.setdefault(tr.entity, []).append(tr)

@@ -324,9 +324,8 @@ class StepsMixin:
             if (q.action == "pour" and q.time < win.start and set(words(q.roles["s"])) & named
                     and into and (q.step is None or q.step.step != win.step)):
                 holds.setdefault(q.roles["dst"], (q.roles["s"], q))
-        for (pred, *xs) in sorted(set(self.out.facts) | set(self.w.facts)):
-            if pred == "in" and len(xs) == 2 and set(words(xs[0])) & named:
-                holds.setdefault(xs[1], (xs[0], None))
+        for c, sub in self.holders_of(named).items():
+            holds.setdefault(c, (sub, None))
         srcs = sorted({tr.entity for tr in held if tr.entity in holds and self.is_a(tr.entity, "container")})
         if len(srcs) > 1:
             self.drop("cue", what, f"{len(srcs)} held containers hold a substance the text names {srcs}",
@@ -375,8 +374,48 @@ class StepsMixin:
             {"o": {"how": "item the step text names, held during the step", **self.track_ref(tr)}, "c": tev},
             refs, hold=ent, hold_track=tr.track_id, step=win, title=title_of(win.text), what=what))
 
+    def holders_of(self, named: set) -> dict:
+        """``container -> substance`` for every initial ``in(substance, container)`` fact
+        (the world's, or one an add observed) whose substance a word of ``named`` names."""
+        out = {}
+        for pred, *xs in sorted(set(self.out.facts) | set(self.w.facts)):
+            if pred == "in" and len(xs) == 2 and set(words(xs[0])) & named:
+                out.setdefault(xs[1], xs[0])
+        return out
+
     def step_sprinkle(self, win, what, refs):
-        self.drop("cue", what, "sprinkle: no binding rule for the seasoning source", win.start, **refs)
+        """Sprinkle or season: the one container held during the step segment (for at
+        least half of it, or a second) whose name names a seasoning the verb's own clause
+        names ("Sprinkle with sea salt": the "bottle of salt"), sprinkled into the vessel
+        the text names or, naming none, the only vessel handled during the segment. A
+        "spice jar1" names no seasoning and binds nothing."""
+        m = re.search(r"\b(?:sprinkl|season)\w*\s+(.*?)(?:[.;]|$)", win.text.lower())
+        clause = set(words(m.group(1))) if m else set()
+        if not clause:
+            self.drop("cue", what, "sprinkle: the verb's clause names no seasoning", win.start, **refs)
+            return
+        holds = self.holders_of(clause)
+        need = min(1.0, 0.5 * (win.end - win.start))
+        held = [tr for tr in self.during(win) if tr.entity in holds and self.is_a(tr.entity, "container")
+                and self.own_overlap(win, tr) >= need]
+        srcs = sorted({tr.entity for tr in held})
+        if len(srcs) != 1:
+            self.drop("cue", what, f"sprinkle: {len(srcs)} containers held during the step segment hold a "
+                                   f"seasoning the verb's clause names {srcs}", win.start, **refs)
+            return
+        src, sub = srcs[0], holds[srcs[0]]
+        src_tr = min((tr for tr in held if tr.entity == src), key=lambda x: (x.start, x.track_id))
+        target, tev, why = self.bind_target(win.text, win.start, win.end, win, {src})
+        if target is None:
+            self.drop("cue", what, f"sprinkle target not decided: {why}", win.start, **refs)
+            return
+        t = min(max(win.start, src_tr.start + 0.01), src_tr.end - 0.01)
+        self.out.planned.append(Planned(
+            "step", round(t, 3), "sprinkle", {"s": sub, "src": src, "dst": target},
+            {"s": {"how": f"{src}'s track name names {sub}, a seasoning the step text names", **self.track_ref(src_tr)},
+             "src": {"how": "container of the seasoning, held during the step segment", **self.track_ref(src_tr)},
+             "dst": tev},
+            refs, hold=src, hold_track=src_tr.track_id, step=win, title=title_of(win.text), what=what))
 
     def step_knead(self, win, what, refs):
         food, fev, ftr = self.named_at(win, self.is_food, what, refs, "food")
