@@ -75,6 +75,18 @@ def test_malformed_and_ill_typed_actions_are_rejected_not_raised(action, checks)
     assert (out.accepted, out.failed_checks, out.world is KITCHEN) == (False, checks, True)
 
 
+def test_args_must_be_a_list_even_after_the_list_was_accepted():
+    # The grounded-operator cache is keyed by the arguments as a tuple: a tuple, or a
+    # string of one-letter ids, must not hit the entry of the same action given as a list.
+    ex = Executor(RULES)
+    w = World({"a": "counter", "b": "fridge"}, [("agent-at", "a")])
+    assert ex.apply(w, {"type": "navigate", "args": ["a", "b"]}).accepted
+    for args in (("a", "b"), "ab"):
+        out = ex.apply(w, {"type": "navigate", "args": args})
+        assert (out.accepted, out.failed_checks, out.world is w) == (False, ["field:args"], True)
+        assert ex.check(w, {"type": "navigate", "args": args}) == ["field:args"]
+
+
 def test_navigate_to_same_fixture_keeps_agent_there():
     # STRIPS deletes first, then adds: the agent stays where it was.
     out = EX.apply(KITCHEN, {"type": "navigate", "args": ["fridge", "fridge"]})

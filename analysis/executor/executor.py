@@ -191,10 +191,13 @@ class Executor:
         Never raises on a malformed action: it is rejected with a named check.
         """
         g = None
-        if type(action) is dict:
+        args = action.get("args") if type(action) is dict else None
+        # Only a list may hit the cache: a tuple or a string of the same items makes the
+        # same key, and must still fail field:args as on a first attempt.
+        if type(args) is list:
             try:
-                g = self._grounded.get((action["type"], tuple(action["args"])))
-            except (KeyError, TypeError):
+                g = self._grounded.get((action.get("type"), tuple(args)))
+            except TypeError:  # an unhashable type or argument: not grounded
                 g = None
         if g is None:
             # Not grounded before: check the action's form, then ground it (and keep it,
