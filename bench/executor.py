@@ -17,7 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+REPO = Path(__file__).resolve().parents[1]
+# This checkout's own package first (as bench/verify.py does): run from a worktree, the
+# editable install would otherwise time another checkout's executor.
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from analysis.executor import Executor, Rules, World  # noqa: E402
 from analysis.executor.pddl import decode_name, domain_pddl, encode_name, problem_pddl  # noqa: E402

@@ -51,3 +51,33 @@ def test_invalid_inputs_name_the_field():
         World.from_json({"facts": []})
     with pytest.raises(TypeError, match="facts"):
         World({}, [("at", 3)])
+
+
+def test_successors_stored_as_changes_behave_as_plain_fact_sets():
+    # World._successor keeps the change against a base until the facts are read or the
+    # change outgrows a bound: whatever the path, every query answers as on the frozenset.
+    import random
+    from analysis.executor.world import _MAX_CHANGE
+    rng = random.Random(7)
+    universe = [("p", str(i)) for i in range(400)]
+    objects = {str(i): "glass" for i in range(400)}
+    for _ in range(20):
+        facts = frozenset(rng.sample(universe, 200))
+        w = World(objects, facts)
+        sizes, capped = set(), 0
+        for _ in range(150):
+            dels = set(rng.sample(universe, rng.randint(0, 3)))
+            adds = set(rng.sample(universe, rng.randint(0, 3)))
+            atoms = frozenset(rng.sample(universe, 5))
+            assert w._holding(atoms) == atoms & facts
+            w, facts = w._successor(dels, adds), (facts - dels) | adds
+            capped += w._facts is not None  # materialised at once: the change outgrew the bound
+            base, plus, minus = w._delta
+            assert (base - minus) | plus == facts and not plus & base and minus <= base
+            sizes.add(len(plus) + len(minus))
+            assert all(w.holds(a) == (a in facts) for a in universe)
+            if rng.random() < 0.03:
+                assert w.facts == facts and w._delta == (facts, frozenset(), frozenset())
+        assert capped and max(sizes) <= _MAX_CHANGE
+        assert w == World(objects, facts) and hash(w) == hash(facts)
+        assert w.sha256() == World(objects, facts).sha256()

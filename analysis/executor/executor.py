@@ -4,7 +4,9 @@
 ``known_action_type``, ``arity``, ``known_object:<param>``, ``type:<param>`` and then
 every named precondition of the rule, and reports *every* failed check by name. An
 invalid action returns the same ``World`` object; an accepted one returns the successor
-``(facts - del) | add`` with the transition and the event.
+``(facts - del) | add`` with the transition and the event. The successor stores only the
+change until its facts are read (``World._successor``): copying the fact set was most of
+the cost of an accepted attempt.
 
 >>> from analysis.executor import Rules, World
 >>> ex = Executor(Rules.load())
@@ -52,7 +54,7 @@ class Outcome:
         self.accepted = accepted
         self.failed_checks = failed_checks
         self.world = world
-        self._before = before      # facts before the action (accepted only)
+        self._before = before      # the world before the action (accepted only)
         self._changes = changes    # (deleted atoms, added atoms) of the rule
         self._event = event        # (type, args tuple)
         self._transition = self._event_dict = None
@@ -61,11 +63,11 @@ class Outcome:
     def transition(self) -> dict | None:
         if self._transition is None and self.accepted:
             dels, adds = self._changes
-            facts = self._before
+            held = self._before._holding  # through the world's change: no copy of facts
             # Report what really changed: an add of a fact already true is no change,
             # and a deleted-then-added atom stays (STRIPS: delete first, then add).
-            self._transition = {"added": [list(a) for a in sorted(adds - facts)],
-                                "removed": [list(a) for a in sorted((dels - adds) & facts)]}
+            self._transition = {"added": [list(a) for a in sorted(adds - held(adds))],
+                                "removed": [list(a) for a in sorted(held(dels - adds))]}
         return self._transition
 
     @property
@@ -90,10 +92,9 @@ class _Compiled:
     add: tuple[tuple[str, tuple[int, ...]], ...]
     delete: tuple[tuple[str, tuple[int, ...]], ...]
     check: Any = None     # generated: (args, facts, objects) -> list of failed check names
-    effects: Any = None   # generated: args -> (deleted atoms, added atoms)
 
 
-def _generate(c: _Compiled) -> tuple[Any, Any]:
+def _generate(c: _Compiled) -> Any:
     # Straight-line Python per action type (the semantics stay in the tuples above; this
     # only unrolls them): no loops, no index lookups, about 3x faster than interpreting.
     def atom(pred, idx):
@@ -108,16 +109,11 @@ def _generate(c: _Compiled) -> tuple[Any, Any]:
         op = "in" if negated else "not in"
         lines.append(f"    if {atom(pred, idx)} {op} facts: failed.append({name!r})")
     lines.append("    return failed")
-    lines.append("def effects(a):")
-    dels = ", ".join(atom(p, idx) for p, idx in c.delete)
-    adds = ", ".join(atom(p, idx) for p, idx in c.add)
-    lines.append(f"    return {{{dels}}} if {bool(c.delete)} else set(), "
-                 f"{{{adds}}} if {bool(c.add)} else set()")
     ns: dict = {}
     exec("\n".join(lines), ns)  # noqa: S102 - source built from validated rule names only
     allowed = tuple(t for _, _, t in c.param_checks)
     check = ns["check"]
-    return (lambda a, facts, objects: check(a, facts, objects, allowed)), ns["effects"]
+    return lambda a, facts, objects: check(a, facts, objects, allowed)
 
 
 def _compile(rules: Rules) -> dict[str, _Compiled]:
@@ -134,9 +130,7 @@ def _compile(rules: Rules) -> dict[str, _Compiled]:
             add=tuple((t.predicate, tuple(index[x] for x in t.args)) for t in a.add),
             delete=tuple((t.predicate, tuple(index[x] for x in t.args)) for t in a.delete),
         )
-        check, effects = _generate(out[name])
-        object.__setattr__(out[name], "check", check)
-        object.__setattr__(out[name], "effects", effects)
+        object.__setattr__(out[name], "check", _generate(out[name]))
     return out
 
 
@@ -157,10 +151,13 @@ class Executor:
         >>> Executor(Rules.load()).check(World({}, []), {"type": "fly", "args": []})
         ['known_action_type']
         """
-        failed, _ = self._check(world, action)
-        return failed
+        failed, c = self._resolve(action)
+        if c is None:
+            return failed
+        return c.check(action["args"], world.facts, world._objects)
 
-    def _check(self, world: World, action: Any) -> tuple[list[str], Any]:
+    def _resolve(self, action: Any) -> tuple[list[str], Any]:
+        # The checks of the action's form, which need no world: (failed, None) or ([], c).
         if not isinstance(action, dict):
             return [MALFORMED_ACTION], None
         t = action.get("type")
@@ -177,7 +174,7 @@ class Executor:
             return [KNOWN_ACTION_TYPE], None
         if len(args) != c.arity:
             return [ARITY], None
-        return c.check(args, world._facts, world._objects), c
+        return [], c
 
     def _ground(self, c: _Compiled, args) -> "_Grounded":
         def atoms(spec):
@@ -193,34 +190,44 @@ class Executor:
 
         Never raises on a malformed action: it is rejected with a named check.
         """
-        facts, objects = world._facts, world._objects
         g = None
-        if type(action) is dict:
+        args = action.get("args") if type(action) is dict else None
+        # Only a list may hit the cache: a tuple or a string of the same items makes the
+        # same key, and must still fail field:args as on a first attempt.
+        if type(args) is list:
             try:
-                g = self._grounded.get((action["type"], tuple(action["args"])))
-            except (KeyError, TypeError):
+                g = self._grounded.get((action.get("type"), tuple(args)))
+            except TypeError:  # an unhashable type or argument: not grounded
                 g = None
-        if g is not None:
-            # Fast path: the action was grounded before. Types are checked against this
-            # world's objects; the preconditions are one subset and one disjointness test.
-            for allowed, arg in g.typed:
-                if objects.get(arg) not in allowed:
-                    return Outcome(False, g.compiled.check(g.args, facts, objects), world)
-            if not (g.pos <= facts and g.neg.isdisjoint(facts)):
-                return Outcome(False, [n for n, atom, negated in g.named
-                                       if (atom in facts) is negated], world)
-            c, args, dels, adds = g.compiled, g.args, g.delete, g.add
-        else:
-            failed, c = self._check(world, action)
-            if c is not None and len(self._grounded) < 200_000:
-                g = self._ground(c, action["args"])
+        if g is None:
+            # Not grounded before: check the action's form, then ground it (and keep it,
+            # up to a bound) so that it takes the same path as a repeated attempt.
+            failed, c = self._resolve(action)
+            if c is None:
+                return Outcome(False, failed, world)
+            g = self._ground(c, action["args"])
+            if len(self._grounded) < 200_000:
                 self._grounded[(c.name, g.args)] = g
-            if failed:
-                return Outcome(False, failed, world, None, None)
-            args = action["args"]
-            dels, adds = c.effects(args)
-        return Outcome(True, [], World._trusted(objects, (facts - dels) | adds), facts,
-                       (dels, adds), (c.name, args))
+        # Types are checked against this world's objects.
+        objects = world._objects
+        for allowed, arg in g.typed:
+            if objects.get(arg) not in allowed:
+                return Outcome(False, g.compiled.check(g.args, world.facts, objects), world)
+        # The preconditions are tested through the world's change against its base (World:
+        # facts == (base - minus) | plus, plus outside base, minus inside it), so that no
+        # fact set is built: a few operations on sets the size of the preconditions (for a
+        # materialised world, plus and minus are empty). The named failed checks are
+        # computed only when this test fails.
+        base, plus, minus = world._delta
+        pos, neg = g.pos, g.neg
+        if not (pos.isdisjoint(minus) and (pos <= base or pos - plus <= base)
+                and neg.isdisjoint(plus)
+                and (neg.isdisjoint(base) or (neg - minus).isdisjoint(base))):
+            return Outcome(False, [n for n, atom, negated in g.named
+                                   if (atom in plus or atom in base and atom not in minus)
+                                   is negated], world)
+        return Outcome(True, [], world._successor(g.delete, g.add), world,
+                       (g.delete, g.add), (g.compiled.name, g.args))
 
 
 @dataclass(frozen=True, slots=True)
