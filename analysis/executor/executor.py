@@ -223,9 +223,8 @@ class Executor:
         if not (pos.isdisjoint(minus) and (pos <= base or pos - plus <= base)
                 and neg.isdisjoint(plus)
                 and (neg.isdisjoint(base) or (neg - minus).isdisjoint(base))):
-            return Outcome(False, [n for n, atom, negated in g.named
-                                   if (atom in plus or atom in base and atom not in minus)
-                                   is negated], world)
+            return Outcome(False, [n for n, atom, negated in g.named if world._has(atom) is negated],
+                           world)
         return Outcome(True, [], world._successor(g.delete, g.add), world,
                        (g.delete, g.add), (g.compiled.name, g.args))
 
