@@ -749,3 +749,20 @@ def test_a_sprinkle_needs_a_held_container_named_for_the_seasoning_and_a_vessel(
                                      "Sprinkle with the paprika over the pot.", tool=None)
     assert not planned and ("sprinkle: 0 containers held during the step segment hold a seasoning the verb's "
                             "clause names []") in drops[0]["reason"]
+
+
+def test_a_worn_glove_takes_no_hand():
+    from analysis.compiler.operations import worn
+    assert [worn(n) for n in ("glove", "oven glove 2", "pair of rubber gloves", "oven mitt", "red glove")] == [True] * 5
+    assert [worn(n) for n in ("glove box", "box of gloves", "knife", "glover")] == [False] * 4
+
+
+def test_a_tracked_squash_is_the_vegetable_and_a_bottle_of_it_the_drink(vocab):
+    # HD-EPIC files "squash" under vegetables; the vocabulary's substance word "squash" is
+    # the drink, poured from its bottle: a tracked thing named for it is the vegetable
+    nouns = ClassTable({"squash": "vegetables"}, {"squash": "squash"}, {})
+    assert track_entity("remaining squash", nouns, vocab.overrides, vocab)[1:] == ("vegetable", None)
+    assert track_entity("bottle of squash", nouns, vocab.overrides, vocab) == ("squash_bottle", "bottle", "squash")
+    # a substance HD-EPIC files as a drink stays a container of it ("oat milk" is its carton)
+    milk = ClassTable({"milk": "dairy and eggs"}, {"milk": "milk"}, {})
+    assert track_entity("oat milk", milk, vocab.overrides, vocab) == ("oat_milk_container", "other_sealable", "milk")

@@ -13,6 +13,8 @@ Events:
 One hand: tracks that overlap in time cannot all be held. Tracks a grounded event needs in
 the hand are selected first, then the others in time order; a track that overlaps an
 already selected one is dropped (``dropped.jsonl``: the reason names the other track).
+A glove or mitt is worn, not held (:func:`worn`): its tracks are not compiled, so the
+things the gloved hands handle are.
 
 Provenance is per argument: every argument of an operation records ``observed`` with its
 source reference (file, ID, time) or ``curated`` with the rule. An operation is
@@ -22,6 +24,7 @@ operations are emitted in non-decreasing time.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from .grounding import Grounding, Planned
@@ -29,6 +32,24 @@ from .sim import Sim
 from .worlds import UNLOAD_RULE, EpisodeWorld, align_chain
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
+#: head nouns of what is worn on a hand, not held in it (a washing-up glove tracked for
+#: five minutes while the hands wash a knife, a bowl and a sponge in it)
+WORN_HEADS = {"glove", "gloves", "mitt", "mitts", "mitten", "mittens"}
+
+
+def worn(name: str) -> bool:
+    """Whether a track's object is worn on a hand (its name's head noun, or the noun
+    before "of": "pair of gloves") rather than held in it.
+
+    >>> worn("oven glove 2"), worn("pair of rubber gloves"), worn("glove box")
+    (True, True, False)
+    """
+    low = re.sub(r"\s+", " ", re.sub(r"\d+", " ", name.lower())).strip()
+    head = low.split(" of ")[-1] if low.startswith(("pair of", "set of")) else low.split(" of ")[0]
+    ws = head.split()
+    return bool(ws) and ws[-1] in WORN_HEADS
+
+
 #: fixture kind -> the action that takes an item from it / puts an item on or in it
 TAKE_FROM = {"surface": "pick_up", "storage": "take_from_storage", "enclosed_appliance": "take_from_appliance",
              "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}
@@ -714,7 +735,14 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
             tr.conflict = f"{tr.dst_file} {tr.dst_ref}: {tr.dst}; {nxt[3]} {nxt[1]}: {nxt[0]}"
     b = OpBuilder(world, sim)
     for tr in world.tracks:
-        if tr.conflict:
+        if not tr.conflict and worn(tr.assoc.name or ""):
+            # one-hand model: a worn glove takes no hand, so it is not compiled as held
+            # (the tracks handled inside it, by the gloved hands, are)
+            b.drop("track", f"track {tr.track_id} ({tr.entity})",
+                   "a glove or mitt is worn on the hand, not held in it: not compiled", tr.start,
+                   file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
+                   video=tr.assoc.video)
+        elif tr.conflict:
             b.drop("track", f"track {tr.track_id} ({tr.entity})",
                    f"observed sources disagree ({tr.conflict}): not compiled", tr.start,
                    file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
@@ -724,7 +752,8 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
         if p.hold_track:
             busy_times.setdefault(p.hold_track, []).append(p.time)
     placed = {t.track_id for t in world.tracks if t.dst or t.track_id in next_src}
-    chosen, blocked, pick_time, juggled = select_tracks([t for t in world.tracks if not t.conflict],
+    chosen, blocked, pick_time, juggled = select_tracks([t for t in world.tracks if not t.conflict
+                                                         and not worn(t.assoc.name or "")],
                                                         needed, busy_times, placed)
     realign_chains(chosen, next_src, world.fixture_ids)
     b.compiled = {t.track_id for t in chosen}

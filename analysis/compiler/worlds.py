@@ -579,6 +579,8 @@ def _is_dish(head: str, vocab: Vocabulary) -> bool:
     return head in CONTAINER_WORDS or bool(leaf) and any(vocab.is_a(leaf, k) for k in ("vessel", "utensil", "blade"))
 
 
+#: HD-EPIC noun categories' leaf types that are solid foods, never poured (track_entity)
+SOLID_FOOD_TYPES = ("vegetable", "fruit", "meat")
 #: words that make a "roll" a roll of material (track_entity)
 ROLL_MATERIALS = {"kitchen", "paper", "tissue", "towel", "foil", "film", "cling", "parchment", "liner",
                   "bag", "baking", "toilet", "recyclable", "foodwaste", "freezer", "drawer"}
@@ -598,6 +600,9 @@ def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[
     ('pan_lid', 'lid', None)
     >>> track_entity("bottle of squash", ClassTable({}, {}, {}), v.overrides, v)
     ('squash_bottle', 'bottle', 'squash')
+    >>> squash = ClassTable({"squash": "vegetables"}, {"squash": "squash"}, {})
+    >>> track_entity("remaining squash", squash, v.overrides, v)
+    ('squash', 'vegetable', None)
     """
     low = re.sub(r"\s+", " ", name.strip().lower())
     m = re.match(r"^(.*?[a-z])\s*(\d+)$", low)
@@ -641,6 +646,15 @@ def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[
         leaf = "other_supply"
     if head in CONTAINER_WORDS and len(ws) > 1 and not vocab.is_a(leaf, "sealable_container"):
         leaf = "other_sealable"          # "mango pot", "coffee jug" hold a content: not a vessel
+    if vocab.is_a(leaf, "substance") and head:
+        # the vocabulary's substance word may also name a solid food: "squash" is the
+        # drink poured from a bottle and the vegetable cut into pieces. A tracked thing
+        # is never a liquid by itself, so HD-EPIC's own class decides: filed under a
+        # solid food category (squash: vegetables), it is that food
+        key, _ = resolve_noun(head, nouns)
+        solid = vocab.data["category_types"].get(nouns.category.get(key)) if key is not None else None
+        if solid in SOLID_FOOD_TYPES:
+            leaf = solid
     if vocab.is_a(leaf, "substance"):
         # a tracked "oat milk" is the milk's container; the substance sits inside it
         content, leaf, ws = head, "other_sealable", ws + ["container"]
