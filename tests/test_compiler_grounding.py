@@ -572,7 +572,8 @@ def test_an_add_without_a_food_track_compiles_into_the_named_vessel(vocab):
     from analysis.compiler.groups import build_groups
     from analysis.compiler.sim import Sim
     from analysis.compiler.tasks import _atom_keep
-    world, g = _untracked_add(vocab, [("bowl", 103.0, 107.0)])
+    # the bowl is handled into the add (103-105 s) and put down during it
+    world, g = _untracked_add(vocab, [("bowl", 103.0, 105.0)])
     adds = [p for p in g.planned if p.kind == "add"]
     assert [(p.action, p.roles, p.pickup) for p in adds] == [
         ("add_ingredient", {"o": "lettuce", "c": "bowl"}, "counter")]
@@ -606,13 +607,28 @@ def test_an_add_without_a_food_track_compiles_into_the_named_vessel(vocab):
     assert _atom_keep(add, ("in", "lettuce", "bowl")) == [0, 1]
 
 
+def test_an_add_without_a_food_track_never_goes_into_a_vessel_held_through_it(vocab):
+    # P08-20240614-125650's pattern: the salad bowl is in the hand through the whole
+    # tabbouleh add (its track 103-107 s covers the add 104-106 s): with no track of the
+    # food it may be what the food is tipped out of, so it is no target
+    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0)])
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [c["check"] for c in g.checks] == ["add_without_track"]
+    assert g.checks[0]["reason"].endswith(
+        "step text names 'bowl', and no tracked vessel has that head noun apart from bowl (in the hand "
+        "through the whole add: with no track of the food, it may be what the food is tipped out of)")
+    # beside it, a bowl handled during the add and put down in it is the target
+    _, g = _untracked_add(vocab, [("salad bowl", 103.0, 107.0), ("bowl", 104.5, 105.5)])
+    assert [p.roles["c"] for p in g.planned if p.kind == "add"] == ["bowl"]
+
+
 def test_an_add_without_a_food_track_and_two_bowls_is_dropped(vocab):
-    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0), ("large bowl", 104.5, 108.0)])
+    _, g = _untracked_add(vocab, [("bowl", 103.0, 105.0), ("large bowl", 104.5, 108.0)])
     assert not [p for p in g.planned if p.kind == "add"]
     assert [(c["check"], c["reason"]) for c in g.checks] == [(
         "add_without_track", "no track named for the ingredient overlaps the add; target not decided: step "
         "text 'bowl': ambiguous vessel, 2 bowl instances tracked during the add (104.00-106.00 s) or put down "
-        "in the 60 s before it (bowl tracked 103.00-107.00 s; bowl_2 tracked 104.50-108.00 s)")]
+        "in the 60 s before it (bowl tracked 103.00-105.00 s; bowl_2 tracked 104.50-108.00 s)")]
 
 
 def test_an_add_without_a_food_track_needs_the_vessel_named(vocab):
