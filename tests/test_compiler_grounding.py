@@ -767,10 +767,25 @@ def test_a_sprinkle_needs_a_held_container_named_for_the_seasoning_and_a_vessel(
                             "clause names []") in drops[0]["reason"]
 
 
-def test_a_worn_glove_takes_no_hand():
-    from analysis.compiler.operations import worn
+def test_a_worn_glove_takes_no_hand(vocab):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations, worn
+    from analysis.compiler.readers import Association, Track
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.worlds import build_world
     assert [worn(n) for n in ("glove", "oven glove 2", "pair of rubber gloves", "oven mitt", "red glove")] == [True] * 5
     assert [worn(n) for n in ("glove box", "box of gloves", "knife", "glover")] == [False] * 4
+    # a washing-up glove tracked 0-100 s and a knife washed inside it, 10-20 s: the glove
+    # is not compiled (worn), so the knife is, where a held glove would have blocked it
+    assocs = [Association("v", "a0", "glove", "glove", (Track("t0", 0.0, 100.0),)),
+              Association("v", "a1", "knife", "knife", (Track("t1", 10.0, 20.0),))]
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {}, NO_CLASSES, vocab)
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    assert [(op.action["type"], op.action["args"][0]) for op in b.out.ops
+            if op.action["type"] in ("pick_up", "put_on")] == [("pick_up", "knife"), ("put_on", "knife")]
+    assert [d["reason"] for d in b.out.dropped if d["kind"] == "track"] == [
+        "a glove or mitt is worn on the hand, not held in it: not compiled"]
 
 
 def test_a_tracked_squash_is_the_vegetable_and_a_bottle_of_it_the_drink(vocab):
