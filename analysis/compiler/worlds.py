@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .grounding import CONTAINER_WORDS, PART_WORDS, words
+from .grounding import CONTAINER_WORDS, PART_WORDS, strip_postposed, words
 from .normalise import canonical_object, fixture_id, resolve_noun
 from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
 from .vocabulary import Vocabulary
@@ -625,9 +625,10 @@ def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[
             head = left[-1] if left else (right[-1] if right else "")
     else:
         ws = words(base)
-        head = ws[-1] if ws else ""
-        if len(ws) > 1 and head in CONTAINER_WORDS:
-            content = ws[-2]
+        core = strip_postposed(ws)       # the stem keeps its colour; the type does not
+        head = core[-1] if core else ""
+        if len(core) > 1 and head in CONTAINER_WORDS:
+            content = core[-2]
     if not ws:
         ws, head = [re.sub(r"[^a-z0-9]+", "_", base).strip("_") or "object"], ""
     nt = vocab.data["noun_types"]

@@ -349,7 +349,7 @@ class AddsMixin:
             return None, None
         named = {ph[-1] for grp in target_groups(text, self.vessel_heads) for ph in grp
                  if ph[-1] in self.vessel_heads}
-        if named and not self.own_heads.get(vessel, set()) & named:
+        if named and not self.has_head(vessel, named):
             return None, None
         # it stands still through the add: a vessel in the hand then may be the food's
         # source (the bowl the onion is tipped out of), never evidence of where it went

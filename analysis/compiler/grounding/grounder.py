@@ -63,6 +63,15 @@ class GrounderBase:
             return False
         return bool(self.own_heads.get(ent, set()) & self.vessel_heads)
 
+    def has_head(self, ent, nouns) -> bool:
+        """Whether the object's own head noun is one of ``nouns`` (a word or a set), or a
+        compound of one that the vocabulary types alike: a "saucepan" is the "pan" a text
+        names (both are pans); a "teapot" is no "pot" (it is not typed as one)."""
+        nt = self.vocab.data["noun_types"]
+        nouns = {nouns} if isinstance(nouns, str) else nouns
+        return any(h == n or (h.endswith(n) and n in nt and nt.get(h) == nt[n])
+                   for h in self.own_heads.get(ent, ()) for n in nouns)
+
     @staticmethod
     def nearest(trs, t0, t1):
         """The track of an instance that witnesses an event at ``[t0, t1]``: one that
@@ -118,7 +127,7 @@ class GrounderBase:
             heads, cands, elsewhere, others = [], set(), set(), {}
             for phrase in group:
                 head = phrase[-1]
-                alln = [e for e in sorted(self.tracks_of) if head in self.own_heads.get(e, ()) and self.target_ok(e)]
+                alln = [e for e in sorted(self.tracks_of) if self.has_head(e, head) and self.target_ok(e)]
                 others.update({e: exclude[e] for e in alln if e in exclude and in_video(e)})
                 mine = [e for e in alln if e not in exclude]
                 if alln:

@@ -93,7 +93,7 @@ def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
                    f"{sorted(by_kind)} named", t0, **refs)
             continue
         cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, 0.0)
-                        and g.own_heads.get(tr.entity, set()) & nwords})
+                        and g.has_head(tr.entity, nwords)})
         if len(cands) != 1:
             g.drop("snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
                    f"handled during the snippet {cands}", t0, **refs)

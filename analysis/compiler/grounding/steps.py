@@ -78,7 +78,7 @@ class StepsMixin:
             # a kettle named ("Fill kettle of water") is what is filled: no other vessel
             named = set(words(win.text)) & (self.vessel_heads | {"kettle"})
             if named:
-                trs = [tr for tr in trs if self.own_heads.get(tr.entity, set()) & named]
+                trs = [tr for tr in trs if self.has_head(tr.entity, named)]
         ents = sorted({tr.entity for tr in trs})
         if len(ents) != 1:
             self.drop("cue", what, f"{role}: {len(ents)} candidate tracks in the step segment {ents}",
@@ -244,7 +244,7 @@ class StepsMixin:
             named = set()   # "Washing up and refilling dish soap bottle": washing up names no object
         # by the object's own head noun: a "box of chicken" is a box, not the chicken washed
         obj, tr = self.held_in(win, lambda e: self.is_a(e, "item") and not self.is_a(e, "supply")
-                               and bool(self.own_heads.get(e, set()) & named), what, refs,
+                               and self.has_head(e, named), what, refs,
                                "object named by the text")
         if obj is None:
             return
@@ -335,7 +335,14 @@ class StepsMixin:
             src = srcs[0]
             sub, q = holds[src]
             src_tr = sorted((tr for tr in held if tr.entity == src), key=lambda x: (x.start, x.track_id))[0]
-            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {src})
+            target, tev, why = self.bind_target(win.text, win.start, win.end, win, {src}, fallback=False)
+            if target is None and why.startswith("no vessel named"):
+                # the text names no vessel: the pour happens while its source is in the
+                # hand, so only a vessel handled then decides it (a pot handled after the
+                # milk bottle is put back, in a long step segment, is not where it went)
+                s0, s1 = max(win.start, src_tr.start), min(win.end, src_tr.end)
+                target, tev, why = self.bind_target(win.text, s0, s1, win, {src},
+                                                    event=f"the hold of {src}")
             if target is None:
                 self.drop("cue", what, f"pour target not decided: {why}", win.start, **refs)
                 return

@@ -18,6 +18,9 @@ EXCLUDED_TARGETS = {"lid", "chopping_board", "kettle"}
 STIR_TOOLS = {"spoon", "fork", "spatula", "whisk_tool", "ladle"}   # a towel is not a stirrer
 COLOUR_WORDS = {"black", "white", "red", "green", "blue", "yellow", "orange", "brown", "pink",
                 "purple", "grey", "gray", "silver", "golden", "dark", "light", "clear"}
+# a colour written after the noun ("frying pan grey", "plate blue", "spice jar black") is
+# no head noun; green and orange are foods as well ("spring green", "third orange")
+POSTPOSED_COLOURS = COLOUR_WORDS - {"green", "orange"}
 MARGIN = 0.5                                          # seconds of slack on time overlaps
 # a vessel not moved during a step or add may have been put down just before it (a bowl
 # on the counter is stirred, not picked up): its last put-down counts only this close
@@ -49,8 +52,9 @@ def name_head(name: str) -> str:
     """The head noun of an object's name, read as the world types it: "bowl of flour" is
     a bowl, "large bowl2" a bowl, "piece of bread" bread, "small cup of glass" a cup.
 
-    >>> [name_head(n) for n in ("bowl of flour", "large bowl2", "piece of bread", "small cup of glass")]
-    ['bowl', 'bowl', 'bread', 'cup']
+    >>> [name_head(n) for n in ("bowl of flour", "large bowl2", "piece of bread", "small cup of glass",
+    ...                         "frying pan grey")]
+    ['bowl', 'bowl', 'bread', 'cup', 'pan']
     """
     low = re.sub(r"\s+", " ", name.strip().lower())
     of = re.match(r"^(.+?) of (.+)$", low)
@@ -61,8 +65,19 @@ def name_head(name: str) -> str:
         if left:
             return left[-1]
         return right[-1] if right else ""
-    ws = words(low)
+    ws = strip_postposed(words(low))
     return ws[-1] if ws else ""
+
+
+def strip_postposed(ws: list[str]) -> list[str]:
+    """Content words without a trailing colour that follows a noun ("frying pan grey").
+
+    >>> strip_postposed(["frying", "pan", "grey"]), strip_postposed(["spring", "green"])
+    (['frying', 'pan'], ['spring', 'green'])
+    """
+    while len(ws) > 1 and ws[-1] in POSTPOSED_COLOURS:
+        ws = ws[:-1]
+    return ws
 
 
 def name_content(name: str) -> list[str]:
