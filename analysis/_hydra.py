@@ -23,6 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Callable
 
+import yaml
 from omegaconf import OmegaConf
 
 from .resources import REPO_ROOT, config_dir, default_export_root, in_repository, user_cache_dir
@@ -169,6 +170,11 @@ def compose_config(command: str, overrides: list[str]):
             data = OmegaConf.to_container(cfg, resolve=True)
     except ConfigError:
         raise
+    except yaml.YAMLError as exc:   # a hand edit of a configs/ file
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{mark.name}, line {mark.line + 1}, column {mark.column + 1}" if mark else CONFIG_PATH
+        what = getattr(exc, "problem", None) or type(exc).__name__
+        raise ConfigError("", f"{where}: YAML syntax error: {what}") from None
     except (HydraException, OmegaConfBaseException, ValueError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError("", f"configuration error: {first}") from None

@@ -150,6 +150,38 @@ def site_out_dir(key, v):
         raise ConfigError(key, str(exc)) from None
 
 
+def movable_into(key, v, what: str) -> None:
+    """A folder a command stages beside (in its parent) and moves into: both writable and
+    on one file system, checked before any work (else the move fails at the end with
+    "Invalid cross-device link")."""
+    p = Path(v).expanduser().resolve()
+    # the folder itself by access(2) only (EROFS on a read-only mount): a probe file left
+    # there by a kill would make the export fail verification; the parent by a probe
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise ConfigError(key, f"{key}={v}: is not writable")
+    from .out_dir import why_not_writable
+    why = why_not_writable(p.parent)
+    if why:
+        raise ConfigError(key, f"{key}={v}: {p.parent} {why} (what is added is staged there)")
+    if os.stat(p).st_dev != os.stat(p.parent).st_dev:
+        raise ConfigError(key, f"{key}={v}: is a mount point, on another file system than "
+                               f"{p.parent}; {what} is staged beside it and moved in, so "
+                               "copy the export into a folder of one file system "
+                               "(python -m analysis.verify copy_to=DIR)")
+
+
+def compile_out_dir(key, v):
+    """The export ``compile`` writes: never the installed package's shipped copy."""
+    writable_dir_or_creatable(key, v)
+    from .resources import is_shipped_export
+    if is_shipped_export(v):
+        raise ConfigError(key, f"{key}={v}: the export shipped with the installed package is "
+                               "read-only; compile into another folder: out_dir=DIR")
+    p = Path(v).expanduser()
+    if p.is_dir():
+        movable_into(key, v, "the cohort")
+
+
 def writable_dir_or_creatable(key, v):
     if v is None:
         raise ConfigError(key, f"{key} is required here (the package is installed, not a "
@@ -289,6 +321,7 @@ def writable_export(key, v):
         raise ConfigError(key, f"{key}={v}: the export shipped with the installed package is "
                                "read-only; make a scratch copy with python -m analysis.verify "
                                f"copy_to=DIR and give {key}=DIR")
+    movable_into(key, v, "what the command adds")
 
 
 WRITTEN_EXPORT = Key("export_root", "path", "the export written into (required: a scratch "
@@ -328,7 +361,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "new scratch folder DEST (refused if DEST exists and is not empty).",
         (EXPORT_ROOT,
          Key("copy_to", "path|null", "create a scratch copy of the verified export here "
-             "(a new or empty folder)", lambda k, v: v is None or new_or_empty_dir(k, v))),
+             "(a new or empty folder, outside every export)", lambda k, v: v is None or new_or_empty_dir(k, v))),
         ("python -m analysis.verify",
          "python -m analysis.verify copy_to=/tmp/scratch")),
     Command(
@@ -337,8 +370,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "<out_dir>/cohort and its manifest.",
         (Key("source", "path", "HD-EPIC annotations (default: $E2W_HDEPIC, else "
              "../shared/hd-epic beside the repository)", existing_dir),
-         Key("out_dir", "path", "the export to write the cohort into",
-             writable_dir_or_creatable),
+         Key("out_dir", "path", "the export to write the cohort into (not the installed "
+             "package's shipped copy)", compile_out_dir),
          Key("stale_runs", "str", "when the recompiled cohort differs and the export holds "
              "runs (which would no longer verify): refuse (write nothing) or drop them in "
              "the same step", one_of(("refuse", "drop")), lambda: ["refuse", "drop"])),
@@ -456,12 +489,30 @@ def _state_paths(command: str, cfg: dict) -> None:
                 raise ConfigError(key, f"{key}={value}: {why}")
 
 
+def _copy_outside_exports(copy_to, export_root) -> None:
+    """A scratch copy goes outside every export: inside the export it copies, it would copy
+    itself; inside another, that export would no longer verify (a file not in its
+    manifest)."""
+    dest = Path(copy_to).expanduser().resolve()
+    src = Path(export_root).expanduser().resolve()
+    if dest == src or src in dest.parents:
+        raise ConfigError("copy_to", f"copy_to={copy_to}: is inside the export it copies "
+                                     f"({src}); copy it elsewhere")
+    for folder in dest.parents:
+        if (folder / "MANIFEST.json").is_file():
+            raise ConfigError("copy_to", f"copy_to={copy_to}: is inside the export {folder}, "
+                                         "which would then hold a file not in its manifest; "
+                                         "copy it elsewhere")
+
+
 def cross_checks(command: str, cfg: dict) -> None:
     """Rules that tie two keys together."""
     if command == "run" and cfg.get("shard") is not None and cfg.get("resume") is False:
         raise ConfigError("shard", f"shard={cfg['shard']}: a sharded run needs resume=true "
                                    "(its shards meet in the resume journal)")
     _state_paths(command, cfg)
+    if command == "verify" and cfg.get("copy_to") is not None:
+        _copy_outside_exports(cfg["copy_to"], cfg["export_root"])
     if command == "view" and cfg.get("out_dir") is not None:
         from .view.output import SiteDirError, check_site_dir
         try:

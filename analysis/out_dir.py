@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["SUBDIRS", "OutputDirError", "check_out_dir"]
+__all__ = ["SUBDIRS", "OutputDirError", "check_out_dir", "why_not_writable"]
 
 #: The folders a generation writes under ``out_dir``.
 SUBDIRS = ("tables", "figures")
@@ -20,8 +20,9 @@ class OutputDirError(ValueError):
     """``out_dir`` cannot take a generation (a file, read-only, ...); nothing computed."""
 
 
-def _writable_dir(path: Path) -> str | None:
-    """Why ``path`` (an existing folder) cannot be written to, or None."""
+def why_not_writable(path: Path) -> str | None:
+    """Why ``path`` (an existing folder) cannot be written to, or None (a probe file:
+    a read-only mount or an ACL can refuse what access() allowed)."""
     if not path.is_dir():
         return "is not a folder"
     if not os.access(path, os.W_OK | os.X_OK):
@@ -45,19 +46,19 @@ def check_out_dir(out_dir) -> Path:
     """
     out = Path(out_dir)
     if out.exists() or out.is_symlink():
-        why = _writable_dir(out)
+        why = why_not_writable(out)
         if why:
             raise OutputDirError(f"out_dir={out}: {why}")
         for sub in SUBDIRS:
             if (out / sub).exists() or (out / sub).is_symlink():
-                why = _writable_dir(out / sub)
+                why = why_not_writable(out / sub)
                 if why:
                     raise OutputDirError(f"out_dir={out}: {sub}/ {why}")
         return out
     parent = out.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
-    why = _writable_dir(parent)
+    why = why_not_writable(parent)
     if why:
         raise OutputDirError(f"out_dir={out}: cannot be created, {parent} {why}")
     return out

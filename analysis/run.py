@@ -450,7 +450,11 @@ def _multirun(argv: list[str]) -> int:
             options = sorted({"basic", "submitit_local", *_group_options("hydra/launcher")})
             if val in plugin:
                 import importlib.util
-                if importlib.util.find_spec(plugin[val][0]) is None:
+                try:
+                    found = importlib.util.find_spec(plugin[val][0]) is not None
+                except ModuleNotFoundError:   # no Hydra plugin at all: no hydra_plugins package
+                    found = False
+                if not found:
                     print(f"analysis.run: hydra/launcher={val} needs pip install "
                           f"{plugin[val][1]} (nothing was done)", file=sys.stderr)
                     return 2

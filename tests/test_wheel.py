@@ -85,6 +85,8 @@ def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     assert "read-only" in sh("analysis.run", "planner=lexicon",
                              f"export_root={shipped}", code=2).stderr
     assert "out_dir is required" in sh("analysis.compile", f"source={work}", code=2).stderr
+    assert "read-only" in sh("analysis.compile", f"source={work}", f"out_dir={shipped}",
+                             code=2).stderr
     assert "out_dir is required" in sh("analysis.view", code=2).stderr
 
     sh("analysis.tables", "out_dir=out", "stats.n_resamples=10000")

@@ -56,6 +56,9 @@ def check_site_dir(out_dir, export_root) -> Path:
             raise SiteDirError(f"out_dir={out_dir}: is a non-empty folder that no earlier "
                                f"build of the viewer wrote (no {SITE_INDEX}); choose a new or "
                                "empty folder")
+    if out.exists() and os.path.ismount(out):
+        raise SiteDirError(f"out_dir={out_dir}: is a mount point; the site is staged beside it "
+                           "and switched in by renaming the folder, so give a folder inside it")
     probe_dir = out.parent  # the new site is staged beside out_dir and swapped in
     while not probe_dir.exists() and probe_dir != probe_dir.parent:
         probe_dir = probe_dir.parent

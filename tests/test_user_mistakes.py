@@ -1,0 +1,99 @@
+"""User mistakes an outside audit (session 10) found reaching a traceback or doing the work
+before failing: each is now refused before anything is done, with one line naming the
+file or key."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis import _hydra
+from analysis.config_check import ConfigError, compile_out_dir, cross_checks, movable_into
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_yaml_syntax_error_in_a_config_file_names_the_file_and_line(tmp_path, monkeypatch):
+    # the README tells users to edit configs/tables.yaml; a stray indent gave 21 frames
+    configs = tmp_path / "configs"
+    shutil.copytree(REPO / "configs", configs)
+    text = (configs / "tables.yaml").read_text().splitlines()
+    n = next(i for i, line in enumerate(text) if line.strip().startswith("seed:"))
+    text[n] = " " + text[n]          # one space more than its siblings: a YAML error
+    (configs / "tables.yaml").write_text("\n".join(text) + "\n")
+    monkeypatch.setattr(_hydra, "CONFIG_PATH", str(configs))
+    with pytest.raises(ConfigError) as exc:
+        _hydra.compose_config("tables", [])
+    msg = str(exc.value)
+    assert f"{configs / 'tables.yaml'}, line {n + 1}" in msg and "YAML syntax error" in msg
+
+
+def test_a_scratch_copy_inside_an_export_is_refused(tmp_path):
+    export = tmp_path / "export"
+    (export / "runs").mkdir(parents=True)
+    (export / "MANIFEST.json").write_text("{}")
+    # inside the export it copies: it would copy itself, recursively
+    with pytest.raises(ConfigError, match="is inside the export it copies"):
+        cross_checks("verify", {"copy_to": str(export / "sub"), "export_root": str(export)})
+    # inside another export: that export would hold a file not in its manifest
+    other = tmp_path / "source"
+    other.mkdir()
+    with pytest.raises(ConfigError, match=f"is inside the export {export}"):
+        cross_checks("verify", {"copy_to": str(export / "runs" / "x"), "export_root": str(other)})
+    cross_checks("verify", {"copy_to": str(tmp_path / "scratch"), "export_root": str(export)})
+
+
+def test_the_launcher_hint_holds_when_no_hydra_plugin_is_installed(tmp_path, monkeypatch, capsys):
+    # find_spec("hydra_plugins.x") raises when the package hydra_plugins does not exist
+    real = importlib.util.find_spec
+
+    def no_plugins(name, *a, **k):
+        if name.startswith("hydra_plugins"):
+            raise ModuleNotFoundError("No module named 'hydra_plugins'")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(importlib.util, "find_spec", no_plugins)
+    from analysis.run import _multirun
+    code = _multirun(["-m", "hydra/launcher=joblib_local", "planner=greedy_hints", "suite=planner",
+                      f"export_root={tmp_path}", "overwrite=true"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "hydra/launcher=joblib_local needs pip install hydra-joblib-launcher" in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_compile_refuses_the_installed_packages_shipped_export(tmp_path, monkeypatch):
+    import analysis.resources as resources
+    monkeypatch.setattr(resources, "is_shipped_export", lambda p: Path(p) == tmp_path)
+    with pytest.raises(ConfigError, match="shipped with the installed package is read-only"):
+        compile_out_dir("out_dir", str(tmp_path))
+    compile_out_dir("out_dir", str(tmp_path / "elsewhere"))
+
+
+def test_an_export_on_another_file_system_than_its_parent_is_refused_before_work(tmp_path, monkeypatch):
+    # a bind mount: the run is staged beside the export and moved in, which fails at the
+    # very end with "Invalid cross-device link" unless refused first
+    export = tmp_path / "export"
+    export.mkdir()
+    real = os.stat
+
+    class Other:
+        def __init__(self, st):
+            self.st_dev, self.st_mode = st.st_dev + 1, st.st_mode
+
+    monkeypatch.setattr(os, "stat", lambda p, *a, **k: Other(real(p)) if Path(p) == export else real(p, *a, **k))
+    with pytest.raises(ConfigError, match="is a mount point, on another file system"):
+        movable_into("export_root", str(export), "the run")
+
+
+def test_a_viewer_out_dir_that_is_a_mount_point_is_refused(tmp_path, monkeypatch):
+    from analysis.view import output
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(output.os.path, "ismount", lambda p: Path(p) == site)
+    with pytest.raises(output.SiteDirError, match="is a mount point"):
+        output.check_site_dir(site, None)
+    output.check_site_dir(tmp_path / "other", None)
