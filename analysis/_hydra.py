@@ -225,8 +225,10 @@ def _check_planner_settings(data: dict) -> None:
     for k, v in given.items():
         key = f"planner.settings.{k}"
         if k not in defaults:
+            known = (f"settings: {sorted(defaults)}" if defaults else
+                     f"it takes no settings: configs/planner/{name}.yaml lists none")
             raise ConfigError(key, f"unknown key {key!r} for planner {name!r}"
-                                   f"{suggest(k, defaults)} (settings: {sorted(defaults)})")
+                                   f"{suggest(k, defaults)} ({known})")
         d = defaults[k]
         ok = (d is None or (isinstance(d, bool) and isinstance(v, bool))
               or (isinstance(d, (int, float)) and not isinstance(d, bool)

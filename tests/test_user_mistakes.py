@@ -97,3 +97,17 @@ def test_a_viewer_out_dir_that_is_a_mount_point_is_refused(tmp_path, monkeypatch
     with pytest.raises(output.SiteDirError, match="is a mount point"):
         output.check_site_dir(site, None)
     output.check_site_dir(tmp_path / "other", None)
+
+
+def test_a_planners_documented_settings_are_set_per_run_and_unknown_ones_named(tmp_path):
+    # docs/planners.md names belief_search's max_queries and max_retries; its config file
+    # listed no settings, so they were refused with "(settings: [])"
+    cfg = _hydra.compose_config("run", ["planner=belief_search", "planner.settings.max_queries=2",
+                                        f"export_root={tmp_path}"])
+    assert dict(cfg.planner.settings) == {"max_queries": 2, "max_depth": 2, "max_retries": 2}
+    with pytest.raises(ConfigError, match="did you mean max_queries"):
+        _hydra.compose_config("run", ["planner=belief_search", "planner.settings.max_querys=2",
+                                      f"export_root={tmp_path}"])
+    with pytest.raises(ConfigError, match="it takes no settings: configs/planner/greedy_hints.yaml"):
+        _hydra.compose_config("run", ["planner=greedy_hints", "planner.settings.depth=2",
+                                      f"export_root={tmp_path}"])

@@ -336,7 +336,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         agg[a["check"]] = (p + a["passed"], n + 1)
     rep.audit = agg
     rep.seconds = time.perf_counter() - t0
-    progress(rep.summary())
+    # the summary itself is the command's output (stdout): here only that it is done
+    progress(f"compiled {rep.episodes} episodes in {rep.seconds:.1f} s")
     return rep
 
 

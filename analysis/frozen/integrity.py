@@ -524,14 +524,25 @@ def _locate_difference(rel: str, entry: dict, content: bytes) -> IntegrityError:
             moved = expected.index(got) + 1 if got in expected else None
             what = (f"record is the one the manifest lists at line {moved} (records reordered)"
                     if moved else "record hash differs from the manifest "
-                    f"(expected {expected[k][:12]}..., got {got[:12]}...)")
+                    f"(expected {_shown(expected[k], got)}, got {_shown(got, expected[k])})")
             return IntegrityError(rel, what, line=i, record_id=_record_id(rtype, rec))
     if len(records) < len(expected):
         return IntegrityError(rel, f"{len(expected) - len(records)} record(s) missing: file has "
                               f"{len(records)}, manifest lists {len(expected)}",
                               line=len(records) + 1)
-    return IntegrityError(rel, "bytes differ from the manifest although every record matches "
-                          "(formatting changed)")
+    return IntegrityError(rel, "bytes differ from the manifest's sha256 although every record "
+                          "matches its record hash (the file's formatting changed, or the "
+                          "manifest's sha256 of it was edited)")
+
+
+def _shown(h: str, other: str) -> str:
+    """A hash cut after its first 12 characters, unless that hides where it differs from
+    ``other`` (then in full).
+
+    >>> _shown("ab" * 32, "ab" * 31 + "ac")[-4:], _shown("ab" * 32, "cd" * 32)
+    ('abab', 'abababababab...')
+    """
+    return h if h[:12] == other[:12] else h[:12] + "..."
 
 
 _SLACK = 1 << 16
