@@ -111,3 +111,31 @@ def test_a_planners_documented_settings_are_set_per_run_and_unknown_ones_named(t
     with pytest.raises(ConfigError, match="it takes no settings: configs/planner/greedy_hints.yaml"):
         _hydra.compose_config("run", ["planner=greedy_hints", "planner.settings.depth=2",
                                       f"export_root={tmp_path}"])
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return [c for t in Path(f"/proc/{pid}/task").iterdir()
+                for c in (t / "children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
+def test_ctrl_c_during_verify_says_interrupted_not_failed():
+    # Ctrl-C reaches the whole process group, the forked verifiers too; one cut mid-answer
+    # made the parent report "failed: RuntimeError ... KeyboardInterrupt" (exit 1)
+    import signal
+    import subprocess
+    import sys
+    import time
+    proc = subprocess.Popen([sys.executable, "-m", "analysis.verify"], cwd=REPO, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert proc.poll() is None, "verify ended before its verifying processes were seen"
+    os.killpg(proc.pid, signal.SIGINT)       # what a terminal's Ctrl-C does
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "analysis.verify: interrupted" in err, err
+    assert "failed" not in err

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import stat
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -656,10 +657,20 @@ def _verify_in_child(root: Path, follow: bool, manifest: dict, rels: list[str]):
     of its first failing file (returned, not raised: the caller orders the errors)."""
     import pickle
     rfd, wfd = os.pipe()
-    pid = os.fork()
+    # Ctrl-C is the parent's to handle (it reports "interrupted" and stops the children):
+    # a child cut mid-answer would only garble the report. SIGINT stays blocked across the
+    # fork so that none reaches the child before it ignores it; the parent gets it after.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        pid = os.fork()
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        raise
     if pid == 0:  # the child: never returns
         code = 0
         try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
             os.close(rfd)
             out: dict = {}
             try:
@@ -680,16 +691,24 @@ def _verify_in_child(root: Path, follow: bool, manifest: dict, rels: list[str]):
         finally:
             os._exit(code)
     os.close(wfd)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
     def collect():
         try:
             with os.fdopen(rfd, "rb") as f:
                 payload = f.read()
+        except BaseException:  # Ctrl-C in the parent: the child's answer is not wanted
+            os.kill(pid, signal.SIGKILL)
+            raise
         finally:
             os.waitpid(pid, 0)
         if not payload:
             raise RuntimeError("the verifying process ended without an answer")
-        kind, value = pickle.loads(payload)
+        try:
+            kind, value = pickle.loads(payload)
+        except (pickle.UnpicklingError, EOFError, ValueError):
+            raise RuntimeError("the verifying process ended before its whole answer was "
+                               "written") from None
         if kind == "crash":
             raise RuntimeError(f"the verifying process failed: {value}")
         if kind == "error":
