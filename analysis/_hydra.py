@@ -341,6 +341,11 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
     if show_cfg:
         sys.stdout.write(OmegaConf.to_yaml(cfg))
         sys.exit(0)
+    import warnings
+    shown = warnings.formatwarning
+    # a warning of the command (few episodes behind an interval) is one line naming the
+    # command, not our source file and line
+    warnings.formatwarning = lambda message, category, *a, **k: f"{prog}: {category.__name__}: {message}\n"
     try:
         code = body(cfg)
     except KeyboardInterrupt:
@@ -355,4 +360,6 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         _leave(prog, f"failed: {type(exc).__name__}: {first} (set {DEBUG_ENV}=1 for the "
                "traceback)", EXIT_REFUSED)
+    finally:
+        warnings.formatwarning = shown
     sys.exit(code or 0)

@@ -133,9 +133,12 @@ def _progress(done: int, total: int, rid: str, enabled: bool, failed: int = 0) -
         width = 30
         filled = width * done // max(total, 1)
         tail = f", {failed} failed (provider error)" if failed else ""
-        print(f"\r{rid} [{'#' * filled}{'.' * (width - filled)}] {done - failed}/{total} "
-              f"episodes done{tail}", end="\n" if done == total else "", file=sys.stderr,
-              flush=True)
+        line = f"{rid} [{'#' * filled}{'.' * (width - filled)}] {done - failed}/{total} episodes done{tail}"
+        if sys.stderr.isatty():   # one line redrawn in place
+            print("\r" + line, end="\n" if done == total else "", file=sys.stderr, flush=True)
+        elif done in (0, total) or 10 * done // max(total, 1) != 10 * (done - 1) // max(total, 1):
+            # a log file or a pipe: whole lines, about every tenth of the run
+            print(line, file=sys.stderr, flush=True)
 
 
 def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathLike,

@@ -139,3 +139,29 @@ def test_ctrl_c_during_verify_says_interrupted_not_failed():
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "analysis.verify: interrupted" in err, err
     assert "failed" not in err
+
+
+def test_the_run_progress_bar_writes_whole_lines_into_a_log(capsys):
+    # stderr captured (no terminal): no carriage returns, a line about every tenth, the last
+    from analysis.run import _progress
+    for done in range(0, 21):
+        _progress(done, 20, "lexicon__memory__reset", True)
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    lines = err.splitlines()
+    assert len(lines) == 11 and lines[0].endswith("0/20 episodes done")
+    assert lines[-1] == "lexicon__memory__reset [" + "#" * 30 + "] 20/20 episodes done"
+
+
+def test_a_commands_warning_is_one_line_naming_the_command():
+    # FewClustersWarning printed our source path and line into the tables' output
+    import subprocess
+    import sys
+    code = ("import warnings; from analysis._hydra import command_main\n"
+            "def body(cfg):\n"
+            "    warnings.warn('6 of 48 intervals rest on fewer than 8 episodes', UserWarning)\n"
+            "command_main('verify', body, [])\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "analysis.verify: UserWarning: 6 of 48 intervals rest on fewer than 8 episodes\n"
