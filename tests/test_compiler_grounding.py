@@ -330,18 +330,9 @@ def test_a_compound_vessel_name_is_the_noun_it_ends_in_when_typed_alike(vocab):
 
 def _pour_step(vocab, pot_spans, text="Pour the heated milk and stir well."):
     """Ground one step segment 100-140 s in which a milk bottle is held 100-110 s."""
-    from analysis.compiler.grounding import ground
-    from analysis.compiler.readers import Association, Capture, Recipe, Span, StepSegment, Track
-    from analysis.compiler.worlds import build_world
-    assocs = [Association("v", "a0", "milk bottle", "milk bottle", (Track("t0", 100.0, 110.0),)),
-              Association("v", "a1", "pot", "pot", tuple(Track(f"p{k}", a, b) for k, (a, b) in enumerate(pot_spans)))]
-    recipe = Recipe("R", "P01", "test", {"S01": text},
-                    (Capture("R", 0, ("v",), {}, (), (StepSegment("S01", "step", Span("v", 100.0, 140.0)),)),))
-    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter", {"v": assocs},
-                        [], [], {"R": recipe}, NO_CLASSES, vocab)
-    g = ground(world, {"R": recipe}, vocab)
-    return ([p for p in g.planned if p.action == "pour"],
-            [d for d in g.dropped if d["kind"] == "cue" and d["refs"].get("step") == "S01"])
+    planned, drops = _action_episode(vocab, [("pot", pot_spans)], text,
+                                     tool=("milk bottle", 100.0, 110.0), step=(100.0, 140.0))
+    return [p for p in planned if p.action == "pour"], drops
 
 
 def test_a_pour_whose_text_names_no_vessel_goes_into_one_handled_while_its_source_is_held(vocab):
@@ -412,9 +403,9 @@ def test_an_add_target_follows_the_same_rule(vocab):
 # the only one put down in the 60 s before it; a track elsewhere in the prep window is
 # not evidence (P05-20240425-173353: the bacon of 314.18-316.42 s is not what the
 # segment from 343.95 s cuts).
-def _action_episode(vocab, objects, text, tool=("knife", 99.0, 111.0), prep=None):
-    """Ground one step segment 100-110 s (with an optional prep segment ``prep``);
-    ``objects`` is ``[(name, [(start, end), ...])]``; ``(planned, drops)`` of S01."""
+def _action_episode(vocab, objects, text, tool=("knife", 99.0, 111.0), prep=None, step=(100.0, 110.0)):
+    """Ground one step segment ``step`` (100-110 s; with an optional prep segment
+    ``prep``); ``objects`` is ``[(name, [(start, end), ...])]``; ``(planned, drops)`` of S01."""
     from analysis.compiler.grounding import ground
     from analysis.compiler.readers import Association, Capture, Recipe, Span, StepSegment, Track
     from analysis.compiler.worlds import build_world
@@ -422,7 +413,7 @@ def _action_episode(vocab, objects, text, tool=("knife", 99.0, 111.0), prep=None
     for i, (name, spans) in enumerate(objects, 1):
         assocs.append(Association("v", f"a{i}", name, name,
                                   tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(spans))))
-    segs = [StepSegment("S01", "step", Span("v", 100.0, 110.0))]
+    segs = [StepSegment("S01", "step", Span("v", *step))]
     if prep:
         segs.append(StepSegment("S01", "prep", Span("v", *prep)))
     recipe = Recipe("R", "P01", "test", {"S01": text}, (Capture("R", 0, ("v",), {}, (), tuple(segs)),))
