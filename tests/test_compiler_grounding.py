@@ -63,6 +63,11 @@ def test_stacks_and_rolls_are_typed_by_what_they_are(vocab, name, stem, leaf):
     # a tracked cooker is a pot (P04_R06 "into a pressure cooker"), a mortar a bowl
     ("pressure cooker", ("pressure_cooker", "pot", None)),
     ("mortar", ("mortar", "bowl", None)),
+    # HD-EPIC files fresh chillies and ginger under spices: a tracked one is the vegetable,
+    # never a container of a spice (draw 21: "green chilli 1" was green_chilli_container1)
+    ("green chilli 1", ("green_chilli1", "vegetable", None)),
+    ("ginger", ("ginger", "vegetable", None)),
+    ("pepper mill", ("pepper_mill", "jar", None)),      # HD-EPIC's class: the vegetable pepper
 ])
 def test_track_entity_from_the_objects_own_name(vocab, name, expected):
     assert track_entity(name, NO_CLASSES, vocab.overrides, vocab) == expected
@@ -594,7 +599,11 @@ def _untracked_add(vocab, tracks, text="Add the lettuce to the bowl.", name="let
     from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
                                            StepSegment, Track)
     from analysis.compiler.worlds import build_world
-    assocs = [Association("v", f"a{i}", n, n, (Track(f"t{i}", a, b),)) for i, (n, a, b) in enumerate(tracks)]
+    # a track is (name, start, end), or (name, [(start, end), ...]) for one object's several tracks
+    assocs = [Association("v", f"a{i}", x[0], x[0], tuple(Track(f"t{i}" + (f"_{k}" if k else ""), a, b)
+                                                         for k, (a, b) in enumerate(
+                                                             x[1] if len(x) == 2 else [x[1:]])))
+              for i, x in enumerate(tracks)]
     cap = Capture("R", 0, ("v",), ingredients or {"I01": name},
                   (IngredientEvent("I01", name, "add", Span("v", 104.0, 106.0)),),
                   (StepSegment("S01", "step", Span("v", 100.0, 110.0)),))
@@ -682,6 +691,61 @@ def test_an_add_without_a_track_of_a_substance_is_not_compiled(vocab):
     assert not [p for p in g.planned if p.kind == "add"]
     assert [c["check"] for c in g.checks] == ["add_without_track"]
     assert "is not held without a container" in g.checks[0]["reason"]
+
+
+def test_a_spice_jar_held_through_a_spice_add_is_its_source(vocab):
+    # P04_R01: paprika goes in while "spice jar1" is in the hand through the whole add
+    # (103-107 s) and its lid is off (held 104.5-105.5 s); the bowl the text names was put
+    # down 4.5 s before: the jar is the source (its name says nothing of which spice), the
+    # lid no second container, the bowl the target
+    tracks = [("spice jar1", 103.0, 107.0), ("lid spice jar1", 104.5, 105.5), ("bowl", 98.0, 99.5)]
+    _, g = _untracked_add(vocab, tracks, text="Add the paprika to the bowl.", name="paprika")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles) for p in adds] == [("pour", {"s": "paprika", "src": "spice_jar1", "dst": "bowl"})]
+    assert adds[0].evidence["src"]["how"].startswith("the only container held during the whole add")
+    assert g.facts[("in", "paprika", "spice_jar1")]["source"] == "observed"
+    # a jar named for another content is no generic source; nor is one picked up mid-add
+    for other in ([("cumin jar", 103.0, 107.0), ("bowl", 98.0, 99.5)],
+                  [("spice jar1", 105.0, 107.0), ("bowl", 98.0, 99.5)]):
+        _, g = _untracked_add(vocab, other, text="Add the paprika to the bowl.", name="paprika")
+        assert not [p for p in g.planned if p.kind == "add"]
+    # the cap of a pepper mill names pepper too, but holds none: the mill is the one source
+    _, g = _untracked_add(vocab, [("pepper mill", 103.0, 107.0), ("cap pepper mill", 103.5, 104.5),
+                                  ("bowl", 98.0, 99.5)], text="Add black pepper to the bowl.",
+                          name="black pepper")
+    assert [(p.action, p.roles["src"]) for p in g.planned if p.kind == "add"] == [("pour", "pepper_mill")]
+
+
+def test_an_untracked_add_of_a_food_tracked_earlier_goes_in_from_where_it_stands(vocab):
+    # P04_R06: the ginger chopped in an earlier video goes into the mortar; no ginger track
+    # overlaps the add (104-106 s). The tracked ginger (put down at 52 s) is what went in:
+    # picked up where the world has it (curated step), added (observed), no place curated anew
+    from analysis.compiler.grounding import WHERE_IT_STANDS
+    from analysis.compiler.operations import build_operations
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.tasks import _atom_keep
+    tracks = [("ginger", 50.0, 52.0), ("mortar", 103.0, 105.0)]
+    world, g = _untracked_add(vocab, tracks, text="Add the ginger to the mortar.", name="ginger")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles, p.pickup) for p in adds] == [
+        ("add_ingredient", {"o": "ginger", "c": "mortar"}, WHERE_IT_STANDS)]
+    assert not [a for a in g.facts if a[:2] == ("at", "ginger")]      # nothing curated anew
+    b = build_operations(world, g, Sim(vocab))
+    names = [(op.action["type"], op.action["args"]) for op in b.out.ops]
+    i = names.index(("add_ingredient", ["ginger", "mortar", "counter"]))
+    assert names[i - 1] == ("pick_up", ["ginger", "counter"])
+    assert b.out.ops[i - 1].provenance["refs"]["rule"] == "tracked_food_picked_up_where_it_stands"
+    assert _atom_keep(b.out.ops[i], ("in", "ginger", "mortar")) == [0, 1]
+    # a track of it after the add: the tracked one may not be what went in
+    _, g = _untracked_add(vocab, [("ginger", [(50.0, 52.0), (120.0, 122.0)]), ("mortar", 103.0, 105.0)],
+                          text="Add the ginger to the mortar.", name="ginger")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert "ginger is tracked after the add (120.00 s in v)" in g.checks[0]["reason"]
+    # two tracked gingers (two associations): which one went in is not observed
+    _, g = _untracked_add(vocab, tracks + [("ginger", 60.0, 62.0)], text="Add the ginger to the mortar.",
+                          name="ginger")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert "2 tracked objects are named 'ginger' (ginger, ginger_2)" in g.checks[0]["reason"]
 
 
 def test_tracks_named_for_another_ingredient_still_stop_an_untracked_add(vocab):

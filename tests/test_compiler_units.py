@@ -489,6 +489,34 @@ def test_the_only_frying_pan_of_two_videos_is_one_entity_picked_up_where_it_was_
     assert first.provenance["source"] == "observed"
 
 
+def test_a_merged_objects_later_video_track_witnesses_no_condition():
+    # Draw 22 (session 11 let such tracks witness conditions, never as c1): video 124504's
+    # "bowl", merged by name with 121042's "bowl" (the dates' bowl), gave the step
+    # "mix well" an event stir(spatula, bowl), while the mixture was in the large plastic
+    # bowl: a wrong merge makes a condition name the wrong object. An argument curated
+    # only for its identity therefore witnesses no condition, state or event.
+    from types import SimpleNamespace as NS
+    from analysis.compiler.tasks import _atom_keep, _event_keep
+    track = {"file": "assoc_info.json", "id": "v2/a1/t1", "time": 12.8}
+    merged = {"source": "curated", "refs": {**track, "rule": "same_name_across_videos_of_the_episode",
+                                            "same_as": "v1/a0", "track_source": "observed"}}
+    vqa = {"source": "observed", "refs": {"file": "3d_perception_object_location.json", "id": "q186"}}
+    put = NS(action={"type": "put_on", "args": ["bowl", "counter"]}, provenance={"refs": {"args": [merged, vqa]}})
+    assert _atom_keep(put, ("at", "bowl", "counter")) is None
+    put.provenance["refs"]["args"] = [{"source": "observed", "refs": track}, vqa]
+    assert _atom_keep(put, ("at", "bowl", "counter")) == [0, 1]
+    spatula = {"source": "observed", "refs": {"file": "assoc_info.json", "id": "v2/a2/t2"}}
+    stir = NS(action={"type": "stir", "args": ["spatula", "bowl", "counter"]},
+              provenance={"refs": {"args": [spatula, merged, {"source": "curated", "refs": {"rule": "r"}}]}})
+    assert _event_keep(stir, NS(fixture_ids={"counter"})) is None
+    stir.provenance["refs"]["args"][1] = {"source": "observed", "refs": track}
+    assert _event_keep(stir, NS(fixture_ids={"counter"})) == [2]
+    # the card shows a merged argument's track and flags the identity
+    from analysis.report.grounding import _fmt_ref
+    assert _fmt_ref(merged) == ("observed row: assoc_info.json v2/a1/t1 @ 12.8 s; **CURATED** identity: "
+                                "the same object as v1/a0 (rule `same_name_across_videos_of_the_episode`)")
+
+
 def test_two_bowls_in_the_later_video_give_no_identity_and_say_why():
     world, _ = _two_video_world(["bowl", "bowl", "frying pan"])
     assert sorted(e for e in world.objects if "bowl" in e) == ["bowl", "bowl_2", "bowl_3"]

@@ -245,7 +245,9 @@ class OpBuilder:
         earlier video (``worlds.IDENTITY_RULE``): the track is observed, the identity is
         not (HD-EPIC gives none across videos), so the argument is curated, with the
         track's refs kept and the rule and the earlier association named. A condition
-        never rests on it (conservative: the merge itself is not observed)."""
+        never rests on it: a merge by name can join two objects (draw 22: the dates' bowl
+        took the mixing bowl's later-video tracks), and a condition would then name the
+        wrong one."""
         r = p.get("refs", {})
         if r.get("file") != "assoc_info.json" or not self.w.identities:
             return p
@@ -609,8 +611,9 @@ class OpBuilder:
         food: it may be the ingredient) is set down where the agent stands first and picked
         up again after (curated, one hand).
         All or nothing: when a step is not executable, nothing of it is kept."""
-        from .grounding import UNTRACKED_RULE
+        from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS
         t, ent, f = p.time, p.hold, p.pickup
+        f0 = f
         saved = (self.facts, len(self.out.ops), dict(self.place), dict(self.picked_from))
 
         def undo(why):
@@ -618,7 +621,12 @@ class OpBuilder:
             del self.out.ops[n:]
             return why
 
-        if ("at", ent, f) not in self.facts:
+        if f == WHERE_IT_STANDS:
+            # a tracked food the add row names, not tracked during the add: from where it stands
+            f, inside = self.location(ent)
+            if f is None or inside is not None or ("holding", ent) in self.facts:
+                return f"{ent} is not standing at a fixture at {t:.2f}s (held, inside a container or nowhere)"
+        elif ("at", ent, f) not in self.facts:
             return f"{ent} is not at its curated default place {f} at {t:.2f}s"
         aside = None
         held = sorted(a[1] for a in self.facts if a[0] == "holding")
@@ -637,7 +645,8 @@ class OpBuilder:
         if typ is None or not self.goto(t, f):
             return undo(f"{ent} cannot be picked up at {f}")
         self.open_(t, f)
-        if not self._curated_op(t, typ, [ent, f], UNTRACKED_RULE):
+        rule = UNTRACKED_RULE if f0 != WHERE_IT_STANDS else "tracked_food_picked_up_where_it_stands"
+        if not self._curated_op(t, typ, [ent, f], rule):
             return undo(f"{typ}({ent}, {f}) rejected by the rules: {', '.join(self._last_failed)}")
         self.close_(t, f)
         self.picked_from[ent] = f
@@ -645,7 +654,7 @@ class OpBuilder:
         try:
             why = self.emit(p)
         finally:
-            p.pickup = f
+            p.pickup = f0
         if why:
             return undo(why)
         if aside and not (self.goto(t, aside[1]) and self._curated_op(

@@ -82,9 +82,15 @@ def _fmt_ref(p: dict) -> str:
     """One source row as a reviewer checks it: file and ID, the track's name and span
     (start-end in its own video's time, with the video's offset in the episode), the
     question and answer text of a VQA or itinerary row, the next track a "take" answer
-    belongs to; a curated row is flagged."""
+    belongs to; a curated row is flagged, and so is the curated identity of a later
+    video's object merged by name with an earlier one (its observed row is shown)."""
     r = p.get("refs", {})
-    if p.get("source") != "observed":
+    ident = None
+    if p.get("source") != "observed" and r.get("track_source") == "observed":
+        # a track of a later video merged with an earlier video's object by name: the
+        # track is observed, the identity is not
+        ident = {"rule": r.get("rule"), "same_as": r.get("same_as")}
+    elif p.get("source") != "observed":
         return f"**CURATED** rule `{r.get('rule', '?')}`"
     where = f"{r.get('file', '?')} {r.get('id', '')}".strip()
     if r.get("name"):
@@ -100,6 +106,9 @@ def _fmt_ref(p: dict) -> str:
         span = r.get("next_track_span") or []
         where += f"; answer of the next track {r['next_track']}" + (
             f" ({span[0]}-{span[1]} s)" if len(span) == 2 else "")
+    if ident:
+        where += f"; **CURATED** identity: the same object as {ident.get('same_as')} (rule `{ident.get('rule')}`)"
+        return f"observed row: {where}"
     return f"observed: {where}"
 
 

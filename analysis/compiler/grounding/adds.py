@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .text import (COLOUR_WORDS, CONTAINER_WORDS, MARGIN, UNTRACKED_RULE, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
+from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
 from .windows import Planned
 
 class AddsMixin:
@@ -37,11 +37,15 @@ class AddsMixin:
     def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
         out = []
         for tr in self.overlapping(t0, t1):
-            if self.is_a(tr.entity, "lid"):
+            if self.is_cover(tr.entity):
                 continue        # "lid curry powder" holds no curry powder: the jar does
             if any(self.names_ingredient(ws, ing_words) for ws in self.name_words.get(tr.entity, [])):
                 out.append(tr)
         return out
+
+    def is_cover(self, ent: str) -> bool:
+        """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food."""
+        return self.is_a(ent, "lid") or bool(self.tokens.get(ent, set()) & COVER_WORDS)
 
     @staticmethod
     def names_ingredient(ws: list, ing_words: set) -> bool:
@@ -61,10 +65,12 @@ class AddsMixin:
         mine = self.ingredient_tracks(matches[ev.ingredient_id], t0, t1)
         generic = False
         if not mine:
-            # a container whose name names no content ("bottle") held during the whole add
-            # of a substance, and no other container held then: it is the add's source
-            held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")]
-            plain = [tr for tr in held if all(set(ws) <= CONTAINER_WORDS for ws in self.name_words.get(tr.entity, []))
+            # a container whose name names no content ("bottle", "spice jar1", "black jar2")
+            # held during the whole add of a substance, and no other container held then
+            # (a lid taken off it is no container of food): it is the add's source
+            held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")
+                    and not self.is_cover(tr.entity)]
+            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS for ws in self.name_words.get(tr.entity, []))
                      and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
             leaf, _ = ingredient_type(ev.name, self.vocab)
             if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
@@ -257,10 +263,26 @@ class AddsMixin:
             check(f"{sub} was already given a curated place by an earlier add without a track "
                   "(one curated source per entity): not compiled")
             return
-        if sub in self.w.objects:
-            check(f"an object {sub} is already in the world (tracked or a fixture): its place is not "
-                  "curated anew: not compiled")
-            return
+        tracked = sub in self.w.objects
+        if tracked:
+            # the food the add row names is tracked under its own name, but not during the
+            # add (another video of the episode, the ginger chopped before it is pounded):
+            # the one such entity goes in from wherever the world has it then, when no
+            # track of it follows (what went in is not handled again); never a place curated anew
+            again = [tr for tr in self.w.tracks if tr.entity == sub and tr.start >= t0 - 1e-6]
+            if sub in self.w.fixture_ids or not self.vocab.is_a(self.w.objects[sub], "food"):
+                check(f"an object {sub} is already in the world and is no food: not compiled")
+                return
+            alike = sorted(e for e, ws in self.name_words.items()
+                           if e not in self.w.fixture_ids and any(w == words(ev.name) for w in ws))
+            if len(alike) > 1:
+                check(f"{len(alike)} tracked objects are named {ev.name!r} ({', '.join(alike)}): which one "
+                      "went in is not observed: not compiled")
+                return
+            if again:
+                check(f"{sub} is tracked after the add ({self.local(again[0].assoc.video, again[0].start):.2f} s "
+                      f"in {again[0].assoc.video}): the tracked one may not be what went in: not compiled")
+                return
         # a food tracked during the add under another name ("wheat bixie" for cereal) may
         # be the ingredient itself: a second, curated entity of it would duplicate it
         foods = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0) if self.is_food(tr.entity)})
@@ -287,14 +309,17 @@ class AddsMixin:
         if target is None:
             check(f"target not decided: {why}")
             return
-        from ..worlds import default_location     # worlds imports this package
-        fixtures = [{"id": f, "type": self.w.objects[f]} for f in sorted(self.w.fixture_ids)
-                    if f in self.w.objects]
-        place, rule = default_location(leaf, fixtures, self.w.work_counter, self.vocab)
-        self.out.objects[sub] = leaf
-        self.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
-            "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
-            "how": "no track names the ingredient: its place before the add is a curated default"}}
+        if tracked:
+            place = WHERE_IT_STANDS
+        else:
+            from ..worlds import default_location     # worlds imports this package
+            fixtures = [{"id": f, "type": self.w.objects[f]} for f in sorted(self.w.fixture_ids)
+                        if f in self.w.objects]
+            place, rule = default_location(leaf, fixtures, self.w.work_counter, self.vocab)
+            self.out.objects[sub] = leaf
+            self.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
+                "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
+                "how": "no track names the ingredient: its place before the add is a curated default"}}
         ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
         if win is not None:
             self.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))

@@ -11,13 +11,18 @@ STOP = {"the", "a", "an", "of", "your", "some", "and", "with", "into", "in", "to
         "from", "at", "up", "out", "all", "each", "until", "about", "part", "top", "bottom",
         "empty", "clean", "dirty", "used", "full", "remaining"}
 CONTAINER_WORDS = {"bottle", "jar", "tin", "can", "carton", "packet", "pack", "bag", "box", "tub",
-                   "container", "sachet", "grinder", "shaker", "pot", "jug", "punnet", "tube"}
+                   "container", "sachet", "grinder", "mill", "shaker", "pot", "jug", "punnet", "tube"}
 # never the target of an add, pour or stir: covers and boards are not vessels, a kettle
 # only ever holds water (filled at the tap, not by a recipe add)
 EXCLUDED_TARGETS = {"lid", "chopping_board", "kettle"}
 STIR_TOOLS = {"spoon", "fork", "spatula", "whisk_tool", "ladle"}   # a towel is not a stirrer
 COLOUR_WORDS = {"black", "white", "red", "green", "blue", "yellow", "orange", "brown", "pink",
                 "purple", "grey", "gray", "silver", "golden", "dark", "light", "clear"}
+# a lid or cap closes a container and holds no food
+COVER_WORDS = {"lid", "cap"}
+# words of a container name that say nothing of which food it holds: "spice jar1" and
+# "black jar2" held through an add of paprika are its source as much as "bottle" is
+GENERIC_SOURCE_WORDS = CONTAINER_WORDS | COLOUR_WORDS | {"spice", "herb", "seasoning", "small", "large", "big"}
 # a colour written after the noun ("frying pan grey", "plate blue", "spice jar black") is
 # no head noun; green and orange are foods as well ("spring green", "third orange")
 POSTPOSED_COLOURS = COLOUR_WORDS - {"green", "orange"}
@@ -26,6 +31,8 @@ MARGIN = 0.5                                          # seconds of slack on time
 # on the counter is stirred, not picked up): its last put-down counts only this close
 LOOKBACK = 60.0
 UNTRACKED_RULE = "ingredient_without_track_at_default_location"
+# the pick-up place of an untracked add whose food is a tracked entity: where the world has it
+WHERE_IT_STANDS = "*"
 # "<part> of X" names X ("piece of bread" is bread); any other "X of Y" is an X ("bowl of
 # flour" is a bowl, "bottle of squash" a bottle): the world's typing rule (worlds.track_entity)
 PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
