@@ -192,6 +192,7 @@ def check_composed(command: str, data: dict) -> None:
     from .config_check import COMMANDS, cross_checks
 
     spec = COMMANDS[command]
+    _check_file_keys(command, spec, data)
     for k in spec.keys:
         node = data
         for part in k.name.split("."):
@@ -201,6 +202,27 @@ def check_composed(command: str, data: dict) -> None:
     if command == "run":
         _check_planner_settings(data)
     cross_checks(command, data)
+
+
+def _leaf_keys(node, prefix="") -> list[str]:
+    out = []
+    for k, v in node.items():
+        out += _leaf_keys(v, f"{prefix}{k}.") if isinstance(v, dict) and v else [f"{prefix}{k}"]
+    return out
+
+
+def _check_file_keys(command: str, spec, data: dict) -> None:
+    """A key no command option names can only come from a hand edit of a configs/ file
+    (the command line's are refused before composing): name it, not the None its
+    misspelt option is left with."""
+    from .config_check import ConfigError, suggest
+    known = {k.name for k in spec.keys}
+    for key in _leaf_keys(data):
+        if key in known or any(key.startswith(p) for p in spec.free_prefixes) \
+                or any(k.startswith(key + ".") for k in known):
+            continue
+        raise ConfigError(key, f"unknown key {key!r} in {Path(CONFIG_PATH) / (command + '.yaml')} "
+                               f"(or a file it composes){suggest(key, sorted(known))}")
 
 
 def _plain_config(command: str) -> dict | None:
@@ -326,6 +348,16 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
         sys.stdout.write(render_help(command))
         sys.exit(0)
     show_cfg = "--cfg" in argv
+    if show_cfg:
+        # Hydra's own form names what to print (``--cfg job``); ours prints the job config
+        at = argv.index("--cfg")
+        if at + 1 < len(argv) and argv[at + 1] in ("job", "hydra", "all"):
+            if argv[at + 1] != "job":
+                print(f"{prog}: --cfg {argv[at + 1]}: only the job's configuration is printed "
+                      "(--cfg or --cfg job); these commands use no Hydra run settings",
+                      file=sys.stderr)
+                sys.exit(EXIT_CONFIG)
+            del argv[at + 1]
     argv = [a for a in argv if a != "--cfg"]
     bad = [a for a in argv if a.startswith("-")]
     if bad:

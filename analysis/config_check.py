@@ -111,6 +111,15 @@ def list_of(choices: Callable[[], list]) -> Callable:
     return check
 
 
+def hdepic_dir(key, v):
+    """The HD-EPIC folder: an existing folder; when it is missing, say how to give it."""
+    try:
+        existing_dir(key, v)
+    except ConfigError as exc:
+        raise ConfigError(key, f"{exc} (give source=PATH to the HD-EPIC annotations, "
+                               "or set E2W_HDEPIC)") from None
+
+
 def existing_dir(key, v):
     if not isinstance(v, str) or not v:
         raise ConfigError(key, f"{key}={v!r}: expected a folder path")
@@ -327,8 +336,9 @@ def writable_export(key, v):
 WRITTEN_EXPORT = Key("export_root", "path", "the export written into (required: a scratch "
                      "copy, or frozen_exports to change the committed export)", writable_export)
 STATS = (
-    Key("stats.n_resamples", "int", f"bootstrap resamples ({MIN_RESAMPLES}-{MAX_RESAMPLES}; "
-        "unused by method=cr1_t)", int_range(MIN_RESAMPLES, MAX_RESAMPLES)),
+    Key("stats.n_resamples", "int", f"bootstrap resamples ({MIN_RESAMPLES}-{MAX_RESAMPLES}, and at "
+        "least 2/(1 - confidence_level), 40 at the 0.95 level; unused by method=cr1_t)",
+        int_range(MIN_RESAMPLES, MAX_RESAMPLES)),
     Key("stats.confidence_level", "float", "interval level, strictly between 0 and 1",
         open_unit),
     Key("stats.seed", "int", f"seed of every resampling (0-{MAX_SEED})", int_range(0, MAX_SEED)),
@@ -369,7 +379,7 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "Compile the HD-EPIC annotations under source into the frozen cohort "
         "<out_dir>/cohort and its manifest.",
         (Key("source", "path", "HD-EPIC annotations (default: $E2W_HDEPIC, else "
-             "../shared/hd-epic beside the repository)", existing_dir),
+             "../shared/hd-epic beside the repository)", hdepic_dir),
          Key("out_dir", "path", "the export to write the cohort into (not the installed "
              "package's shipped copy)", compile_out_dir),
          Key("stale_runs", "str", "when the recompiled cohort differs and the export holds "

@@ -99,7 +99,7 @@ def run_reexecute(export_root, planner: str | None = None, run: str | None = Non
     if bad:
         print(f"first divergence: {bad[0].divergences[0].message()}", file=sys.stderr)
         return 1
-    print(f"{len(reports)} runs re-executed, 0 divergences")
+    print(f"{len(reports)} run{'s' if len(reports) != 1 else ''} re-executed, 0 divergences")
     return 0
 
 

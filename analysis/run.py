@@ -39,7 +39,7 @@ from .frozen.io import encode_records, read_records
 from .frozen.manifest import (FORMAT_VERSION, MANIFEST_NAME, cohort_fingerprint, file_entry,
                               read_manifest, write_manifest)
 from .transaction import Transaction, export_txn_dir, recover_export
-from .planners import make_planner, planner_class, planner_label
+from .planners import check_settings, make_planner, planner_class, planner_label
 
 __all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
 
@@ -163,6 +163,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     the records are ``None`` and ``RunSummary.note`` says which shards are missing.
     """
     label = planner_label(planner)  # validates the name or the import path
+    if ":" in planner:   # a built-in's settings are checked against its configs/planner file
+        check_settings(planner, dict(planner_settings or {}))
     if memory not in MEMORY_MODES:
         raise ValueError(f"memory={memory!r}: expected one of {list(MEMORY_MODES)}")
     if not isinstance(jobs, int) or jobs < 1:
@@ -519,16 +521,18 @@ def _multirun(argv: list[str]) -> int:
 
 
 def _report_shards(cfgs) -> int:
-    """After a multirun with shards: one line per sharded run that is not registered,
-    naming the shards to rerun (under a process launcher a failed job's own message is
-    in its log, or above in the launcher's report); 3 if any, else 0."""
+    """After a multirun with shards: one line per sharded run, registered or not (then
+    naming the shards to rerun; under a process launcher a job's own messages are in its
+    log, or above in the launcher's report); 3 if any is not registered, else 0."""
     from ._hydra import resolve_path
-    from .shards import unregistered_runs
+    from .shards import registered_runs, unregistered_runs
     runs = {}
     for cfg in cfgs:
         if cfg.get("shard") is not None:
             rid = run_id(planner_label(cfg.planner.name), cfg.suite.name, cfg.memory)
             runs[(str(resolve_path(cfg.export_root)), rid)] = cfg.get("state_dir")
+    for line in registered_runs(runs):
+        print(f"analysis.run: {line}", file=sys.stderr)
     lines = unregistered_runs(runs)
     for line in lines:
         print(f"analysis.run: {line}", file=sys.stderr)

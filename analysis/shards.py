@@ -250,6 +250,22 @@ def launcher_environment(launcher: str) -> dict[str, str]:
 
 
 
+def registered_runs(runs: dict) -> list[str]:
+    """``{(export_root, run_id): state_dir or None}`` -> one line per run the export holds
+    (every shard done): the sweep's outcome, which a process launcher's jobs print only
+    into their own logs."""
+    from .frozen.manifest import read_manifest
+    out = []
+    for (root, rid) in sorted(runs):
+        try:
+            files = read_manifest(Path(root)).get("files", {})
+        except (OSError, ValueError):
+            continue
+        if any(k.startswith(f"runs/{rid}/") for k in files):
+            out.append(f"{rid}: every shard done; registered in {root}")
+    return out
+
+
 def unregistered_runs(runs: dict) -> list[str]:
     """``{(export_root, run_id): state_dir or None}`` -> one line per run the export does
     not hold, naming the shards without a marker in the run's newest journal."""

@@ -32,6 +32,12 @@ def test_public_names_are_curated():
         assert getattr(analysis, name).__doc__, name
     with pytest.raises(AttributeError, match="no attribute 'lod'"):
         analysis.lod
+    # the README's list of the public names is the whole list
+    import re
+    readme = (REPO / "README.md").read_text()
+    para = readme[readme.index("`analysis.__all__` lists the public names"):]
+    para = para[:para.index("\n\n")]
+    assert sorted(set(re.findall(r"`(\w+)`", para)) - {"analysis"}) == sorted(analysis.__all__)
 
 
 def test_every_table_equals_its_committed_csv(results):

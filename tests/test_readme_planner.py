@@ -99,7 +99,7 @@ def test_readme_planner_steps_run_literally_and_change_nothing(tmp_path):
     # the main flow: scratch copy, run, tables, re-execution
     for command in commands[:4]:
         r = sh(command, "scratch")
-    assert "1 runs re-executed, 0 divergences" in r.stdout
+    assert "1 run re-executed, 0 divergences" in r.stdout
     t4 = pd.read_csv(tmp_path / "scratch_out" / "tables" / "table04_planner_results.csv")
     assert "my_planner" in set(t4.planner)
     t6 = pd.read_csv(tmp_path / "scratch_out" / "tables" / "table06_pairwise_contrasts.csv")

@@ -110,7 +110,7 @@ def test_reexecute_all_runs_and_detect_tampering(export, capsys):
     assert run_reexecute(export, "nobody") == 2  # refused from the manifest, before any work
     # run= takes a run ID or a planner name of the export
     assert run_reexecute(export, run="belief_search__memory__reset") == 0
-    assert "1 runs re-executed" in capsys.readouterr().out
+    assert "1 run re-executed" in capsys.readouterr().out
     assert run_reexecute(export, run="noisy_search_binding") == 0
     assert run_reexecute(export, run="belief_search__planner__reset") == 2
     assert "belief_search__memory__reset" in capsys.readouterr().err
@@ -152,6 +152,18 @@ def test_planner_from_an_import_path_runs_under_its_own_name(export):
 def test_bad_planner_paths_are_refused_before_any_work(export, name, message):
     with pytest.raises(ValueError, match=message):
         run_mod.run_suite(name, "planner", "persistent", export, progress=False)
+    assert not (export / "runs").exists()
+
+
+def test_an_import_path_planners_unknown_setting_is_refused_before_any_work(export, monkeypatch):
+    # a typo in planner.settings.<key> was found only after verifying the export, as a
+    # TypeError from the constructor
+    import analysis.frozen as frozen
+    monkeypatch.setattr(frozen, "verify", lambda root: pytest.fail("verified before the settings were checked"))
+    with pytest.raises(ValueError, match=r"^planner.settings.sed: FirstHintPlanner takes no such setting "
+                                         r"\(it takes: seed\)$"):
+        run_mod.run_suite("external_planner:FirstHintPlanner", "planner", "persistent", export,
+                          progress=False, planner_settings={"sed": 3}, verify_export=True)
     assert not (export / "runs").exists()
 
 

@@ -115,13 +115,16 @@ def test_a_missing_shard_is_named_and_rerunning_only_it_completes_the_run(tmp_pa
     assert sorted(done) == ["00000.json.gz", "00002.json.gz", "00003.json.gz"]
     assert sorted(p.name for p in (journal / "shards" / "3").iterdir()) == ["1.json", "3.json"]
     # what a multirun reports when a job of a process launcher failed
-    from analysis.shards import unregistered_runs
-    assert unregistered_runs({(str(ex), RID): str(tmp_path / "state")}) == [
+    from analysis.shards import registered_runs, unregistered_runs
+    runs = {(str(ex), RID): str(tmp_path / "state")}
+    assert unregistered_runs(runs) == [
         f"{RID} is not registered in {ex}: rerun shard=2/3 (finished episodes are kept)"]
+    assert registered_runs(runs) == []
     summary, _ = run(ex, tmp_path / "state", shard="2/3")
     assert summary.bytes_written > 0
     assert export_bytes(ex, RID) == export_bytes(ref, RID)
-    assert unregistered_runs({(str(ex), RID): str(tmp_path / "state")}) == []
+    assert unregistered_runs(runs) == []
+    assert registered_runs(runs) == [f"{RID}: every shard done; registered in {ex}"]
 
 
 def test_a_shard_of_an_existing_other_run_is_refused(tmp_path):

@@ -67,9 +67,11 @@ def test_sharded_run_through_submitit_local_equals_the_unsharded_run(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     ref = _reference(tmp_path)
     ex = make_export(tmp_path / "ex")
-    _multirun(ex, tmp_path, "submitit_local", ["1/2", "2/2"],
-              [f"hydra.launcher.submitit_folder={tmp_path / 'submitit'}/%j"])
+    out = _multirun(ex, tmp_path, "submitit_local", ["1/2", "2/2"],
+                    [f"hydra.launcher.submitit_folder={tmp_path / 'submitit'}/%j"])
     assert export_bytes(ex, RID) == export_bytes(ref, RID)
+    # the sweep's outcome reaches the terminal (the jobs' own lines are in their logs)
+    assert f"analysis.run: {RID}: every shard done; registered in {ex}" in out.stderr
     # two separate jobs (submitit's result files), one registration
     assert len(list((tmp_path / "submitit").glob("*/*_result.pkl"))) == 2
 

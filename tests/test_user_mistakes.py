@@ -31,6 +31,33 @@ def test_a_yaml_syntax_error_in_a_config_file_names_the_file_and_line(tmp_path, 
     assert f"{configs / 'tables.yaml'}, line {n + 1}" in msg and "YAML syntax error" in msg
 
 
+def test_a_misspelt_key_in_a_config_file_is_named_not_its_none(tmp_path, monkeypatch):
+    # "n_resampels: 10000" in configs/tables.yaml gave "stats.n_resamples=None: expected an
+    # integer", a value the user never wrote, naming neither the file nor the typo
+    configs = tmp_path / "configs"
+    shutil.copytree(REPO / "configs", configs)
+    text = (configs / "tables.yaml").read_text()
+    assert "  n_resamples:" in text
+    (configs / "tables.yaml").write_text(text.replace("  n_resamples:", "  n_resampels:", 1))
+    monkeypatch.setattr(_hydra, "CONFIG_PATH", str(configs))
+    with pytest.raises(ConfigError) as exc:
+        _hydra.compose_config("tables", [])
+    assert str(exc.value) == (f"unknown key 'stats.n_resampels' in {configs / 'tables.yaml'} (or a file it "
+                              "composes); did you mean stats.n_resamples?")
+    # the shipped files compose with no unknown key
+    monkeypatch.setattr(_hydra, "CONFIG_PATH", str(REPO / "configs"))
+    _hydra.compose_config("tables", [])
+
+
+def test_a_missing_hdepic_folder_says_how_to_give_it(tmp_path):
+    from analysis.config_check import hdepic_dir
+    with pytest.raises(ConfigError) as exc:
+        hdepic_dir("source", str(tmp_path / "none"))
+    assert str(exc.value) == (f"source={tmp_path / 'none'}: no such folder (give source=PATH to the "
+                              "HD-EPIC annotations, or set E2W_HDEPIC)")
+    hdepic_dir("source", str(tmp_path))
+
+
 def test_a_scratch_copy_inside_an_export_is_refused(tmp_path):
     export = tmp_path / "export"
     (export / "runs").mkdir(parents=True)
@@ -63,6 +90,20 @@ def test_the_launcher_hint_holds_when_no_hydra_plugin_is_installed(tmp_path, mon
     err = capsys.readouterr().err
     assert "hydra/launcher=joblib_local needs pip install hydra-joblib-launcher" in err
     assert not list(tmp_path.iterdir())
+
+
+def test_hydras_cfg_job_form_prints_the_job_config(capsys):
+    # "--cfg job" (Hydra's form) was refused: "cannot parse the overrides ['job']"
+    for argv in (["--cfg", "job", "stats.seed=3"], ["stats.seed=3", "--cfg"]):
+        with pytest.raises(SystemExit) as exc:
+            _hydra.command_main("tables", lambda cfg: pytest.fail("ran the command"), argv)
+        assert exc.value.code == 0
+        out = capsys.readouterr().out
+        assert "stats:" in out and "seed: 3" in out
+    with pytest.raises(SystemExit) as exc:
+        _hydra.command_main("tables", lambda cfg: pytest.fail("ran the command"), ["--cfg", "hydra"])
+    assert exc.value.code == 2
+    assert "--cfg hydra: only the job's configuration is printed" in capsys.readouterr().err
 
 
 def test_compile_refuses_the_installed_packages_shipped_export(tmp_path, monkeypatch):

@@ -73,6 +73,29 @@ def planner_label(name: str) -> str:
     return label
 
 
+def check_settings(name: str, settings: dict) -> None:
+    """Refuse, before any work, a setting the planner's constructor does not take (a
+    typo in ``planner.settings.<key>=``), naming it and the settings it takes; a
+    constructor with ``**kwargs`` takes any.
+
+    >>> check_settings("analysis.planners.simple:GreedyHintsPlanner", {"sed": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: planner.settings.sed: GreedyHintsPlanner takes no such setting (it takes: seed)
+    """
+    import inspect
+    cls = planner_class(name)
+    params = inspect.signature(cls.__init__).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    takes = [k for k, p in params.items() if k != "self"
+             and p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    for key in settings:
+        if key not in takes:
+            raise ValueError(f"planner.settings.{key}: {cls.__name__} takes no such setting "
+                             f"(it takes: {', '.join(takes) or 'nothing'})")
+
+
 def make_planner(name: str, seed: int = 0, **settings) -> Planner:
     """A fresh planner instance (one per episode: planners may keep per-group state)."""
     return planner_class(name)(seed=seed, **settings)
