@@ -60,6 +60,12 @@ def test_stacks_and_rolls_are_typed_by_what_they_are(vocab, name, stem, leaf):
     ("frying pan grey", ("frying_pan_grey", "pan", None)),
     ("spice jar black", ("spice_jar_black", "jar", None)),
     ("spring green", ("spring_green", "other_supply", None)),     # green and orange are foods too
+    # ... but not after a container word (draw 23: P09's "spice jar green" was a vegetable
+    # and started in the fridge, "spice jar orange" a fruit)
+    ("spice jar green", ("spice_jar_green", "jar", None)),
+    ("spice jar orange", ("spice_jar_orange", "jar", None)),
+    ("bottle green", ("bottle_green", "bottle", None)),
+    ("pizza peel", ("pizza_peel", "other_utensil", None)),       # a paddle, no peel of a food
     # a tracked cooker is a pot (P04_R06 "into a pressure cooker"), a mortar a bowl
     ("pressure cooker", ("pressure_cooker", "pot", None)),
     ("mortar", ("mortar", "bowl", None)),

@@ -683,6 +683,46 @@ def test_dishes_first_handled_in_an_unload_row_start_in_the_dishwasher():
     assert ("at", "plate", "cupboard") not in world.facts
 
 
+def test_what_a_tidy_up_row_first_handles_and_spent_objects_start_out_of_storage():
+    # draw 23: the reference took a used tea bag and the dirty plates out of a cupboard to
+    # clear the table. A curated storage default of a container, food or cutlery first
+    # handled in a row that only tidies up, or of an object whose name says it is spent,
+    # becomes the work counter (citing the row); an observed first place never changes
+    from analysis.compiler.readers import Activity
+    from analysis.compiler.worlds import SPENT_RULE, TIDY_RULE, out_of_storage_sources
+    def fresh(names):
+        world, vocab = _tray_world(names=names)
+        for ent in world.names:                 # "used tea bag" is the entity tea_bag
+            world.facts = {a: p for a, p in world.facts.items() if a[:2] != ("at", ent)}
+            world.facts[("at", ent, "cupboard")] = {"source": "curated",
+                                                    "refs": {"rule": "default_locations:vessel"}}
+        return world, vocab
+    tidy = Activity("v", (), "Put stuff away and load dishwasher", 5.0, 50.0, False, "P03.csv:317")
+    for label in ("Make coffee", "Clear the table, get jam from the fridge", "Unload dishwasher"):
+        world, vocab = fresh(("tray", "plate"))
+        before = dict(world.facts)
+        assert out_of_storage_sources(world, [Activity("v", (), label, 5.0, 50.0, False, "P.csv:2")],
+                                      vocab) == [], label
+        assert world.facts == before
+    world, vocab = fresh(("tray", "plate"))
+    world.facts[("at", "tray", "cupboard")] = {"source": "observed", "refs": {"file": "vqa"}}
+    assert out_of_storage_sources(world, [tidy], vocab) == ["plate"]
+    assert world.facts[("at", "tray", "cupboard")]["source"] == "observed"
+    assert world.facts[("at", "plate", "counter")] == {"source": "curated",
+                                                       "refs": {"rule": f"{TIDY_RULE}:P03.csv:317"}}
+    assert ("at", "plate", "cupboard") not in world.facts
+    # a row starting after an object's first track (the tray's, 10 s) does not decide it
+    world, vocab = fresh(("tray", "plate"))
+    late = Activity("v", (), "Tidy up", 11.0, 50.0, False, "P03.csv:9")
+    assert out_of_storage_sources(world, [late], vocab) == ["plate"]
+    # a sponge the row fetches to clean with stays in its cupboard; a used one does not
+    world, vocab = fresh(("sponge", "used tea bag"))
+    assert out_of_storage_sources(world, [tidy], vocab) == ["tea_bag"]
+    assert world.facts[("at", "tea_bag", "counter")]["refs"]["rule"] == SPENT_RULE
+    world, vocab = fresh(("sponge", "used tea bag"))
+    assert out_of_storage_sources(world, [], vocab) == ["tea_bag"]     # in any row
+
+
 def test_an_association_named_for_a_fixture_is_that_fixture_not_a_second_object():
     world, _ = _tray_world(names=("dishwasher", "cup"))
     assert "dishwasher_2" not in world.objects and world.objects["dishwasher"] == "dishwasher"

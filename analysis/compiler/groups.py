@@ -14,7 +14,7 @@ from .grounding.windows import episode_recipe_segments
 from .operations import build_operations
 from .readers import Activity, Recipe
 from .sim import Sim
-from .worlds import EpisodeWorld, unload_sources
+from .worlds import EpisodeWorld, out_of_storage_sources, unload_sources
 
 
 @dataclass
@@ -65,6 +65,7 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim, snippets=()
     for atom, prov in sorted(g.facts.items()):
         world.facts.setdefault(atom, prov)
     unload_sources(world, activities, sim.vocab)
+    out_of_storage_sources(world, activities, sim.vocab)
     b = build_operations(world, g, sim)
     segs = episode_segments(world, recipes)
     # every operation of one source event (with its navigation and open/close steps)

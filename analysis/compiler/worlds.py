@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .grounding import CONTAINER_WORDS, PART_WORDS, strip_postposed, words
+from .grounding import CONTAINER_WORDS, PART_WORDS, name_head, strip_postposed, words
 from .normalise import canonical_object, fixture_id, resolve_noun
 from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
 from .vocabulary import Vocabulary
@@ -716,5 +716,83 @@ def unload_sources(world: EpisodeWorld, activities, vocab: Vocabulary) -> list[s
             continue
         del world.facts[atom]
         world.facts[("at", ent, dws[0])] = curated(f"{UNLOAD_RULE}:{row.source_row}")
+        changed.append(ent)
+    return changed
+
+
+TIDY_RULE = "first_handled_in_a_tidy_up_row_starts_out_of_storage"
+SPENT_RULE = "spent_item_starts_out_of_storage"
+# a row that only puts things back, cleans or clears: what it first handles was out
+_TIDY_RE = re.compile(r"\b(?:clean\w*|clear\w*|tid(?:y|ied|ying)\w*|away|wash\w*\s+up|"
+                      r"wash\w*\s+(?:the\s+)?dishes|load\w*\s+(?:the\s+)?dishwasher)\b", re.IGNORECASE)
+# ... unless the label also fetches, prepares or serves something (which may come from storage)
+_FETCH_RE = re.compile(r"\b(?:get\w*|take\w*|fetch\w*|set|setting|serv\w*|prepar\w*|mak\w*|cook\w*|"
+                       r"read\w*|measur\w*|slic\w*|chop\w*|add\w*|weigh\w*|peel\w*|mix\w*|fry\w*|"
+                       r"bak\w*|boil\w*|drink\w*|eat\w*|pour\w*|refill\w*|fill\w*|plat\w*|check\w*|"
+                       r"wait\w*|unload\w*|empty\w*|continu\w*|start\w*|replac\w*)\b", re.IGNORECASE)
+#: what a tidy-up row puts back: containers, food, devices and cutlery; never the
+#: cleaning tools and supplies the row may fetch from storage (a sponge, a cloth, foil)
+TIDY_KINDS = ("container", "food", "device", "blade", "fork", "spoon", "spatula", "ladle",
+              "masher", "whisk_tool", "tongs", "grater", "peeler", "rolling_pin", "other_utensil")
+#: words of a name that say the object is spent, as an adjective anywhere ("dirty
+#: bowl", "used tea bag") or as its head noun ("butter packaging", "slice of potato peel";
+#: not "food waste bin", "pizza peel": a utensil)
+SPENT_ADJECTIVES = {"used", "dirty", "discarded"}
+SPENT_NOUNS = {"rubbish", "waste", "wrapper", "wrapping", "packaging", "peel", "peeling",
+               "scrap", "leftover", "shell", "skin", "ground"}     # singular: name_head's words
+
+
+def spent(names: list[str], leaf: str, vocab: Vocabulary) -> bool:
+    """A name says the object is used up or waste ("used tea bag", "butter packaging",
+    "egg shell"); "empty" says so of a sealed food container only ("empty milk carton";
+    an "empty glass" is clean).
+
+    >>> v = Vocabulary.load()
+    >>> [spent([n], t, v) for n, t in [("used tea bag", "tea_bag"), ("empty carton", "carton"),
+    ...     ("empty glass", "glass"), ("food waste bin", "other_supply"), ("pizza peel", "other_utensil")]]
+    [True, True, False, False, False]
+    """
+    for n in names:
+        ws = set(re.findall(r"[a-z]+", n.lower()))
+        if ws & SPENT_ADJECTIVES or ("empty" in ws and vocab.is_a(leaf, "sealable_container")):
+            return True
+        if name_head(n) in SPENT_NOUNS and not vocab.is_a(leaf, "utensil"):
+            return True
+    return False
+
+
+def out_of_storage_sources(world: EpisodeWorld, activities, vocab: Vocabulary) -> list[str]:
+    """Objects whose initial place is only a curated storage default, but which the rows
+    show were out: a spent object (``spent``: a used tea bag is not fetched from a
+    cupboard), or one first handled inside a row that only tidies up (``_TIDY_RE``, and
+    no fetching verb in the label: "Put stuff away and load dishwasher") and of a kind a
+    tidy-up puts back (``TIDY_KINDS``). They start on the work counter instead (curated
+    ``SPENT_RULE`` or ``TIDY_RULE``, citing the row): the reference would otherwise take
+    the used mug out of its cupboard to put it in the dishwasher. Run after
+    ``unload_sources``. Changes ``world.facts``; returns the entities changed."""
+    rows = [a for a in activities if a.video in world.videos and _TIDY_RE.search(a.label)
+            and not _FETCH_RE.search(a.label)]
+    first: dict = {}
+    for tr in world.tracks:                     # time order
+        first.setdefault(tr.entity, tr)
+    changed = []
+    for ent, tr0 in sorted(first.items()):
+        atom = next((a for a in world.facts if a[0] == "at" and a[1] == ent), None)
+        prov = world.facts.get(atom) if atom else None
+        leaf = world.objects.get(ent, "")
+        if prov is None or prov["source"] != "curated" \
+                or not prov["refs"].get("rule", "").startswith("default_locations") \
+                or not vocab.is_a(world.objects.get(atom[2], ""), "storage"):
+            continue
+        if spent(world.names.get(ent, []), leaf, vocab):
+            rule = SPENT_RULE
+        else:
+            row = next((a for a in rows if a.video == tr0.assoc.video and a.start <= tr0.start < a.end),
+                       None)                # episode time, both
+            if row is None or not any(vocab.is_a(leaf, k) for k in TIDY_KINDS):
+                continue
+            rule = f"{TIDY_RULE}:{row.source_row}"
+        del world.facts[atom]
+        world.facts[("at", ent, world.work_counter)] = curated(rule)
         changed.append(ent)
     return changed

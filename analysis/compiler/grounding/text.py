@@ -79,10 +79,17 @@ def name_head(name: str) -> str:
 def strip_postposed(ws: list[str]) -> list[str]:
     """Content words without a trailing colour that follows a noun ("frying pan grey").
 
+    Green and orange are foods too ("spring green"), so they are a colour only after a
+    container word ("spice jar green", "bottle green"), else a jar of HD-EPIC would be
+    typed a vegetable and start in the fridge.
+
     >>> strip_postposed(["frying", "pan", "grey"]), strip_postposed(["spring", "green"])
     (['frying', 'pan'], ['spring', 'green'])
+    >>> strip_postposed(["spice", "jar", "orange"])
+    ['spice', 'jar']
     """
-    while len(ws) > 1 and ws[-1] in POSTPOSED_COLOURS:
+    while len(ws) > 1 and (ws[-1] in POSTPOSED_COLOURS
+                           or ws[-1] in COLOUR_WORDS and ws[-2] in CONTAINER_WORDS):
         ws = ws[:-1]
     return ws
 
