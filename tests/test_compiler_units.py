@@ -689,7 +689,7 @@ def test_what_a_tidy_up_row_first_handles_and_spent_objects_start_out_of_storage
     # handled in a row that only tidies up, or of an object whose name says it is spent,
     # becomes the work counter (citing the row); an observed first place never changes
     from analysis.compiler.readers import Activity
-    from analysis.compiler.worlds import SPENT_RULE, TIDY_RULE, out_of_storage_sources
+    from analysis.compiler.worlds import CUT_RULE, SPENT_RULE, TIDY_RULE, out_of_storage_sources
     def fresh(names):
         world, vocab = _tray_world(names=names)
         for ent in world.names:                 # "used tea bag" is the entity tea_bag
@@ -721,6 +721,16 @@ def test_what_a_tidy_up_row_first_handles_and_spent_objects_start_out_of_storage
     assert world.facts[("at", "tea_bag", "counter")]["refs"]["rule"] == SPENT_RULE
     world, vocab = fresh(("sponge", "used tea bag"))
     assert out_of_storage_sources(world, [], vocab) == ["tea_bag"]     # in any row
+    # draw 24: a cut piece of food is made on a work surface; unpacking and starting the
+    # dishwasher fetch nothing from storage
+    world, vocab = fresh(("tray", "piece of tomato"))
+    world.objects["tomato"] = "vegetable"          # HD-EPIC's noun class (none in this fixture)
+    assert out_of_storage_sources(world, [], vocab) == ["tomato"]
+    assert world.facts[("at", "tomato", "counter")]["refs"]["rule"] == CUT_RULE
+    for label in ("Unpack the groceries", "Clean and clear, including loading and starting the dishwasher"):
+        world, vocab = fresh(("tray", "plate"))
+        assert out_of_storage_sources(world, [Activity("v", (), label, 5.0, 50.0, False, "P.csv:3")],
+                                      vocab) == ["plate", "tray"], label
 
 
 def test_an_association_named_for_a_fixture_is_that_fixture_not_a_second_object():
