@@ -107,6 +107,30 @@ def test_the_squash_task_data_are_the_records():
             assert [q["region"] for q in mine["queries"]] == [q["region"] for q in rec["queries"]]
 
 
+def test_task_card_on_the_page_is_the_card_file():
+    """The page's "Task card" shows the lines of tables/cards/<task>.md (issue 18 item 7):
+    track spans, the video, the question and answer text, readable segment lines and the
+    note that source rows are in their own video's time; the planner table's warnings
+    and its "tasks without attempts" travel to the overview."""
+    site, export = committed_site(), api_export()
+    from analysis.report.links import task_slug
+    tid = "P02-20240211-104948/t000"
+    data = _data(site, f"data/task/{task_slug(tid)}.js")["task"]
+    card = (REPO / "tables" / "cards" / f"{task_slug(tid)}.md").read_text()
+    plain = card.replace("**", "").replace("`", "")
+    lines = [e for c in data["conditions"] for e in c["evidence"]] + data["source_lines"]
+    assert len(lines) > 7 and all(f"- {line}\n" in plain for line in lines), \
+        [line for line in lines if f"- {line}\n" not in plain]
+    c1 = " ".join(data["conditions"][0]["evidence"])
+    assert "@ 109.47456-111.59956 s" in c1 and 'A: "top of drawer"' in c1
+    assert data["rows_time_note"] in card
+    overview = _data(site, "data/overview.js")
+    table4 = (REPO / "tables" / "table04_planner_results.md").read_text()
+    assert overview["warnings"]["planner"] and overview["warnings"]["planner"] in " ".join(table4.split())
+    no_att = export.task_metrics.assign(none=export.task_metrics.n_attempts == 0).groupby("run_id").none.sum()
+    assert {r["run_id"]: r["tasks_without_attempts"] for r in overview["runs"]} == no_att.to_dict()
+
+
 def test_overview_cells_and_metrics_are_the_tables_own():
     site, export = committed_site(), api_export()
     ov = _data(site, "data/overview.js")

@@ -243,3 +243,35 @@ def test_largest_page_renders_offline_without_console_messages(browser):
     assert d.find_elements("css selector", "section.run")
     _no_console_messages(d)
     _local_only(d)
+
+
+def test_unknown_bookmark_dashes_last_and_no_page_scroll(browser):
+    """A bookmarked filter or run this export lacks is said, and all is shown; a run's
+    column sorted either way puts the tasks outside its suite (dashes) last; at 1400 px
+    no page scrolls sideways (wide tables scroll in their own box)."""
+    site, export = committed_site(), api_export()
+    d = _open(browser, site.joinpath("index.html").as_uri() + "#planner=my_planner&tier=bogus")
+    alert = d.find_element("id", "unknown-filter").text
+    assert "planner \u201cmy_planner\u201d" in alert and "tier \u201cbogus\u201d" in alert
+    n = len(export.tasks)
+    assert d.find_element("id", "count").text.startswith(f"Showing {n} of {n} tasks")
+    run = export.runs.loc[export.runs.suite == "planner", "run_id"].iloc[0]
+    inside = set(export.task_metrics.loc[export.task_metrics.run_id == run, "task_id"])
+    for direction in ("", "&dir=desc"):
+        browser.get(site.joinpath("index.html").as_uri() + f"#sort={quote(run)}{direction}")
+        browser.refresh()  # a new hash alone does not reload the page
+        rows = _rows(_open(browser, browser.current_url))
+        assert rows[0] in inside and rows[-1] not in inside, direction
+        first_out = next(i for i, t in enumerate(rows) if t not in inside)
+        assert all(t not in inside for t in rows[first_out:]), direction
+    tid = squash_task(export)["task_id"]
+    from analysis.report.links import view_compare_page, view_task_page
+    browser.get(site.joinpath(view_compare_page(tid)).as_uri() + "#a=nope&b=" + quote(run))
+    d = _open(browser, browser.current_url)
+    assert "\u201cnope\u201d" in d.find_element("id", "unknown-run").text
+    for page in ("index.html", view_task_page("P02-20240211-104948/t000"), view_task_page(tid)):
+        d = _open(browser, site / page)
+        width = d.execute_script("return [document.documentElement.scrollWidth, "
+                                 "document.documentElement.clientWidth]")
+        assert width[0] <= width[1], (page, width)
+    _no_console_messages(d)

@@ -78,6 +78,44 @@ def _span(r: dict) -> str:
     return f" @ {t}-{e} s" if e is not None and e != t else f" @ {t} s"
 
 
+def ref_text(p: dict, markdown: bool = True) -> str:
+    """:func:`_fmt_ref` as plain text when ``markdown`` is false (the trace viewer's task
+    card shows the same lines as ``tables/cards``).
+
+    >>> ref_text({"source": "curated", "refs": {"rule": "r"}}, markdown=False)
+    'CURATED rule r'
+    """
+    text = _fmt_ref(p)
+    return text if markdown else text.replace("**", "").replace("`", "")
+
+
+def source_lines(task: dict, episode: dict, markdown: bool = True) -> list[str]:
+    """The card's "Source" list: the task's source row, each of its step and prep segments
+    (flagged where nothing was compiled in it) and each source step with its text."""
+    q = "`" if markdown else ""
+    refs = task["provenance"].get("refs", {})
+    src = ", ".join(f"{k} {q}{v}{q}" for k, v in sorted(refs.items()) if v is not None and k != "segments")
+    lines = [f"task source row: {src}"]
+    for x in refs.get("segments", []):
+        lines.append(f"{x['kind']} segment {x['video']} {x['start']:.2f}-{x['end']:.2f} s"
+                     + ("" if x.get("compiled", True) else
+                        f" (no operation compiled in it: its events are in {q}dropped.jsonl{q}, or it has none)"))
+    groups = {g["group_id"]: g for g in episode["groups"]}
+    shown = set()
+    for g in (groups[i] for i in task["group_ids"]):
+        s = g["source"]
+        seen_key = (tuple(s.get("steps") or ()), s.get("video"), s.get("start"), s.get("end"))
+        if s.get("steps") and seen_key not in shown:
+            shown.add(seen_key)
+            lines.append(f"step {', '.join(s['steps'])} of {s.get('recipe')}: \"{s.get('text', g['instruction'])}\" "
+                         f"({s['video']} {s['start']:.2f}-{s['end']:.2f} s)")
+    return lines
+
+
+#: What a condition's source rows are timed in (the witnessing operation is in episode time).
+ROWS_TIME_NOTE = "source rows below in their own video's time"
+
+
 def _fmt_ref(p: dict) -> str:
     """One source row as a reviewer checks it: file and ID, the track's name and span
     (start-end in its own video's time, with the video's offset in the episode), the
@@ -135,27 +173,16 @@ def _card(task: dict, episode: dict, conflicts: list[dict] = ()) -> str:
              f"groups {task['group_ids'][0]} .. {task['group_ids'][-1]} ({len(mine)}).", "",
              _viewer_line(task["task_id"]), "",
              "## Source", ""]
-    src = ", ".join(f"{k} `{v}`" for k, v in sorted(refs.items()) if v is not None and k != "segments")
-    lines.append(f"- task source row: {src}")
-    for x in refs.get("segments", []):
-        lines.append(f"  - {x['kind']} segment {x['video']} {x['start']:.2f}-{x['end']:.2f} s"
-                     + ("" if x.get("compiled", True) else
-                        " (no operation compiled in it: its events are in `dropped.jsonl`, or it has none)"))
-    shown = set()
-    for g in mine:
-        s = g["source"]
-        seen_key = (tuple(s.get("steps") or ()), s.get("video"), s.get("start"), s.get("end"))
-        if s.get("steps") and seen_key not in shown:
-            shown.add(seen_key)
-            lines.append(f"- step {', '.join(s['steps'])} of {s.get('recipe')}: \"{s.get('text', g['instruction'])}\" "
-                         f"({s['video']} {s['start']:.2f}-{s['end']:.2f} s)")
+    n_seg = len(refs.get("segments", []))
+    lines += [("  - " if 0 < k <= n_seg else "- ") + line
+              for k, line in enumerate(source_lines(task, episode))]
     lines += ["", "## Conditions", ""]
     cprov = task["provenance"].get("conditions", {})
     for c in task["contract"]["conditions"]:
         p = cprov.get(c["id"], {})
         lines.append(f"- **{c['id']}** {_cond_text(c)}: {p.get('source', '?')}, witnessed by "
                      f"`{p.get('refs', {}).get('operation', '?')}` at episode time {p.get('refs', {}).get('time')} s "
-                     "(source rows below in their own video's time)")
+                     f"({ROWS_TIME_NOTE})")
         for a in p.get("refs", {}).get("args", []):
             how = a.get("refs", {}).get("how")
             lines.append(f"  - {_fmt_ref(a)}" + (f" ({how})" if how else ""))

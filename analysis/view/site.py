@@ -22,6 +22,7 @@ from importlib import resources
 from ..metrics import ENDPOINTS
 from ..report.common import ci, pct_ci
 from ..report.context import PLANNER_METRICS
+from ..report.grounding import ROWS_TIME_NOTE, ref_text, source_lines
 from ..report.links import task_slug, view_compare_page, view_index, view_task_page
 from ..report.memory_stats import STUDY_METRICS
 from ..report.planners import ENDPOINT_LABELS
@@ -81,21 +82,6 @@ def _asset(name: str) -> bytes:
 
 # --- the cohort side of a task page (the task card's content) ---------------------------
 
-def _ref_text(p: dict) -> str:
-    """One provenance as a line: the HD-EPIC row (file, ID, name, time) or the rule."""
-    r = p.get("refs", {}) or {}
-    if p.get("source") != "observed":
-        return f"curated: rule {r.get('rule', '?')}"
-    where = f"{r.get('file', '?')} {r.get('id', '')}".strip()
-    if r.get("name"):
-        where += f" \"{r['name']}\""
-    if r.get("time") is not None:
-        where += f" @ {r['time']} s"
-    if r.get("how"):
-        where += f" ({r['how']})"
-    return f"observed: {where}"
-
-
 def _cond_text(c: dict) -> str:
     if c["kind"] == "atom":
         return f"{c['atom'][0]}({', '.join(c['atom'][1:])})"
@@ -113,16 +99,18 @@ def _task_card(task: dict, episode: dict) -> dict:
     groups = {g["group_id"]: g for g in episode["groups"]}
     mine = [groups[g] for g in task["group_ids"]]
     prov = task.get("provenance", {}) or {}
-    refs = prov.get("refs", {}) or {}
     cprov = prov.get("conditions", {}) or {}
     conditions = []
     for c in task["contract"]["conditions"]:
         p = cprov.get(c["id"], {}) or {}
         pr = p.get("refs", {}) or {}
+        # the lines of tables/cards/<task>.md: spans, video, question and answer text
         conditions.append({"id": c["id"], "kind": c["kind"], "text": _cond_text(c),
                            "source": p.get("source", "?"), "operation": pr.get("operation"),
                            "time": pr.get("time"),
-                           "evidence": [_ref_text(a) for a in pr.get("args", [])]})
+                           "evidence": [ref_text(a, markdown=False) + (
+                               f" ({a['refs']['how']})" if (a.get("refs") or {}).get("how") else "")
+                               for a in pr.get("args", [])]})
     out_groups = []
     for g in mine:
         s = g.get("source", {}) or {}
@@ -132,14 +120,14 @@ def _task_card(task: dict, episode: dict) -> dict:
             "video": s.get("video"), "start": _num(s.get("start")), "end": _num(s.get("end")),
             "operations": [{"text": _action_text(op), "source": op["provenance"]["source"],
                             "time": (op["provenance"].get("refs", {}) or {}).get("time"),
-                            "evidence": [_ref_text(a) for a in
+                            "evidence": [ref_text(a, markdown=False) for a in
                                          (op["provenance"].get("refs", {}) or {}).get("args", [])]}
                            for op in g["operations"]]})
     return {"task_id": task["task_id"], "title": task["title"], "tier": task["tier"],
             "episode_id": task["episode_id"], "scene_id": episode.get("scene_id"),
             "videos": list(episode.get("videos", [])),
-            "source_row": ", ".join(f"{k} {v}" for k, v in sorted(refs.items())
-                                    if v is not None),
+            "source_lines": source_lines(task, episode, markdown=False),
+            "rows_time_note": ROWS_TIME_NOTE,
             "conditions": conditions, "groups": out_groups,
             "reference_action_types": sorted(set(task.get("reference_action_types", [])))}
 
@@ -237,7 +225,9 @@ def build_site(src, progress=None) -> dict[str, bytes]:
     cfg = src.results.config
     counts = src.repair_counts()
     run_metrics = _run_metrics(src)
+    no_attempts = (tm.n_attempts == 0).groupby(tm.run_id).sum()
     run_info = [{**r, "attempts": counts.get(r["run_id"], (0, 0, 0))[0],
+                 "tasks_without_attempts": int(no_attempts.get(r["run_id"], 0)),
                  "repair_attempts": counts.get(r["run_id"], (0, 0, 0))[1],
                  "accepted_attempts": counts.get(r["run_id"], (0, 0, 0))[2],
                  "n_tasks": len(src.suites.get(r["suite"], [])),
@@ -246,7 +236,13 @@ def build_site(src, progress=None) -> dict[str, bytes]:
               "endpoints": [{"key": e, "label": ENDPOINT_LABELS[e],
                              "short": ENDPOINT_GLYPHS[e][0], "glyph": ENDPOINT_GLYPHS[e][1]}
                             for e in ENDPOINTS]}
-    overview = {"kind": "overview", **common, "runs": run_info, "tasks": [
+    # the tables' few-episode warnings travel with their intervals
+    res = src.results
+    warnings = {"planner": " ".join(dict.fromkeys(getattr(res.planner_bootstrap, "warnings", ()) or ())),
+                "memory": " ".join(dict.fromkeys(w for st in res.memory.values()
+                                                 for w in getattr(st.by_condition, "warnings", ()) or ()))}
+    overview = {"kind": "overview", **common, "runs": run_info,
+                "warnings": {k: v for k, v in warnings.items() if v}, "tasks": [
         {"task_id": t["task_id"], "title": t["title"], "tier": t["tier"],
          "episode_id": t["episode_id"], "suites": sorted(suites_of.get(t["task_id"], [])),
          "page": view_task_page(t["task_id"]), "compare": view_compare_page(t["task_id"]),

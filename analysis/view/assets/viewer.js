@@ -198,12 +198,12 @@
     });
     return el("p", {cls: "runsum"}, [endpointBadge(m.endpoint), " \u00b7 conditions met " + m.n_true + " of " +
       m.n_conditions + " \u00b7 GCR " + pct(m.gcr) + " \u00b7 completed " + (run.completed ? "yes" : "no") +
-      " \u00b7 attempts " + atts + " (repairs " + reps + ") \u00b7 action validity " + pct(m.action_validity)]);
+      " \u00b7 attempts " + atts + " (" + plural(reps, "repair") + ") \u00b7 action validity " + pct(m.action_validity)]);
   }
 
   // --- the task card ----------------------------------------------------------------
   function cardSection(t) {
-    var src = el("ul", {}, [el("li", {text: "task source row: " + (t.source_row || "(none)")})].concat(
+    var src = el("ul", {}, t.source_lines.map(function (line) { return el("li", {text: line}); }).concat(
       t.groups.map(function (g) {
         var when = g.video ? " (" + g.video + " " + (g.start === null ? "?" : g.start.toFixed(2)) + "\u2013" +
           (g.end === null ? "?" : g.end.toFixed(2)) + " s)" : "";
@@ -213,7 +213,7 @@
       })));
     var conds = el("ul", {cls: "conds"}, t.conditions.map(function (c) {
       return el("li", {}, [el("b", {text: c.id}), " ", el("code", {text: c.text}), ": " + c.source +
-        (c.operation ? ", witnessed by " + c.operation + " at episode time " + c.time + " s" : ""),
+        (c.operation ? ", witnessed by " + c.operation + " at episode time " + c.time + " s (" + t.rows_time_note + ")" : ""),
         c.evidence.length ? el("ul", {}, c.evidence.map(function (e) { return el("li", {text: e}); })) : null]);
     }));
     var ops = [];
@@ -231,9 +231,9 @@
       el("h3", {text: "Source steps"}), src,
       el("h3", {text: "Conditions and their evidence"}), conds,
       el("h3", {text: "Reference operations"}),
-      el("table", {cls: "ops"}, [el("thead", {}, [el("tr", {}, [el("th", {text: "group"}), el("th", {text: "time (s)"}),
+      el("div", {cls: "tablebox"}, [el("table", {cls: "ops"}, [el("thead", {}, [el("tr", {}, [el("th", {text: "group"}), el("th", {text: "time (s)"}),
         el("th", {text: "operation"}), el("th", {text: "provenance"}), el("th", {text: "evidence"})])]),
-        el("tbody", {}, ops.length ? ops : [el("tr", {}, [el("td", {colspan: "5", text: "(none)"})])])])]);
+        el("tbody", {}, ops.length ? ops : [el("tr", {}, [el("td", {colspan: "5", text: "(none)"})])])])])]);
   }
 
   function compareHref(a, b) {
@@ -257,12 +257,12 @@
           var tr = (r.truths.filter(function (x) { return x.id === c.id; })[0] || {}).truth;
           return el("span", {cls: "tpair"}, [c.id + " ", tr ? truthBadge(tr) : "?", " "]);
         })),
-        el("td", {text: String(r.metrics.n_attempts) + " (" + r.metrics.n_repair_attempts + " repairs)"}),
+        el("td", {text: String(r.metrics.n_attempts) + " (" + plural(r.metrics.n_repair_attempts, "repair") + ")"}),
         el("td", {}, [other ? el("a", {href: compareHref(r.run_id, other.run_id), text: "compare with " + other.label}) : ""])]);
     });
     app.appendChild(el("section", {id: "runs"}, [el("h2", {text: "Runs on this task (" + D.runs.length + ")"}),
-      el("table", {cls: "runs"}, [el("thead", {}, [el("tr", {}, [el("th", {text: "run"}), el("th", {text: "endpoint"}),
-        el("th", {text: "truths"}), el("th", {text: "attempts"}), el("th", {text: "compare"})])]), el("tbody", {}, sumRows)]),
+      el("div", {cls: "tablebox"}, [el("table", {cls: "runs"}, [el("thead", {}, [el("tr", {}, [el("th", {text: "run"}), el("th", {text: "endpoint"}),
+        el("th", {text: "truths"}), el("th", {text: "attempts"}), el("th", {text: "compare"})])]), el("tbody", {}, sumRows)])]),
       D.runs.length > 1 ? el("p", {}, [el("a", {href: compareHref(D.runs[0].run_id, D.runs[1].run_id), id: "compare-link",
         text: "Compare two runs side by side"})]) : null]));
     D.runs.forEach(function (r) {
@@ -311,6 +311,7 @@
     var a = ids.indexOf(h.a) >= 0 ? h.a : ids[0];
     var b = ids.indexOf(h.b) >= 0 ? h.b : (ids[1] || ids[0]);
     var A = D.runs[ids.indexOf(a)], B = D.runs[ids.indexOf(b)];
+    var missing = [h.a, h.b].filter(function (x) { return x && ids.indexOf(x) < 0; });
     document.title = t.title + " (" + t.task_id + "): compare " + a + " and " + b;
     app.innerHTML = "";
     app.appendChild(header([{text: "Overview", href: ROOT + D.index},
@@ -322,6 +323,10 @@
         location.hash = "a=" + encodeURIComponent(na) + "&b=" + encodeURIComponent(nb);
       }}, ids.map(function (id) { return el("option", {value: id, selected: id === value, text: id}); }));
     }
+    if (missing.length)
+      app.appendChild(el("p", {cls: "diverge-summary", id: "unknown-run", role: "alert",
+        text: "No run " + missing.map(function (x) { return "\u201c" + x + "\u201d"; }).join(" or ") +
+          " on this task: comparing " + a + " with " + b + " instead."}));
     app.appendChild(el("p", {cls: "pickers"}, ["A: ", picker("a", a), "  B: ", picker("b", b)]));
     if (!A || !B) { app.appendChild(el("p", {text: "This task has no run."})); return; }
     var div = firstDivergence(A, B);
@@ -392,6 +397,7 @@
     if (state.dir < 0) parts.push("dir=desc");
     history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname);
   }
+  function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
   function uniq(xs) { return xs.filter(function (x, i) { return xs.indexOf(x) === i; }).sort(); }
 
   function metricsSection() {
@@ -403,20 +409,23 @@
       if (!rs.length) return;
       var labels = [];
       rs.forEach(function (r) { r.metrics.forEach(function (m) { if (labels.indexOf(m.label) < 0) labels.push(m.label); }); });
-      var head = el("tr", {}, [el("th", {text: "run"}), el("th", {text: "tasks"}), el("th", {text: "attempts (repairs)"})].concat(
+      var head = el("tr", {}, [el("th", {text: "run"}), el("th", {text: "tasks"}), el("th", {text: "tasks without attempts"}),
+        el("th", {text: "attempts (repairs)"})].concat(
         labels.map(function (l) { return el("th", {text: l + (/%|per task/.test(l) ? "" : " (%)")}); })));
       var rows = rs.map(function (r) {
         var by = {};
         r.metrics.forEach(function (m) { by[m.label] = m.text; });
         var cells = [el("td", {}, [el("b", {text: r.label}), el("br"), el("small", {text: r.run_id})]),
-          el("td", {text: String(r.n_tasks)}),
-          el("td", {text: r.attempts + " (" + r.repair_attempts + " repairs, " + (r.attempts ? (100 * r.repair_attempts / r.attempts).toFixed(1) : "0.0") + "%)"})];
+          el("td", {text: String(r.n_tasks)}), el("td", {cls: "num", text: String(r.tasks_without_attempts)}),
+          el("td", {text: r.attempts + " (" + plural(r.repair_attempts, "repair") + ", " + (r.attempts ? (100 * r.repair_attempts / r.attempts).toFixed(1) : "0.0") + "%)"})];
         if (!r.metrics.length) cells.push(el("td", {colspan: String(Math.max(labels.length, 1)), text: "no interval in the tables: " + r.why}));
         else labels.forEach(function (l) { cells.push(el("td", {cls: "num", text: by[l] || ""})); });
         return el("tr", {id: "metrics-" + safeId(r.run_id)}, cells);
       });
       sec.appendChild(el("h3", {text: sp[1]}));
-      sec.appendChild(el("table", {cls: "metrics"}, [el("thead", {}, [head]), el("tbody", {}, rows)]));
+      sec.appendChild(el("div", {cls: "tablebox"}, [el("table", {cls: "metrics"}, [el("thead", {}, [head]), el("tbody", {}, rows)])]));
+      if (sp[0] === "planner" && D.warnings && D.warnings.planner) sec.appendChild(el("p", {cls: "warning", text: "WARNING: " + D.warnings.planner}));
+      if (sp[0] === "memory" && D.warnings && D.warnings.memory) sec.appendChild(el("p", {cls: "warning", text: "WARNING: " + D.warnings.memory}));
     });
     return sec;
   }
@@ -427,7 +436,7 @@
     if (key === "tier") return t.tier + " " + t.task_id;
     if (key === "episode") return t.episode_id + " " + t.task_id;
     var c = t.cells[key];
-    if (!c) return "9";
+    if (!c) return null;
     return String(EP_ORDER.indexOf(c.endpoint)) + (1 - (c.gcr || 0)).toFixed(4) + t.task_id;
   }
 
@@ -444,6 +453,7 @@
     });
     tasks.sort(function (x, y) {
       var a = sortValue(x, state.sort), b = sortValue(y, state.sort);
+      if ((a === null) !== (b === null)) return a === null ? 1 : -1;  // dashes last, either way
       return (a < b ? -1 : a > b ? 1 : 0) * state.dir;
     });
     function th(key, label, sub) {
@@ -491,10 +501,26 @@
   function renderOverview() {
     var h = parseHash();
     Object.keys(state).forEach(function (k) { if (h[k] !== undefined && k !== "dir" && k !== "limit") state[k] = h[k]; });
+    var known = {planner: D.runs.map(function (r) { return r.planner; }), suite: D.runs.map(function (r) { return r.suite; }),
+      tier: D.tasks.map(function (t) { return t.tier; }), episode: D.tasks.map(function (t) { return t.episode_id; }),
+      endpoint: [GOAL_NOT_REACHED].concat(D.endpoints.map(function (e) { return e.key; })),
+      sort: ["task", "title", "tier", "episode"].concat(D.runs.map(function (r) { return r.run_id; }))};
+    var unknown = [];
+    Object.keys(known).forEach(function (k) {
+      if (state[k] && known[k].indexOf(state[k]) < 0) {
+        unknown.push(k + " \u201c" + state[k] + "\u201d");
+        state[k] = k === "sort" ? "task" : "";
+      }
+    });
     if (h.dir === "desc") state.dir = -1;
     app.innerHTML = "";
     app.appendChild(header([{text: "Overview"}]));
     app.appendChild(el("h1", {text: "Ego2World trace viewer"}));
+    if (unknown.length) {
+      app.appendChild(el("p", {cls: "diverge-summary", id: "unknown-filter", role: "alert",
+        text: "The address asks for " + unknown.join(" and ") + ", which this export does not have: showing all instead."}));
+      writeHash();
+    }
     app.appendChild(el("p", {text: D.runs.length + " runs, " + D.tasks.length + " tasks. Each cell: the task's endpoint in that run " +
       "(shape and text) and the conditions met; \u27f2n: repair attempts the runtime inserted. A dash: the task is not in the run's suite."}));
     app.appendChild(metricsSection());
