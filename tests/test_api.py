@@ -151,3 +151,17 @@ def test_readme_from_python_example_runs(capsys):
     exec(compile(code, "README.md", "exec"), scope)
     out = capsys.readouterr().out
     assert "belief_search" in out and "verdict" in out
+
+
+def test_verify_without_a_path_checks_the_committed_export_from_any_folder(tmp_path):
+    """``analysis.verify()`` defaults to the committed export as ``analysis.load()`` does,
+    not to a folder named frozen_exports in the working directory."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", "import analysis; print(analysis.verify().root)"],
+                       cwd=tmp_path, capture_output=True, text=True,
+                       env={**__import__("os").environ, "PYTHONPATH": str(repo)})
+    assert r.returncode == 0, r.stderr
+    assert Path(r.stdout.strip()).resolve() == (repo / "frozen_exports").resolve()

@@ -961,13 +961,17 @@ def _check_run_files(folder, run, suite, tasks, episodes, records, group_keys, m
                              record_id=missing[0])
 
 
-def verify(root: str | os.PathLike = "frozen_exports", workers: int = 1) -> VerificationReport:
-    """Verify the export at ``root``; raise :class:`IntegrityError` on the first problem.
-    ``workers=2`` shares the work with a forked process (see :func:`verify_records`).
+def verify(root: str | os.PathLike | None = None, workers: int = 1) -> VerificationReport:
+    """Verify the export at ``root`` (default: the committed export, wherever the working
+    directory is, as :func:`analysis.load`); raise :class:`IntegrityError` on the first
+    problem. ``workers=2`` shares the work with a forked process (see :func:`verify_records`).
 
-    >>> verify("frozen_exports").summary()  # doctest: +SKIP
-    'verified 12 files, 20345 records, 2 suites (memory, planner), 8 runs in frozen_exports'
+    >>> verify().n_files > 0
+    True
     """
+    if root is None:
+        from ..resources import default_export_root   # where the repository's or the wheel's export is
+        root = default_export_root()
     # the group records are checked and dropped one by one: verification alone keeps
     # none of them (a tenth of the memory)
     return verify_records(root, stream={"group_record": None}, workers=workers)[0]
