@@ -71,9 +71,14 @@ def load(export_root: str | os.PathLike | None = None, *, refresh: bool = False)
     """
     from .frozen import load as load_frozen
 
+    if export_root is not None and not isinstance(export_root, (str, os.PathLike)):
+        raise TypeError(f"export_root={export_root!r}: expected a folder path (str or os.PathLike)")
+    if not isinstance(refresh, bool):
+        raise TypeError(f"refresh={refresh!r}: expected True or False")
     root = Path(export_root).expanduser() if export_root is not None else default_export_root()
     if not root.is_dir():
-        raise FileNotFoundError(f"export_root={root}: no such folder")
+        raise FileNotFoundError(f"export_root={root}: " + (
+            "a file, not a folder" if root.exists() else "no such folder"))
     key = str(root.resolve())
     with _cache_lock:
         before = _fingerprint(root)
@@ -214,7 +219,7 @@ class Export:
         for t in self.frozen.records_of("task"):
             if t["task_id"] == task_id:
                 return t
-        raise KeyError(f"task_id {task_id!r}: not in the cohort"
+        raise UnknownName(f"task_id {task_id!r}: not in the cohort"
                        f"{_did_you_mean(task_id, self.tasks.task_id)}")
 
     def task_trace(self, run: str, task_id: str) -> dict:
@@ -233,7 +238,7 @@ class Export:
         rec = next((t for t in self.frozen.records_of("task_record")
                     if t["run_id"] == rid and t["task_id"] == task_id), None)
         if rec is None:
-            raise KeyError(f"task_id {task_id!r}: not in run {rid}'s suite")
+            raise UnknownName(f"task_id {task_id!r}: not in run {rid}'s suite")
         wanted = task["group_ids"]
         by_id = {g["group_id"]: g for g in self.frozen.group_records_of(rid)
                  if g["group_id"] in set(wanted)}
@@ -274,6 +279,18 @@ class Export:
             from .report import compute
             self._results[key] = Results(self, compute(self.frozen, cfg))
         return self._results[key]
+
+
+class UnknownName(KeyError):
+    """A task, table or figure name the export does not have. A ``KeyError`` (so
+    ``except KeyError`` still catches it) whose message prints as written, not quoted.
+
+    >>> str(UnknownName("table 'x': not an artefact"))
+    "table 'x': not an artefact"
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 def _did_you_mean(word, choices) -> str:
@@ -364,14 +381,18 @@ class Results:
         from .report import BUILDERS
         return [b[0] for b in BUILDERS]
 
-    def _resolve(self, name: str, kind: str) -> str:
+    def _resolve(self, name: str, kind: str | tuple) -> str:
+        if not isinstance(name, str):
+            raise TypeError(f"name={name!r}: expected a {kind if isinstance(kind, str) else 'table or figure'} "
+                            "name (a string)")
         pool = [n for n in self.names if n.startswith(kind)]
         for n in pool:
             if name in (n, _short(n)):
                 return n
-        choices = [_short(n) for n in pool]
-        raise KeyError(f"{kind} {name!r}: not an artefact{_did_you_mean(name, choices)} "
-                       f"({kind}s: {', '.join(choices)})")
+        choices = list(dict.fromkeys(_short(n) for n in pool))   # a table and its figure share one
+        what = kind if isinstance(kind, str) else "artefact"
+        raise UnknownName(f"{what} {name!r}: not an artefact{_did_you_mean(name, choices)} "
+                          f"({what}s: {', '.join(choices)})")
 
     def artefact(self, name: str):
         """The :class:`analysis.report.Table` or :class:`analysis.report.FigureOutput` of
@@ -380,10 +401,7 @@ class Results:
         from .report import BUILDERS, Skip
         full = next((n for n in self.names if n == name), None)
         if full is None:
-            try:
-                full = self._resolve(name, "table")
-            except KeyError:
-                full = self._resolve(name, "fig")
+            full = self._resolve(name, ("table", "fig"))
         if full not in self._built:
             build = next(b[3] for b in BUILDERS if b[0] == full)
             try:

@@ -165,3 +165,31 @@ def test_verify_without_a_path_checks_the_committed_export_from_any_folder(tmp_p
                        env={**__import__("os").environ, "PYTHONPATH": str(repo)})
     assert r.returncode == 0, r.stderr
     assert Path(r.stdout.strip()).resolve() == (repo / "frozen_exports").resolve()
+
+
+def test_bad_names_and_arguments_name_the_parameter_in_one_plain_line(tmp_path):
+    """A misspelt artefact or task is a KeyError (``except KeyError`` still works) whose
+    message prints as written, with the allowed names; a wrong argument type names the
+    parameter; a file given as the export is called a file."""
+    import pytest as _pytest
+    import analysis
+    export = analysis.load()
+    res = export.results()
+    with _pytest.raises(KeyError) as e:
+        res.table("planner_result")
+    assert str(e.value).startswith("table 'planner_result': not an artefact; did you mean planner_results?")
+    with _pytest.raises(KeyError) as e:
+        res.artefact("nope")
+    assert "artefacts: example_task" in str(e.value) and "pairwise_forest" in str(e.value)
+    assert str(e.value).count("endpoints,") == 1
+    with _pytest.raises(KeyError) as e:
+        export.task("P02-20240209-194141/t00")
+    assert str(e.value).startswith("task_id 'P02-20240209-194141/t00': not in the cohort")
+    with _pytest.raises(TypeError, match=r"^export_root=5: expected a folder path"):
+        analysis.load(5)
+    with _pytest.raises(TypeError, match=r"^refresh='yes': expected True or False"):
+        analysis.load(refresh="yes")
+    f = tmp_path / "a_file"
+    f.write_text("x")
+    with _pytest.raises(FileNotFoundError, match="a file, not a folder"):
+        analysis.load(f)
