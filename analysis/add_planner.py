@@ -75,6 +75,13 @@ def _read(folder: Path):
     if not folder.is_dir():
         raise AddPlannerError(f"records={folder}: not a folder (expected run.json, "
                               "groups.jsonl.gz and tasks.jsonl)")
+    extra = sorted(p.name for p in folder.iterdir() if p.name not in FILES)
+    if extra:
+        # docs/FORMAT.md: a run folder holds exactly these files; anything else would be
+        # silently left behind, and may be what the user meant to add
+        raise AddPlannerError(f"records={folder}: unexpected {extra[0]!r}"
+                              f"{f' (and {len(extra) - 1} more)' if len(extra) > 1 else ''}: a run "
+                              f"folder holds exactly {', '.join(FILES)}; move the rest out")
     out = {}
     for fname, rtype in FILES.items():
         path = folder / fname

@@ -187,6 +187,14 @@ def compile_out_dir(key, v):
         raise ConfigError(key, f"{key}={v}: the export shipped with the installed package is "
                                "read-only; compile into another folder: out_dir=DIR")
     p = Path(v).expanduser()
+    # a cohort written into a folder of another export would be files its manifest does
+    # not list: that export would then fail verification
+    from .confine import export_holding
+    holder = export_holding(p.resolve().parent)
+    if holder is not None:
+        raise ConfigError(key, f"{key}={v}: is inside the export {holder}; compile into the "
+                               f"export itself (out_dir={holder}) or a folder outside every "
+                               "export")
     if p.is_dir():
         movable_into(key, v, "the cohort")
 

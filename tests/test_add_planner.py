@@ -157,6 +157,27 @@ def test_missing_and_unknown_tasks_are_rejected(setup, tmp_path):
     assert not any(p.name.startswith(".") for p in (ex / "runs").iterdir())
 
 
+def test_duplicate_keys_and_stray_files_in_the_records_are_refused(setup, tmp_path):
+    """The records are read as strictly as verification reads an export: a key given
+    twice (json would keep the last value) names the file and line; a file other than the
+    three of a run folder is named, not silently left behind."""
+    base, rec_dir = setup
+    ex = _copy(base, tmp_path / "ex")
+    before = _snapshot(ex)
+    bad = _copy(rec_dir, tmp_path / "bad")
+    lines = (bad / "tasks.jsonl").read_text().splitlines(keepends=True)
+    assert lines[0].startswith('{"completed":')
+    (bad / "tasks.jsonl").write_text(lines[0].replace('{"completed":', '{"completed":true,"completed":', 1)
+                                     + "".join(lines[1:]))
+    with pytest.raises(AddPlannerError, match=r"tasks\.jsonl: unreadable \(line 1: duplicate key 'completed'"):
+        add_planner(ex, bad, "dup", reexecute=False)
+    stray = _copy(rec_dir, tmp_path / "stray")
+    (stray / "notes.txt").write_text("x")
+    with pytest.raises(AddPlannerError, match="unexpected 'notes.txt': a run folder holds exactly"):
+        add_planner(ex, stray, "stray", reexecute=False)
+    assert _snapshot(ex) == before
+
+
 def test_overlong_name_is_refused_with_one_line_and_nothing_written(setup, tmp_path):
     base, rec_dir = setup
     ex = _copy(base, tmp_path / "ex")

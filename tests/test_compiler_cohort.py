@@ -361,9 +361,16 @@ def test_scale_and_observed_share(compiled):
     assert len({e[:3] for e in memory["episode_ids"]}) >= 7
     conds = [p["source"] for t in tasks.values() for p in t["provenance"]["conditions"].values()]
     assert sum(c == "observed" for c in conds) >= 0.9 * len(conds)
-    sizes = [len(g["operations"]) for e in read_records(a / "cohort" / "episodes.jsonl.gz")
-             for g in e["groups"]]
+    eps = read_records(a / "cohort" / "episodes.jsonl.gz")
+    sizes = [len(g["operations"]) for e in eps for g in e["groups"]]
     assert max(sizes) < 100
+    # the printed summary counts what was written (not every compiled episode)
+    from collections import Counter
+    rep = compiled[1]
+    assert rep.episodes == len(eps) and rep.groups == len(sizes)
+    assert rep.facts == dict(Counter(p["source"] for e in eps for p in e["fact_provenance"]))
+    assert rep.operations == dict(Counter(op["provenance"]["source"] for e in eps
+                                          for g in e["groups"] for op in g["operations"]))
 
 
 # ------------------------------------------------- audit of bbb17b1: patterns (a)-(d)

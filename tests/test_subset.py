@@ -77,3 +77,22 @@ def test_llm_doc_quotes_the_subset_of_the_committed_cohort():
     doc = re.sub(r"\s+", " ", (REPO / "docs" / "llm.md").read_text())
     assert f"the planner suite ({eps[0]} and {eps[1]})" in doc
     assert f"cuts them to {n_groups} groups and {n_tasks} tasks" in doc
+
+
+def test_a_tampered_source_is_refused_exit_1_and_nothing_written(tmp_path):
+    """SRC is verified first: an edited run record (its metadata, which re-execution does
+    not check) would otherwise reach a subset that verifies clean."""
+    import shutil
+    src = tmp_path / "src"
+    shutil.copytree(SRC, src)
+    run = src / "runs" / "lexicon__planner__persistent" / "run.json"
+    text = run.read_text()
+    assert '"lexicon_size":47' in text
+    run.write_text(text.replace('"lexicon_size":47', '"lexicon_size":4700'))
+    r = subprocess.run([sys.executable, "-m", "analysis.planners.llm.subset", str(src),
+                        str(tmp_path / "dst"), "episodes=1", "suites=planner"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 1, r.stderr
+    assert "verification FAILED, nothing written" in r.stderr
+    assert "runs/lexicon__planner__persistent/run.json, line 1" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "dst").exists()

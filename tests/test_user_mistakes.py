@@ -114,6 +114,28 @@ def test_compile_refuses_the_installed_packages_shipped_export(tmp_path, monkeyp
     compile_out_dir("out_dir", str(tmp_path / "elsewhere"))
 
 
+def test_compile_into_a_folder_of_another_export_is_refused_before_work(tmp_path):
+    """A cohort compiled into ``<export>/runs`` or ``<export>/cohort`` would leave files
+    that export's manifest does not list (every command then refuses it); the export
+    itself, or a folder outside every export, is fine."""
+    import subprocess
+    import sys
+    export = tmp_path / "export"
+    (export / "runs").mkdir(parents=True)
+    (export / "MANIFEST.json").write_text("{}")
+    for inner in (export / "runs", export / "cohort", export / "runs" / "x"):
+        with pytest.raises(ConfigError, match=f"is inside the export {export}; compile into the export itself"):
+            compile_out_dir("out_dir", str(inner))
+    compile_out_dir("out_dir", str(export))
+    compile_out_dir("out_dir", str(tmp_path / "elsewhere"))
+    repo = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-m", "analysis.compile", f"out_dir={export / 'runs'}",
+                        f"source={tmp_path}"], capture_output=True, text=True, cwd=repo)
+    assert r.returncode == 2 and "is inside the export" in r.stderr and "Traceback" not in r.stderr
+    assert sorted(p.name for p in export.iterdir()) == ["MANIFEST.json", "runs"]
+    assert list((export / "runs").iterdir()) == []
+
+
 def test_an_export_on_another_file_system_than_its_parent_is_refused_before_work(tmp_path, monkeypatch):
     # a bind mount: the run is staged beside the export and moved in, which fails at the
     # very end with "Invalid cross-device link" unless refused first

@@ -158,8 +158,6 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         scene_recs.append({"scene_id": s, "fixtures": fx})
 
     episodes, all_tasks, rejected, audit = [], {}, [], []
-    prov_counts = Counter()
-    op_counts = Counter()
     per_ep = {}
     dropped_of: dict[str, list[dict]] = {}
     conflicts_all: list[dict] = []
@@ -189,11 +187,6 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         facts = sorted(world.facts)
         objects = world.objects
         init = frozenset(world.facts)
-        for a in facts:
-            prov_counts[world.facts[a]["source"]] += 1
-        for g in grecs:
-            for op in g["operations"]:
-                op_counts[op["provenance"]["source"]] += 1
         anchors = {}
         for a in facts:
             if a[0] == "at" and world.facts[a]["source"] == "observed":
@@ -325,8 +318,11 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     rep.groups = sum(len(e["groups"]) for e in episodes)
     for name, lst in (("planner", planner), ("memory", memory)):
         rep.tasks[name] = dict(Counter(c["tier"] for c in lst))
-    rep.facts = dict(prov_counts)
-    rep.operations = dict(op_counts)
+    # of the exported episodes only (63 are compiled, those without a suite task are not
+    # exported): the counts docs/compiler.md quotes from the files
+    rep.facts = dict(Counter(p["source"] for e in episodes for p in e["fact_provenance"]))
+    rep.operations = dict(Counter(op["provenance"]["source"] for e in episodes
+                                  for g in e["groups"] for op in g["operations"]))
     rep.rejections = dict(Counter(r["reason"] for r in rejected))
     rep.dropped_events = len(dropped)
     rep.dropped_by_kind = dict(sorted(Counter(d["kind"] for d in dropped).items()))

@@ -42,7 +42,9 @@ from typing import Any, NotRequired, TypedDict
 import msgspec
 
 from .hashing import canonical_json, sha256_bytes
+from .io import DuplicateKey as _DuplicateKey
 from .io import gunzip_capped
+from .io import no_duplicates as _no_duplicates
 from .manifest import (KNOWN_FORMAT_VERSIONS, MANIFEST_NAME, UNLISTED_FILES, cohort_fingerprint,
                        manifest_bytes)
 from .schemas import (ID_FIELDS, PLANNER_NAME, check_numbers, decoder, error_path,
@@ -194,17 +196,6 @@ def check_relpath(rel: str) -> str | None:
 
 # --- the manifest ------------------------------------------------------------------------
 
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs):
-    seen = {}
-    for k, v in pairs:
-        if k in seen:
-            raise _DuplicateKey(k)
-        seen[k] = v
-    return seen
 
 
 def _reject_constant(name):

@@ -144,14 +144,31 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not allowed in frozen records")
 
 
+class DuplicateKey(ValueError):
+    """A JSON object with a key twice (json keeps the last value silently)."""
+
+
+def no_duplicates(pairs):
+    """``object_pairs_hook`` refusing a key given twice."""
+    seen = {}
+    for k, v in pairs:
+        if k in seen:
+            raise DuplicateKey(k)
+        seen[k] = v
+    return seen
+
+
 def parse_lines(text: bytes) -> list[dict]:
-    """Parse JSON Lines; every line must be one JSON object. NaN/Infinity are rejected."""
+    """Parse JSON Lines; every line must be one JSON object. NaN/Infinity and a key given
+    twice are rejected (a record read back, verified or not, means one thing)."""
     records = []
     for i, line in enumerate(text.split(b"\n"), start=1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line, parse_constant=_reject_constant)
+            rec = json.loads(line, parse_constant=_reject_constant, object_pairs_hook=no_duplicates)
+        except DuplicateKey as exc:
+            raise RecordParseError(i, f"duplicate key {exc.args[0]!r} (every key appears once)") from None
         except (ValueError, UnicodeDecodeError) as exc:
             raise RecordParseError(i, f"not valid JSON ({exc})") from exc
         except RecursionError:

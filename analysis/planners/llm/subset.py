@@ -11,7 +11,8 @@ cannot be added to SRC). Run a model on DST, then ``python -m analysis.tables
 export_root=DST out_dir=...`` gives every table with the baselines on the same episodes.
 The full cohort's episode file stays (a run executes only its suite's episodes).
 
-Every option is checked before anything is written; DST is built in a temporary folder
+Every option is checked and SRC verified (hashes and schemas, as ``python -m
+analysis.verify``) before anything is written; DST is built in a temporary folder
 beside it and renamed into place, so a failure leaves no DST.
 
 >>> import tempfile, pathlib
@@ -89,6 +90,10 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
     if isinstance(suites, str):
         suites = [suites]
     all_suites, chosen = _check(src, dst, episodes, suites)
+    # SRC verified first, as every command that reads an export: a run record is copied
+    # as it is (re-execution checks what the attempts give, not the run's metadata), so
+    # an edited byte would otherwise reach a subset that verifies clean
+    verify(src)
     tasks = {t["task_id"]: t for t in read_records(src / "cohort/tasks.jsonl")}
     cut = {}
     for s in all_suites:
@@ -157,6 +162,7 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
 
 
 def main(argv=None) -> int:
+    from analysis.frozen import IntegrityError
     argv = sys.argv[1:] if argv is None else argv
     if "--help" in argv or "-h" in argv:
         print(USAGE + "\n\n" + __doc__.split("\n\n")[1])
@@ -187,6 +193,9 @@ def main(argv=None) -> int:
     except SubsetError as exc:
         print(f"subset: {exc}", file=sys.stderr)
         return 2
+    except IntegrityError as exc:
+        print(f"subset: SRC={pos[0]}: verification FAILED, nothing written: {exc}", file=sys.stderr)
+        return 1
     except (ValueError, OSError) as exc:
         print(f"subset FAILED, nothing written: {exc}", file=sys.stderr)
         return 1
