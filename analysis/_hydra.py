@@ -257,9 +257,22 @@ def _check_planner_settings(data: dict) -> None:
                   and isinstance(v, (int, float)) and not isinstance(v, bool))
               or (isinstance(d, str) and isinstance(v, str)))
         if not ok:
-            raise ConfigError(key, f"{key}={v!r}: expected a {type(d).__name__} like {d!r}")
+            kind = {"int": "an integer", "float": "a number", "str": "a string",
+                    "bool": "true or false"}.get(type(d).__name__, f"a {type(d).__name__}")
+            raise ConfigError(key, f"{key}={v!r}: expected {kind} like {d!r}")
         if k.startswith("p_") and not 0 <= v <= 1:
             raise ConfigError(key, f"{key}={v!r}: expected a probability from 0 to 1")
+        # every numeric setting of the shipped planners is a count, a size or seconds
+        if isinstance(d, int) and not isinstance(d, bool) and d >= 0 and not (
+                isinstance(v, int) or (isinstance(v, float) and v.is_integer())):
+            raise ConfigError(key, f"{key}={v!r}: expected a whole number like {d!r}")
+        if isinstance(d, (int, float)) and not isinstance(d, bool) and d >= 0 and v < 0:
+            raise ConfigError(key, f"{key}={v!r}: expected a number of 0 or more like {d!r}")
+        if k.endswith("_url") and isinstance(v, str) and not v.startswith(("http://", "https://")):
+            raise ConfigError(key, f"{key}={v!r}: expected an http:// or https:// URL like {d!r}")
+        if k == "api_key_env" and v and v not in os.environ:
+            raise ConfigError(key, f"{key}={v!r}: the environment variable {v} is not set "
+                                   "(export it first; the key itself is never a setting)")
 
 
 #: How --help shows a default path (``<user cache>``: $E2W_CACHE_DIR, else

@@ -101,7 +101,7 @@ CASES = [
     ("run", ["planner=noisy_search_skip", "planner.settings.p_skp=0.1"],
      ["planner.settings.p_skp", "did you mean p_skip"]),
     ("run", ["planner=noisy_search_skip", "planner.settings.p_skip=abc"],
-     ["planner.settings.p_skip='abc'", "float"]),
+     ["planner.settings.p_skip='abc'", "expected a number like 0.25"]),
     ("run", ["export_root={F}"], ["export_root=", "is not a folder"]),
     ("reexecute", ["planner=belief_search"], ["'planner'", "did you mean run"]),
     ("reexecute", ["run=[a,b]"], ["run=['a', 'b']", "run ID or a planner name"]),

@@ -228,3 +228,34 @@ def test_a_commands_warning_is_one_line_naming_the_command():
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stderr == "analysis.verify: UserWarning: 6 of 48 intervals rest on fewer than 8 episodes\n"
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (["planner=belief_search", "planner.settings.max_queries=-3"],
+     "planner.settings.max_queries=-3: expected a number of 0 or more like 1"),
+    (["planner=belief_search", "planner.settings.max_queries=1.5"],
+     "planner.settings.max_queries=1.5: expected a whole number like 1"),
+    (["planner=belief_search", "planner.settings.max_depth=x"],
+     "planner.settings.max_depth='x': expected an integer like 2"),
+    (["planner=chat", "planner.settings.base_url=not-a-url"],
+     "planner.settings.base_url='not-a-url': expected an http:// or https:// URL"),
+    (["planner=chat", "planner.settings.api_key_env=E2W_SURELY_UNSET_VARIABLE"],
+     "the environment variable E2W_SURELY_UNSET_VARIABLE is not set"),
+    (["planner=chat", "planner.settings.timeout=-1"],
+     "planner.settings.timeout=-1: expected a number of 0 or more like 180.0"),
+])
+def test_a_planner_setting_out_of_its_range_is_refused_before_any_work(overrides, message, monkeypatch):
+    """Outside audit, session 13: max_queries=-3 ran and replaced the baseline; a base_url
+    that is no URL was retried as a provider failure; an unset key variable went unnoticed
+    until a hosted API answered 401."""
+    monkeypatch.delenv("E2W_SURELY_UNSET_VARIABLE", raising=False)
+    with pytest.raises(ConfigError) as exc:
+        _hydra.compose_config("run", [*overrides, "suite=planner", "export_root=frozen_exports"])
+    assert message in str(exc.value)
+
+
+def test_an_api_key_variable_that_is_set_is_accepted(monkeypatch):
+    monkeypatch.setenv("E2W_TEST_KEY", "sk-test")
+    cfg = _hydra.compose_config("run", ["planner=chat", "planner.settings.api_key_env=E2W_TEST_KEY",
+                                        "suite=planner", "export_root=frozen_exports"])
+    assert cfg.planner.settings.api_key_env == "E2W_TEST_KEY"
