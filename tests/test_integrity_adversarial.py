@@ -1092,3 +1092,20 @@ def test_unknown_field_in_a_nested_record_object(ex):
     edit_line(ex, f"{RUN}/groups.jsonl.gz", 2, b'"failed_checks":', b'"forged":true,"failed_checks":')
     refuse(ex, f"{RUN}/groups.jsonl.gz", "line 3", "record P01-ep1/g002",
            "'attempts[0].forged'", "unknown field")
+
+
+def test_a_key_injected_twice_is_named_even_with_the_manifest_untouched(tmp_path):
+    """``"planner":"evil","planner":"lexicon"``: json keeps the last value, so the record
+    still hashes as listed and only the file's sha256 differs; the message names the
+    duplicate key and line, not a formatting change (outside audit, session 13)."""
+    export = tmp_path / "export"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "frozen_exports", export)
+    run = export / "runs" / "lexicon__planner__persistent" / "run.json"
+    text = run.read_text()
+    assert text.count('"planner":"lexicon"') == 1
+    run.write_text(text.replace('"planner":"lexicon"', '"planner":"evil","planner":"lexicon"'))
+    with pytest.raises(IntegrityError) as exc:
+        verify(export)
+    msg = str(exc.value)
+    assert "runs/lexicon__planner__persistent/run.json, line 1" in msg
+    assert "duplicate key 'planner' (every key appears once)" in msg and "formatting" not in msg

@@ -499,7 +499,11 @@ def _locate_difference(rel: str, entry: dict, content: bytes) -> IntegrityError:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line, parse_constant=_reject_constant)
+            rec = json.loads(line, parse_constant=_reject_constant, object_pairs_hook=_no_duplicates)
+        except _DuplicateKey as exc:
+            # json keeps the last value, so the record may still hash as listed
+            return IntegrityError(rel, f"file hash differs from the manifest; duplicate key "
+                                  f"{exc.args[0]!r} (every key appears once)", line=i)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             return IntegrityError(rel, f"file hash differs from the manifest; the line is not "
                                   f"valid JSON ({_short(exc)})", line=i)
