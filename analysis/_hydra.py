@@ -48,6 +48,8 @@ for _name, _fn in {
         "e2w_repo_export": lambda: str(REPO_ROOT / "frozen_exports") if in_repository() else None,
         # the trace viewer's site (git-ignored build/view in a clone; docs/viewer.md)
         "e2w_view_out": lambda: str(REPO_ROOT / "build" / "view") if in_repository() else None,
+        # the HD-EPIC copy beside a clone; an installed package has none (source= required)
+        "e2w_hdepic": lambda: str(REPO_ROOT.parent / "shared" / "hd-epic") if in_repository() else None,
         "e2w_cache": lambda sub="": str(user_cache_dir() / sub),
         "e2w_state": _state_dir_of,
 }.items():
@@ -284,6 +286,8 @@ _SHOWN_DEFAULTS = {
     "${e2w_view_out:}": "<repo>/build/view (installed package: required)",
     "${e2w_state:${export_root}}": "<user cache>/run_state/<export>",
     "${repo_root:}": "<repo>",
+    "${oc.env:E2W_HDEPIC,${e2w_hdepic:}}": "$E2W_HDEPIC, else <repo>/../shared/hd-epic "
+                                           "(installed package: required)",
 }
 
 

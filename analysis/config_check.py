@@ -113,6 +113,10 @@ def list_of(choices: Callable[[], list]) -> Callable:
 
 def hdepic_dir(key, v):
     """The HD-EPIC folder: an existing folder; when it is missing, say how to give it."""
+    if v is None:
+        raise ConfigError(key, f"{key} is required here (the package is installed, not a clone "
+                               "with ../shared/hd-epic beside it): give source=PATH to the "
+                               "HD-EPIC annotations, or set E2W_HDEPIC")
     try:
         existing_dir(key, v)
     except ConfigError as exc:

@@ -259,3 +259,16 @@ def test_an_api_key_variable_that_is_set_is_accepted(monkeypatch):
     cfg = _hydra.compose_config("run", ["planner=chat", "planner.settings.api_key_env=E2W_TEST_KEY",
                                         "suite=planner", "export_root=frozen_exports"])
     assert cfg.planner.settings.api_key_env == "E2W_TEST_KEY"
+
+
+def test_an_installed_package_asks_for_the_hdepic_source_by_name(monkeypatch):
+    """From a wheel there is no ../shared/hd-epic beside a repository: compile says to give
+    source= (or E2W_HDEPIC), instead of naming a folder inside site-packages."""
+    import analysis.resources as resources
+    monkeypatch.delenv("E2W_HDEPIC", raising=False)
+    monkeypatch.setattr(resources, "in_repository", lambda: False)
+    monkeypatch.setattr(_hydra, "in_repository", lambda: False, raising=False)
+    with pytest.raises(ConfigError) as exc:
+        _hydra.compose_config("compile", ["out_dir=/tmp/e2w_never_written"])
+    assert str(exc.value).startswith("source is required here (the package is installed")
+    assert "site-packages" not in str(exc.value)
