@@ -96,3 +96,18 @@ def test_a_tampered_source_is_refused_exit_1_and_nothing_written(tmp_path):
     assert "verification FAILED, nothing written" in r.stderr
     assert "runs/lexicon__planner__persistent/run.json, line 1" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "dst").exists()
+
+
+def test_a_cut_run_that_does_not_reexecute_is_a_refusal_during_the_work_exit_1(tmp_path, monkeypatch, capsys):
+    import analysis.executor.replay as replay
+    from analysis.planners.llm import subset
+
+    class Diverged:
+        ok = False
+        divergences = [type("D", (), {"message": lambda self: "group 0: status differs"})()]
+
+    monkeypatch.setattr(replay, "replay_run", lambda *a, **k: Diverged())
+    assert subset.main([str(SRC), str(tmp_path / "dst"), "episodes=1", "suites=planner"]) == 1
+    err = capsys.readouterr().err
+    assert "the cut run does not re-execute on the subset: group 0: status differs" in err
+    assert not (tmp_path / "dst").exists()

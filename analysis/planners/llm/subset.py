@@ -33,7 +33,7 @@ from pathlib import Path
 from analysis.frozen.io import read_records, write_records
 from analysis.frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
 
-__all__ = ["make_subset", "SubsetError", "main"]
+__all__ = ["make_subset", "SubsetError", "SubsetRefused", "main"]
 
 USAGE = ("usage: python -m analysis.planners.llm.subset SRC DST [episodes=2] "
          "[suites=planner,memory]")
@@ -42,6 +42,11 @@ OPTIONS = ("episodes", "suites")
 
 class SubsetError(ValueError):
     """An option or a folder the subset tool refuses (nothing written)."""
+
+
+class SubsetRefused(SubsetError):
+    """A refusal during the work: a cut run that does not re-execute (nothing written;
+    exit 1, as every command's refusal during its work)."""
 
 
 def _check(src: Path, dst: Path, episodes, suites) -> tuple[list, list]:
@@ -144,7 +149,7 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
                              tasks_file=f"{base}/tasks.jsonl", run=run, suite=suite,
                              run_file=rel)
             if not rep.ok:
-                raise SubsetError(f"{rel}: the cut run does not re-execute on the subset: "
+                raise SubsetRefused(f"{rel}: the cut run does not re-execute on the subset: "
                                   f"{rep.divergences[0].message()}; nothing written")
             say(rep.summary())
             write_records(out / base / "run.json", [run])
@@ -190,6 +195,9 @@ def main(argv=None) -> int:
     try:
         cut = make_subset(pos[0], pos[1], n, suites,
                           say=lambda m: print(f"[subset] {m}", file=sys.stderr, flush=True))
+    except SubsetRefused as exc:
+        print(f"subset: {exc}", file=sys.stderr)
+        return 1
     except SubsetError as exc:
         print(f"subset: {exc}", file=sys.stderr)
         return 2
