@@ -55,12 +55,15 @@ MACRO_COLUMNS = (
 )
 
 
-def _need(df, name, cols):
+def _need(df, name, cols, owner="export."):
+    """``owner``: how the message names the frame (an export's table, or an argument)."""
     if df is None:
-        raise ValueError(f"export.{name} is missing")
+        raise ValueError(f"{owner}{name} is missing")
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"{owner}{name}: expected a pandas DataFrame, got {type(df).__name__}")
     missing = [c for c in cols if c not in df.columns]
     if missing:
-        raise ValueError(f"export.{name} lacks column(s) {missing}")
+        raise ValueError(f"{owner}{name} lacks column(s) {missing}")
 
 
 def _as_list(x):
@@ -266,7 +269,7 @@ def macro(task_df: pd.DataFrame, by=("planner", "memory", "suite")) -> pd.DataFr
     """
     by = [by] if isinstance(by, str) else list(by)
     need = ["tier", "success", "gcr", "action_validity", "completed", "reference_coverage", *by]
-    _need(task_df, "task_df", need)
+    _need(task_df, "task_df", need, owner="argument ")
 
     def f(d):
         term = d["tier"] == "terminal"

@@ -204,3 +204,13 @@ def test_missing_truth_for_contract_condition_is_an_error():
 def test_no_attempt_tasks_are_counted():
     m = macro(task_metrics(make_export()), by=("run_id",)).set_index("run_id")
     assert m.n_no_attempts.to_dict() == {"r1": 0, "r2": 1, "r3": 0}
+
+
+def test_macro_names_its_argument_when_it_is_not_a_task_frame():
+    import pandas as pd
+    import pytest as _pytest
+    from analysis import macro
+    with _pytest.raises(TypeError, match=r"^argument task_df: expected a pandas DataFrame, got list$"):
+        macro([1, 2])
+    with _pytest.raises(ValueError, match=r"^argument task_df lacks column\(s\) \['tier'"):
+        macro(pd.DataFrame({"planner": ["p"]}), by=("planner",))
