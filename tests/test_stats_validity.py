@@ -135,9 +135,11 @@ def test_fewer_than_three_episodes_is_an_error(G):
 
 def test_fewer_than_eight_episodes_warns_in_result():
     df = rates_df([1, 0, 1, 0, 2], [3] * 5)
-    with pytest.warns(FewClustersWarning, match="fewer than 8 episodes"):
+    with pytest.warns(FewClustersWarning, match="fewer than 8 episodes") as caught:
         r = cluster_bootstrap(df, ["success"])
     assert r.table.few_clusters.all() and "(5)" in r.warnings[0]
+    # the warning points at the caller's line, not inside the package
+    assert {w.filename for w in caught if w.category is FewClustersWarning} == {__file__}
     two = pd.concat([df, df.assign(planner="q", success=1 - df.success)])
     with pytest.warns(FewClustersWarning):
         pw = pairwise_simultaneous(two, ["success"], n_resamples=200)

@@ -104,9 +104,24 @@ def emit_warnings(texts) -> tuple:
     import warnings
 
     texts = tuple(dict.fromkeys(t for t in texts if t))
-    for t in texts:
-        warnings.warn(t, FewClustersWarning, stacklevel=4)  # the caller of the public function
+    if texts:
+        level = _first_outside_package()
+        for t in texts:
+            warnings.warn(t, FewClustersWarning, stacklevel=level)
     return texts
+
+
+def _first_outside_package() -> int:
+    """The ``stacklevel`` of the first frame outside ``analysis`` (the user's call, however
+    deep the package's own calls go: ``Export.results().table(...)`` or
+    ``cluster_bootstrap(...)``), counted from ``warnings.warn``'s caller."""
+    import sys
+    from pathlib import Path
+    root = str(Path(__file__).resolve().parents[1])
+    frame, level = sys._getframe(2), 2      # the caller of emit_warnings, as warn counts
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(root):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def check_choice(name: str, value, allowed) -> None:
