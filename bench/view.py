@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import shutil
 import statistics
@@ -165,7 +166,9 @@ def _screenshot(d, export_root, site: Path, path: Path) -> None:
     from analysis.report.links import view_task_page
     export = analysis.load(export_root)
     memory = set(export.suites.task_id[export.suites.suite == "memory"])
-    tasks = [t for t in export.frozen.records_of("task") if t["title"].lower() == "add squash"]
+    # "Add Squash- Add the amount of Squash to your glass": the title starts with the row's words
+    tasks = [t for t in export.frozen.records_of("task")
+             if re.match(r"add squash\b", t["title"].strip().lower())]
     task = next((t for t in tasks if t["task_id"] in memory), tasks[0])
     d.set_window_size(1280, 900)
     d.get((site / view_task_page(task["task_id"])).as_uri())
