@@ -196,8 +196,6 @@ def check_relpath(rel: str) -> str | None:
 
 # --- the manifest ------------------------------------------------------------------------
 
-
-
 def _reject_constant(name):
     raise ValueError(f"{name} is not allowed")
 
