@@ -16,6 +16,7 @@ Hydra run directory or changes the working directory.
 """
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -235,6 +236,20 @@ def _plain_config(command: str) -> dict | None:
     return None if "defaults" in data else data
 
 
+def _http_url(v) -> bool:
+    """Whether ``v`` is an http(s) URL with a host (``http://[::1`` is not: the client
+    would fail on every request, and before it did, a run recorded no model reply)."""
+    from urllib.parse import urlsplit
+    if not isinstance(v, str) or not v.startswith(("http://", "https://")):
+        return False
+    try:
+        parts = urlsplit(v)
+        parts.port                       # raises ValueError for a port that is no number
+    except ValueError:
+        return False
+    return bool(parts.hostname)
+
+
 def _check_planner_settings(data: dict) -> None:
     """A built-in planner's settings keep the types of its configs/planner file."""
     from .config_check import ConfigError, suggest
@@ -265,13 +280,18 @@ def _check_planner_settings(data: dict) -> None:
         if k.startswith("p_") and not 0 <= v <= 1:
             raise ConfigError(key, f"{key}={v!r}: expected a probability from 0 to 1")
         # every numeric setting of the shipped planners is a count, a size or seconds
+        if isinstance(v, float) and not math.isfinite(v):
+            raise ConfigError(key, f"{key}={v!r}: expected a finite number like {d!r}")
         if isinstance(d, int) and not isinstance(d, bool) and d >= 0 and not (
                 isinstance(v, int) or (isinstance(v, float) and v.is_integer())):
             raise ConfigError(key, f"{key}={v!r}: expected a whole number like {d!r}")
         if isinstance(d, (int, float)) and not isinstance(d, bool) and d >= 0 and v < 0:
             raise ConfigError(key, f"{key}={v!r}: expected a number of 0 or more like {d!r}")
-        if k.endswith("_url") and isinstance(v, str) and not v.startswith(("http://", "https://")):
+        if k.endswith("_url") and not _http_url(v):
             raise ConfigError(key, f"{key}={v!r}: expected an http:// or https:// URL like {d!r}")
+        if k == "api_key_env" and v is not None and not (isinstance(v, str) and v):
+            raise ConfigError(key, f"{key}={v!r}: expected the NAME of an environment variable "
+                                   "(a string), or null for none")
         if k == "api_key_env" and v and v not in os.environ:
             raise ConfigError(key, f"{key}={v!r}: the environment variable {v} is not set "
                                    "(export it first; the key itself is never a setting)")

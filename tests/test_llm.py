@@ -347,3 +347,14 @@ def test_multirun_refuses_before_any_job_and_writes_no_hydra_folder(tmp_path, se
     assert srv.requests == before  # refused before any job ran
     assert list(cwd.iterdir()) == []
     assert not list(tmpdir.glob("e2w_multirun_*"))  # Hydra's multirun folder is gone
+
+
+def test_a_request_the_http_client_cannot_make_is_a_provider_error_not_a_reply(tmp_path):
+    """Outside audit, session 13: a base_url the HTTP client refuses (``http://[::1``)
+    raised a plain exception that the runtime scored as the model's parse failure, so a
+    run that never reached a model was registered at 0%. Now the client calls it a
+    provider error (the run is incomplete, never scored), naming what failed."""
+    from analysis.planners.llm.client import ChatClient, ClientSettings, ProviderError
+    c = ChatClient(ClientSettings(**settings("http://[::1", tmp_path, cache_mode="off")))
+    with pytest.raises(ProviderError, match="could not be (sent|made): "):
+        c.complete([{"role": "user", "content": "hi"}])

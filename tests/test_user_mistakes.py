@@ -243,6 +243,16 @@ def test_a_commands_warning_is_one_line_naming_the_command():
      "the environment variable E2W_SURELY_UNSET_VARIABLE is not set"),
     (["planner=chat", "planner.settings.timeout=-1"],
      "planner.settings.timeout=-1: expected a number of 0 or more like 180.0"),
+    (["planner=chat", "planner.settings.timeout=inf"],
+     "planner.settings.timeout=inf: expected a finite number like 180.0"),
+    (["planner=chat", "planner.settings.temperature=nan"],
+     "planner.settings.temperature=nan: expected a finite number like 0.0"),
+    (["planner=chat_schema", "planner.settings.base_url='http://[::1'"],
+     "expected an http:// or https:// URL"),
+    (["planner=chat", "planner.settings.base_url=http://host:port/v1"],
+     "expected an http:// or https:// URL"),
+    (["planner=chat", "planner.settings.api_key_env=123"],
+     "planner.settings.api_key_env=123: expected the NAME of an environment variable"),
 ])
 def test_a_planner_setting_out_of_its_range_is_refused_before_any_work(overrides, message, monkeypatch):
     """Outside audit, session 13: max_queries=-3 ran and replaced the baseline; a base_url

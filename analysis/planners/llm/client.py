@@ -243,7 +243,13 @@ class ChatClient:
 
     def _send(self, body: dict) -> dict:
         import openai
-        client = self._client()
+        try:
+            client = self._client()
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001 -- a setting the SDK refuses: the setup's fault
+            raise ProviderError(self._scrub(f"the client could not be made: "
+                                            f"{type(exc).__name__}: {exc}")[:300]) from None
         kwargs = {k: v for k, v in body.items() if k != "response_format"}
         if "response_format" in body:
             # through extra_body: the SDK would reshape the llama-cpp-python variant
@@ -262,6 +268,11 @@ class ChatClient:
         except openai.APIConnectionError as exc:
             raise _Retryable(self._scrub(f"connection error ({type(exc.__cause__).__name__})")) \
                 from None
+        except Exception as exc:  # noqa: BLE001
+            # the request could not even be made (a URL the HTTP client refuses, a value it
+            # cannot send): a fault of the setup, never a reply of the model to score
+            raise ProviderError(self._scrub(f"the request could not be sent: "
+                                            f"{type(exc).__name__}: {exc}")[:300]) from None
         try:
             data = json.loads(text)
             content = data["choices"][0]["message"]["content"]
