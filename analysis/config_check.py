@@ -199,6 +199,11 @@ def compile_out_dir(key, v):
         raise ConfigError(key, f"{key}={v}: is inside the export {holder}; compile into the "
                                f"export itself (out_dir={holder}) or a folder outside every "
                                "export")
+    if p.is_dir() and not (p / "MANIFEST.json").is_file() and any(p.iterdir()):
+        # the cohort and a manifest listing only it would sit beside files it does not
+        # list (another export inside, or anything else): verification would refuse it
+        raise ConfigError(key, f"{key}={v}: is a folder that holds files and is not an export; "
+                               "compile into a new or empty folder, or into an export")
     if p.is_dir():
         movable_into(key, v, "the cohort")
 

@@ -111,3 +111,14 @@ def test_a_cut_run_that_does_not_reexecute_is_a_refusal_during_the_work_exit_1(t
     err = capsys.readouterr().err
     assert "the cut run does not re-execute on the subset: group 0: status differs" in err
     assert not (tmp_path / "dst").exists()
+
+
+def test_a_destination_inside_another_export_is_refused(tmp_path):
+    """Outside audit, session 13: DST inside another export left files its manifest does
+    not list, and that export then failed verification."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "MANIFEST.json").write_text("{}")
+    with pytest.raises(SubsetError, match=f"is inside the export {other}"):
+        make_subset(SRC, other / "sub", 1)
+    assert sorted(p.name for p in other.iterdir()) == ["MANIFEST.json"]

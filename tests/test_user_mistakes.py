@@ -128,6 +128,18 @@ def test_compile_into_a_folder_of_another_export_is_refused_before_work(tmp_path
             compile_out_dir("out_dir", str(inner))
     compile_out_dir("out_dir", str(export))
     compile_out_dir("out_dir", str(tmp_path / "elsewhere"))
+    # a folder holding another export, or anything else, is not one to compile into
+    holder = tmp_path / "holder"
+    (holder / "inner").mkdir(parents=True)
+    (holder / "inner" / "MANIFEST.json").write_text("{}")
+    misc = tmp_path / "misc"
+    misc.mkdir()
+    (misc / "notes.txt").write_text("x")
+    for folder in (holder, misc):
+        with pytest.raises(ConfigError, match="is a folder that holds files and is not an export"):
+            compile_out_dir("out_dir", str(folder))
+    (tmp_path / "empty").mkdir()
+    compile_out_dir("out_dir", str(tmp_path / "empty"))
     repo = Path(__file__).resolve().parents[1]
     r = subprocess.run([sys.executable, "-m", "analysis.compile", f"out_dir={export / 'runs'}",
                         f"source={tmp_path}"], capture_output=True, text=True, cwd=repo)

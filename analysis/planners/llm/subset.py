@@ -54,6 +54,12 @@ def _check(src: Path, dst: Path, episodes, suites) -> tuple[list, list]:
         raise SubsetError(f"SRC={src}: not an export (no MANIFEST.json)")
     if dst == src or src in dst.parents:
         raise SubsetError(f"DST={dst}: the subset must live outside SRC={src}")
+    from analysis.confine import export_holding
+    holder = export_holding(dst.parent)
+    if holder is not None:
+        # an export holds only what its manifest lists: DST there would break it
+        raise SubsetError(f"DST={dst}: is inside the export {holder}; choose a folder outside "
+                          "every export")
     if dst.exists():
         raise SubsetError(f"DST={dst}: exists; choose a new folder")
     probe = dst.parent
