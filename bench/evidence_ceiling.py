@@ -7,36 +7,39 @@
 the repository); ``--units`` prints every unit's counts.
 
 Issue 18 asks that half of each suite's tasks have two or more conditions. This script
-asks what the source rows could give at most, counted without the compiler's binding
-rules (no unique binding, no vague-name filter, no hand model, no target decision, no
-admission), over every source unit of each suite's episodes, the units of
-``compiler.tasks``: a recipe step with all its step and prep segments in the episode's
-videos, or an activity row (``PXX_recipe_timestamps.csv``) of one of them. A unit's
-*ceiling* is the sum of
+counts what the source rows hold for that, without the compiler's binding rules (no
+unique binding, no vague-name filter, no hand model, no target decision, no admission),
+over every source unit of each suite's episodes, the units of ``compiler.tasks``: a
+recipe step with all its step and prep segments in the episode's videos, or an activity
+row (``PXX_recipe_timestamps.csv``) of one of them. A unit's count is the sum of
 
 * **adds**: every add event of ``complete_recipes.json`` overlapping one of the step's
-  segments, counted once per named association of that video whose name shares a word
-  with the ingredient and whose track overlaps the add (five eggs, five ``in``), at
-  least once;
+  segments (for a row: falling in it and in no step or prep segment), counted once per
+  named association of that video whose name shares a word with the ingredient and whose
+  track overlaps the add (five eggs, five ``in``), at least once;
 * **placements**: every named object with a final put-down in the unit (a track ending
   in the unit, after which no track of the object starts in the unit) whose destination
   some answer gives: a VQA "put" answer within 0.05 s of that track's start, a "take"
   answer within 0.05 s of the object's next track's end, or an itinerary linked to the
   object (a track boundary within 0.05 s of its time) whose moves are one per track, or
-  whose final "to" is this, its last, track;
-* **other states and events**: the compiled task's conditions that are neither ``in``
-  nor ``at`` (events, ``powered``, ``capped``, ...), and, in the *upper bound*
-  (``generous``), at least one for every recipe step: its own action, as if every stir,
-  transfer ("add the frothed milk into the coffee": an ``in`` with no add row) or switch
-  the text names were bound. Without it a transfer step can hold one condition more
-  than its count (5 planner and 2 memory units), so only the generous count bounds.
+  whose final "to" is this, its last, track; a row counts the put-downs inside its
+  nested steps too;
+* **contents**: every object a contents-retrieval answer says was put in or on a
+  container, at a question time inside the unit (the compiler reads none of these);
+* **states**: the compiled task's states other than ``in`` and ``at`` (``powered``,
+  ``capped``, ...), or the unit's state-changing snippets (open, close, switch on or
+  off), whichever is more;
+* **events**: the compiled task's events (stir, chop, press, ...); left out for the
+  memory suite, which holds terminal tasks only.
 
-Every count is generous (an ambiguous answer counts for every object it may be about;
-a row counts the put-downs inside its nested steps too), so the generous ceiling is an
-upper bound on what a faithful compiler can give, and
-:func:`exceeding` checks that as an oracle: no compiled task may hold more ``in``
-conditions than its unit's adds (plus one for a step's transfer) or more ``at``
-conditions than its placements (tests/test_compiler_cohort.py).
+Every count is generous (an ambiguous answer counts for every object it may be about),
+so the share of units with two or more among those with any is what full binding of
+this evidence would give. It is not a proof that no compiler could do better: a step's
+key action the compiler does not bind (a stir with two vessels in hand) would add an
+event. :func:`exceeding` checks the count as an oracle where it does not copy the
+compiler: no compiled task may hold more ``in`` conditions than its unit's adds (plus one
+for a step's transfer, "add the frothed milk into the coffee", which has no add row) or
+more ``at`` conditions than its placements (tests/test_compiler_cohort.py).
 """
 from __future__ import annotations
 
@@ -51,11 +54,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from analysis.compiler.readers import (Span, read_activities, read_associations,  # noqa: E402
-                                       read_durations, read_itineraries,
-                                       read_location_answers, read_recipes)
+from analysis.compiler.readers import (_TIME_RE, Span, parse_time,  # noqa: E402
+                                       read_activities, read_associations, read_durations,
+                                       read_itineraries, read_location_answers, read_recipes,
+                                       read_snippets)
 
 TOL = 0.05      # seconds: an answer's time and a track boundary (worlds.AMBIGUITY)
+CONTENTS = "vqa-benchmark/3d_perception_object_contents_retrieval.json"
+#: Snippet actions that leave a represented state (a container or appliance open or closed,
+#: switched on or off); the other snippet verbs are gestures with no end state.
+STATE_VERBS = ("open", "close", "turn on", "turn off", "switch on", "switch off")
 
 
 @dataclass(frozen=True)
@@ -66,11 +74,16 @@ class Unit:
     label: str
     adds: int
     placements: int
-    other: int          # compiled conditions that are neither in() nor at()
+    events: int         # the compiled task's event conditions (stir, chop, press, ...)
+    other: int          # the compiled task's state conditions other than in() and at()
+    states: int = 0     # state-changing snippets (open, close, switch) in the unit
+    contents: int = 0   # objects a contents answer says were put in something, in the unit
 
-    def ceiling(self, generous: bool) -> int:
-        action = max(self.other, 1) if generous and self.kind == "step" else self.other
-        return self.adds + self.placements + action
+    def ceiling(self, events: bool = True) -> int:
+        """The unit's observed end states (and, with ``events``, its compiled events): the
+        most conditions a faithful task of it could hold."""
+        return (self.adds + self.placements + self.contents + max(self.other, self.states)
+                + (self.events if events else 0))
 
 
 class Source:
@@ -82,6 +95,14 @@ class Source:
         self.assocs = read_associations(root)
         self.answers = read_location_answers(root)
         self.itineraries = read_itineraries(root)
+        self.snippets = read_snippets(root)
+        self.contents = []           # (video, time, [objects put in or on it])
+        for q in json.loads((Path(root) / CONTENTS).read_text()).values():
+            text, times = q["question"], _TIME_RE.findall(q["question"])
+            answer = q["choices"][q["correct_idx"]]
+            if "put in/on" in text and times and answer != "Nothing":
+                self.contents.append((q["inputs"]["video 1"]["id"], parse_time(times[0][0]),
+                                      [x for x in answer.split(", ") if x]))
 
     def answered(self, video: str) -> set[tuple[str, str]]:
         """``(association, track)`` pairs of the video whose destination some answer gives."""
@@ -137,9 +158,17 @@ def units(src: Source, episode: str, videos: list[str], other: dict) -> list[Uni
                     for sp in spans)]
                 spans_of.append(("step", f"{r.recipe_id}/{sid}", r.steps.get(sid, sid), spans,
                                  sum(src.instances(e) for e in adds)))
+    step_spans = [sp for kind, _, _, spans, _ in spans_of for sp in spans]
+    row_adds = [e for r in src.recipes.values() for c in r.captures if vs & set(c.videos)
+                for e in c.events if e.kind == "add" and not any(
+                    e.span.video == sp.video and e.span.start < sp.end and sp.start < e.span.end
+                    for sp in step_spans)]
     for a in src.activities:
         if a.video in vs:
-            spans_of.append(("row", a.source_row, a.label, [Span(a.video, a.start, a.end)], 0))
+            # an add outside every step segment belongs to the row it falls in
+            mine = [e for e in row_adds if e.span.video == a.video and a.start <= e.span.start <= a.end]
+            spans_of.append(("row", a.source_row, a.label, [Span(a.video, a.start, a.end)],
+                             sum(src.instances(e) for e in mine)))
     out = []
     for kind, key, label, spans, adds in spans_of:
         places = 0
@@ -153,7 +182,11 @@ def units(src: Source, episode: str, videos: list[str], other: dict) -> list[Uni
                 final = [t for t in ends
                          if not any(u.start > t.end and _inside(v, u.start, spans) for u in a.tracks)]
                 places += any((a.assoc_id, t.track_id) in answered[v] for t in final)
-        out.append(Unit(episode, kind, key, label, adds, places, other.get((episode, key), 0)))
+        states = len({x.action for x in src.snippets if _inside(x.video, x.start, spans)
+                      and x.action.lower().startswith(STATE_VERBS)})
+        contents = sum(len(objs) for v, t, objs in src.contents if _inside(v, t, spans))
+        out.append(Unit(episode, kind, key, label, adds, places, *other.get((episode, key), (0, 0)),
+                        states, contents))
     return out
 
 
@@ -167,8 +200,9 @@ def ceilings(export_root: Path, source: Path) -> tuple[dict, dict]:
         for line in f:
             e = json.loads(line)
             videos[e["episode_id"]] = e["videos"]
-    other = {_task_key(t): sum(1 for c in t["contract"]["conditions"]
-                               if c["kind"] == "event" or c["atom"][0] not in ("in", "at"))
+    other = {_task_key(t): (sum(1 for c in t["contract"]["conditions"] if c["kind"] == "event"),
+                            sum(1 for c in t["contract"]["conditions"] if c["kind"] == "atom"
+                                and c["atom"][0] not in ("in", "at")))
              for t in tasks.values()}
     src = Source(Path(source))
     return ({name: [u for ep in s["episode_ids"] for u in units(src, ep, videos[ep], other)]
@@ -193,22 +227,19 @@ def exceeding(per_suite: dict, tasks: dict) -> list[str]:
 
 
 def summary(per_suite: dict, tasks: dict, suites_ids: dict) -> list[str]:
+    """One line per suite: units with an observed end state, those with two or more, as if
+    every piece of evidence were bound (the memory suite is terminal only: its events
+    are left out), against the compiled tasks."""
     lines = []
     for name, us in sorted(per_suite.items(), key=lambda kv: kv[0] != "planner"):
-        ids = suites_ids[name]
-        compiled = [tasks[t] for t in ids]
+        compiled = [tasks[t] for t in suites_ids[name]]
         multi = sum(len(t["contract"]["conditions"]) >= 2 for t in compiled)
-        parts = []
-        for generous in (False, True):
-            h = Counter(min(u.ceiling(generous), 2) for u in us)
-            some = h[1] + h[2]
-            what = ("upper bound (each recipe step's own action one more)" if generous else
-                    "adds and answered put-downs (and the compiled events and states)")
-            parts.append(f"{what}: {some} units with an end state, "
-                         f"{h[2]} with two or more ({h[2] / max(some, 1):.1%})")
+        h = Counter(min(u.ceiling(events=name != "memory"), 2) for u in us)
+        some = h[1] + h[2]
         lines.append(f"{name}: {len(us)} units in {len({u.episode for u in us})} episodes; "
-                     + "; ".join(parts) + f"; compiled: {len(compiled)} tasks, {multi} with two "
-                     f"or more ({multi / len(compiled):.1%})")
+                     f"{some} with an observed end state{'' if name != 'memory' else ' (terminal)'}, "
+                     f"{h[2]} with two or more ({h[2] / max(some, 1):.1%}); compiled: "
+                     f"{len(compiled)} tasks, {multi} with two or more ({multi / len(compiled):.1%})")
     return lines
 
 
@@ -230,7 +261,8 @@ def main(argv=None) -> None:
     if "--units" in flags:
         for name, us in per_suite.items():
             for u in us:
-                print(f"{name}\t{u.episode}\t{u.kind}\t{u.key}\t{u.adds}\t{u.placements}\t{u.other}\t{u.label[:60]}")
+                print(f"{name}\t{u.episode}\t{u.kind}\t{u.key}\t{u.adds}\t{u.placements}\t"
+                      f"{u.contents}\t{u.states}\t{u.events}\t{u.other}\t{u.label[:60]}")
 
 
 if __name__ == "__main__":

@@ -559,7 +559,7 @@ def test_no_task_holds_more_observed_end_states_than_its_unit_has_evidence():
     squash = [u for u in per_suite["planner"]
               if u.episode == "P02-20240209-194141" and u.key == "P02_R03/P02_R03_S01"]
     assert len(squash) == 1 and squash[0].adds == 1 and squash[0].kind == "step"
-    assert all(u.ceiling(True) >= u.ceiling(False) >= 0 for us in per_suite.values() for u in us)
+    assert all(u.ceiling(events=True) >= u.ceiling(events=False) >= 0 for us in per_suite.values() for u in us)
     out = subprocess.run([sys.executable, "bench/evidence_ceiling.py"],  # as the doc shows it
                          cwd=repo, capture_output=True, text=True, check=True,
                          env={**os.environ, "E2W_HDEPIC": str(SOURCE)}).stdout.splitlines()
