@@ -86,7 +86,7 @@ def ref_text(p: dict, markdown: bool = True) -> str:
     'CURATED rule r'
     """
     text = _fmt_ref(p)
-    return text if markdown else text.replace("**", "").replace("`", "")
+    return text if markdown else _plain(text)
 
 
 def source_lines(task: dict, episode: dict, markdown: bool = True) -> list[str]:
@@ -150,6 +150,26 @@ def _fmt_ref(p: dict) -> str:
     return f"observed: {where}"
 
 
+def condition_lines(c: dict, p: dict, markdown: bool = True) -> tuple[str, list[str]]:
+    """A card's condition: its line (ID, predicate or event, source, the witnessing
+    operation and its episode time) and one line per source row it rests on. The trace
+    viewer shows the same lines (``markdown=False``)."""
+    r = p.get("refs", {})
+    head = (f"**{c['id']}** {_cond_text(c)}: {p.get('source', '?')}, witnessed by "
+            f"`{r.get('operation', '?')}` at episode time {r.get('time')} s ({ROWS_TIME_NOTE})")
+    rows = []
+    for a in r.get("args", []):
+        how = a.get("refs", {}).get("how")
+        rows.append(_fmt_ref(a) + (f" ({how})" if how else ""))
+    if not markdown:
+        head, rows = _plain(head), [_plain(x) for x in rows]
+    return head, rows
+
+
+def _plain(text: str) -> str:
+    return text.replace("**", "").replace("`", "")
+
+
 def _cond_text(c: dict) -> str:
     if c["kind"] == "atom":
         return f"`{c['atom'][0]}({', '.join(c['atom'][1:])})`"
@@ -179,13 +199,9 @@ def _card(task: dict, episode: dict, conflicts: list[dict] = ()) -> str:
     lines += ["", "## Conditions", ""]
     cprov = task["provenance"].get("conditions", {})
     for c in task["contract"]["conditions"]:
-        p = cprov.get(c["id"], {})
-        lines.append(f"- **{c['id']}** {_cond_text(c)}: {p.get('source', '?')}, witnessed by "
-                     f"`{p.get('refs', {}).get('operation', '?')}` at episode time {p.get('refs', {}).get('time')} s "
-                     f"({ROWS_TIME_NOTE})")
-        for a in p.get("refs", {}).get("args", []):
-            how = a.get("refs", {}).get("how")
-            lines.append(f"  - {_fmt_ref(a)}" + (f" ({how})" if how else ""))
+        head, rows = condition_lines(c, cprov.get(c["id"], {}))
+        lines.append(f"- {head}")
+        lines += [f"  - {r}" for r in rows]
     cited = {a.get("refs", {}).get("id", "") for g in mine for op in g["operations"]
              for a in op["provenance"]["refs"].get("args", [])}
     mine_c = [c for c in conflicts if f"{c['refs'].get('video')}/{c['refs'].get('association')}/"

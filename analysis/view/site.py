@@ -22,7 +22,7 @@ from importlib import resources
 from ..metrics import ENDPOINTS
 from ..report.common import ci, pct_ci
 from ..report.context import PLANNER_METRICS
-from ..report.grounding import ROWS_TIME_NOTE, ref_text, source_lines
+from ..report.grounding import condition_lines, ref_text, source_lines
 from ..report.links import task_slug, view_compare_page, view_index, view_task_page
 from ..report.memory_stats import STUDY_METRICS
 from ..report.planners import ENDPOINT_LABELS
@@ -105,12 +105,10 @@ def _task_card(task: dict, episode: dict) -> dict:
         p = cprov.get(c["id"], {}) or {}
         pr = p.get("refs", {}) or {}
         # the lines of tables/cards/<task>.md: spans, video, question and answer text
+        head, rows = condition_lines(c, p, markdown=False)
         conditions.append({"id": c["id"], "kind": c["kind"], "text": _cond_text(c),
                            "source": p.get("source", "?"), "operation": pr.get("operation"),
-                           "time": pr.get("time"),
-                           "evidence": [ref_text(a, markdown=False) + (
-                               f" ({a['refs']['how']})" if (a.get("refs") or {}).get("how") else "")
-                               for a in pr.get("args", [])]})
+                           "time": pr.get("time"), "line": head, "evidence": rows})
     out_groups = []
     for g in mine:
         s = g.get("source", {}) or {}
@@ -127,7 +125,6 @@ def _task_card(task: dict, episode: dict) -> dict:
             "episode_id": task["episode_id"], "scene_id": episode.get("scene_id"),
             "videos": list(episode.get("videos", [])),
             "source_lines": source_lines(task, episode, markdown=False),
-            "rows_time_note": ROWS_TIME_NOTE,
             "conditions": conditions, "groups": out_groups,
             "reference_action_types": sorted(set(task.get("reference_action_types", [])))}
 

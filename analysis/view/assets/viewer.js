@@ -212,8 +212,8 @@
           el("q", {text: g.instruction}), when]);
       })));
     var conds = el("ul", {cls: "conds"}, t.conditions.map(function (c) {
-      return el("li", {}, [el("b", {text: c.id}), " ", el("code", {text: c.text}), ": " + c.source +
-        (c.operation ? ", witnessed by " + c.operation + " at episode time " + c.time + " s (" + t.rows_time_note + ")" : ""),
+      // the card's own line (tables/cards/<task>.md), its ID in bold
+      return el("li", {}, [el("b", {text: c.id}), c.line.slice(c.id.length),
         c.evidence.length ? el("ul", {}, c.evidence.map(function (e) { return el("li", {text: e}); })) : null]);
     }));
     var ops = [];
