@@ -137,6 +137,11 @@ def task_metrics(export) -> pd.DataFrame:
     >>> float(row.gcr), bool(row.success), float(row.action_validity), row.endpoint
     (0.5, False, 0.75, 'completed_partial')
     """
+    missing = [a for a in ("runs", "tasks", "suites", "group_records") if not hasattr(export, a)]
+    if missing:
+        raise TypeError(f"export={type(export).__name__}: expected an export (analysis.load()) "
+                        f"or an object with the DataFrames runs, tasks, suites, group_records "
+                        f"and condition_records; it has no {missing[0]}")
     runs, tasks, suites = export.runs, export.tasks, export.suites
     gr = export.group_records
     _need(runs, "runs", ["run_id", "planner", "memory", "suite"])

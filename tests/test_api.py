@@ -193,3 +193,14 @@ def test_bad_names_and_arguments_name_the_parameter_in_one_plain_line(tmp_path):
     f.write_text("x")
     with _pytest.raises(FileNotFoundError, match="a file, not a folder"):
         analysis.load(f)
+
+
+def test_verify_and_task_metrics_name_a_wrong_argument():
+    import pytest as _pytest
+    import analysis
+    with _pytest.raises(TypeError, match=r"^root=5: expected an export folder path"):
+        analysis.verify(5)
+    with _pytest.raises(analysis.IntegrityError, match="is a file, not an export folder"):
+        analysis.verify("/etc/hostname")
+    with _pytest.raises(TypeError, match=r"^export=int: expected an export \(analysis.load\(\)\)"):
+        analysis.task_metrics(5)

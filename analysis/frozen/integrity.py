@@ -617,9 +617,12 @@ def verify_records(root: str | os.PathLike, *, follow_symlinks: bool = False,
     forked process (where ``os.fork`` exists): the same checks, and the same first
     error (that of the first failing file in path order).
     """
+    if not isinstance(root, (str, os.PathLike)):
+        raise TypeError(f"root={root!r}: expected an export folder path (str or os.PathLike)")
     root = Path(root)
     if not root.is_dir():
-        raise IntegrityError(str(root), "export folder does not exist")
+        raise IntegrityError(str(root), "is a file, not an export folder" if root.exists()
+                             else "export folder does not exist")
     try:
         with _no_gc():
             return _verify(root, follow_symlinks, stream or {}, workers)
