@@ -104,5 +104,17 @@ def main(argv=None) -> None:
     command_main("verify", _body, argv)
 
 
+class _CallableModule(type(sys)):
+    """``analysis.verify`` names both the public function (``analysis.verify(root)``,
+    docs/api.md) and this command's module: importing the module (``python -m
+    analysis.verify``, ``from analysis.verify import copy_export``) rebinds the package's
+    attribute to it, so the module answers a call as the function does."""
+
+    def __call__(self, *args, **kwargs):
+        return verify(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
 if __name__ == "__main__":
     main()

@@ -196,8 +196,12 @@ def test_bad_names_and_arguments_name_the_parameter_in_one_plain_line(tmp_path):
 
 
 def test_verify_and_task_metrics_name_a_wrong_argument():
+    """``analysis.verify`` stays callable once its command module is imported (which
+    rebinds the package attribute to the module: the suite's other tests do)."""
     import pytest as _pytest
     import analysis
+    import analysis.verify  # noqa: F401
+    assert analysis.verify().n_files > 0
     with _pytest.raises(TypeError, match=r"^root=5: expected an export folder path"):
         analysis.verify(5)
     with _pytest.raises(analysis.IntegrityError, match="is a file, not an export folder"):
