@@ -109,7 +109,7 @@ def test_audit_all_admitted_pass_and_rejections_have_reasons(compiled):
     assert audit and all(r["passed"] for r in audit)
     rej = read_records(a / "cohort" / "rejected.jsonl")
     assert all(r["reason"] in {"reference_fails", "initial_passes", "trivially_true",
-                               "duplicate_condition_set"} for r in rej)
+                               "condition_true_at_start", "duplicate_condition_set"} for r in rej)
     tasks = {t["task_id"] for t in read_records(a / "cohort" / "tasks.jsonl")}
     assert not tasks & {r["task_id"] for r in rej}
     assert {r["check"] for r in audit if r["check"].startswith("stress_")} >= {
@@ -185,8 +185,8 @@ def test_dropped_events_exported_with_reasons(compiled):
 
 def test_multi_condition_contracts_hold_at_end_and_fail_at_start(compiled):
     """Replay every episode (compiler Sim) and evaluate each task's conditions: all TRUE
-    after the task's last group; at the task's start at least one FALSE (terminal: every
-    extra condition FALSE there, c1 FALSE too); one negative suite per condition."""
+    after the task's last group; every one FALSE at the task's start (no free credit), c1
+    FALSE in the initial world too; one negative suite per condition."""
     from analysis.compiler.admission import replay, truth
     from analysis.compiler.sim import Sim
     from analysis.compiler.vocabulary import Vocabulary
@@ -215,21 +215,10 @@ def test_multi_condition_contracts_hold_at_end_and_fail_at_start(compiled):
         assert [c["id"] for c in conds] == [f"c{n}" for n in range(1, len(conds) + 1)]
         evs = [x for i in range(first, last + 1) for x in events[i]]
         assert all(truth(c, states[last], evs, objects) for c in conds), t["task_id"]
+        # no free credit: every condition FALSE in the reference state at the task's start
         start = [truth(c, states[first - 1], [], objects) for c in conds]
-        assert not all(start), t["task_id"]
-        if t["tier"] == "terminal":
-            assert not start[0], t["task_id"]
-        # a condition that already held at the start is an end state the unit re-established:
-        # FALSE after one of the task's operations before TRUE again at its end
-        if any(start):
-            facts, seen = states[first - 1], []
-            for g in e["groups"][first:last + 1]:
-                for op in g["operations"]:
-                    facts = sim.apply(objects, facts, {"type": op["type"], "args": op["args"]})[2]
-                    seen.append(facts)
-            for c, held in zip(conds, start):
-                if held:
-                    assert any(not truth(c, f, [], objects) for f in seen), (t["task_id"], c["id"])
+        assert not any(start), (t["task_id"], [c["id"] for c, h in zip(conds, start) if h])
+        assert not truth(conds[0], init, [], objects), t["task_id"]
     audit = read_records(a / "cohort" / "audit.jsonl")
     neg = [(r["task_id"], r["condition_id"]) for r in audit if r["check"] == "negative_suite"]
     assert sorted(neg) == sorted((t["task_id"], c["id"]) for t in tasks

@@ -137,7 +137,7 @@ def _unit_fixture(snippets: bool = False):
         (step("S01", 50.0, 60.0), [op(51, "stir", ["spoon", "cup", "table"], [o("t"), o("t"), c],
                                       planned("step"))]),
         # g4 (activity row, after the steps): the spoon put back on the counter (observed),
-        # where it started: the row's end state even though it also held before the row
+        # where it started: TRUE at the row's start already, so no condition (free credit)
         (track(70.0), [nav(71, "table", "counter"), op(71, "put_on", ["spoon", "counter"], [o("t"), o("vqa")])]),
         # g5 (S03, another step): the same stir as S01's: same condition set, rejected
         (step("S03", 80.0, 90.0), [op(81, "pick_up", ["spoon", "counter"], [o("t"), o("t")]),
@@ -170,14 +170,16 @@ def test_unit_tasks_one_task_per_source_unit_with_every_observed_end_state():
     sim = Sim(Vocabulary.load())
     states, _, bad = replay(sim, objects, init, grecs)
     assert bad == []
-    tasks, rejected = unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects, states)
+    tasks, rejected, dropped = unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects,
+                                          states)
     got = [(t["tier"], t["group_ids"], [c.get("atom") or c["event"] for c in t["conditions"]]) for t in tasks]
     assert got == [
         # the whole activity row, its steps inside it (not split at them): the cup's observed
-        # placement (g0) and the spoon's (g4, back where it started); the spoon's curated
-        # put-down on the table (g0) is an intermediate state and curated: no condition, and
-        # the bottle's placement belongs to step S02, not to the row
-        ("terminal", [f"e/g{i:04d}" for i in range(5)], [["at", "cup", "table"], ["at", "spoon", "counter"]]),
+        # placement (g0); the spoon's (g4) puts it back where it started, TRUE at the row's
+        # start already: no condition; the spoon's curated put-down on the table (g0) is an
+        # intermediate state and curated: no condition, and the bottle's placement belongs
+        # to step S02, not to the row
+        ("terminal", [f"e/g{i:04d}" for i in range(5)], [["at", "cup", "table"]]),
         # the add's step: in() first, then the bottle's observed placement
         ("terminal", ["e/g0001"], [["in", "juice", "cup"], ["at", "bottle", "table"]]),
         # step S01, both of its segments one unit: one event (the unobserved fixture a wildcard)
@@ -188,6 +190,14 @@ def test_unit_tasks_one_task_per_source_unit_with_every_observed_end_state():
     assert [(x["start"], x["end"]) for x in tasks[2]["provenance"]["refs"]["segments"]] == [(30.0, 40.0), (50.0, 60.0)]
     # step S03 asks for the same stir as S01: one task, the second unit rejected
     assert [r["reason"] for r in rejected] == ["duplicate_condition_set"]
+    # the end state held at the row's start is listed with its reason, never silently lost
+    assert [(d["kind"], d["what"], d["refs"]["group_id"]) for d in dropped] == [
+        ("condition", "at(spoon, counter)", "e/g0000")]
+    assert dropped[0]["reason"].startswith("true_at_task_start")
+    # and no condition of any task is TRUE in the reference state at its task's start
+    for t in tasks:
+        start = states[t["first"] - 1]
+        assert not [c for c in t["conditions"] if c["kind"] == "atom" and tuple(c["atom"]) in start]
     # every condition carries the provenance of the arguments it keeps
     prov = tasks[1]["provenance"]["conditions"]
     assert [a["refs"]["file"] for a in prov["c1"]["refs"]["args"]] == ["a", "t", "t"]   # with the source
@@ -209,7 +219,7 @@ def test_a_snippet_gives_a_capped_end_state_never_a_key_event():
     assert bad == []
     got = lambda: [(t["tier"], [c.get("atom") or c["event"] for c in t["conditions"]]) for t in
                    unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects, states)[0]][:2]
-    assert got() == [("terminal", [["at", "cup", "table"], ["at", "spoon", "counter"]]),
+    assert got() == [("terminal", [["at", "cup", "table"]]),
                      ("terminal", [["in", "juice", "cup"], ["at", "bottle", "table"], ["capped", "bottle"]])]
     world.tracks = [NS(entity="bottle", start=16.0, end=17.0)]
     assert got()[1] == ("terminal", [["in", "juice", "cup"]])
@@ -234,7 +244,8 @@ def test_a_placement_the_rows_move_again_within_the_unit_is_not_an_end_state():
     world.tracks = [after]
     assert ["at", "cup", "table"] in [c["atom"] for c in row(world)["conditions"]]
     world.tracks = [later, after]
-    assert [c["atom"] for c in row(world)["conditions"]] == [["at", "spoon", "counter"]]
+    # the row is left with no end state (the spoon's is TRUE at its start): no task for it
+    assert row(world)["provenance"]["refs"]["unit"] != "activity row"
 
 
 def test_atom_needs_every_argument_observed():
@@ -790,3 +801,25 @@ def test_a_food_cut_after_its_placement_leaves_no_end_state():
     assert not _cut_later(world, ("at", "paper", "counter"), op, 10.0, vocab)
     world.tracks = [NS(start=5.0, assoc=NS(name="left half of second orange"))]
     assert not _cut_later(world, ("at", "orange_3", "counter"), op, 10.0, vocab)
+
+
+def test_admission_refuses_a_task_with_any_condition_true_at_its_start():
+    # c1 (the put-down on the table) is FALSE at the task's start, c2 (the bottle on the
+    # counter) already holds there: the whole contract fails at the start, yet a planner
+    # doing nothing would meet c2, so admission refuses it per condition
+    from analysis.compiler.admission import admit, true_at_start
+    objects = {"cup": "mug", "bottle": "bottle", "counter": "counter", "table": "table"}
+    s0 = frozenset({("at", "cup", "counter"), ("at", "bottle", "counter")})
+    s1 = frozenset({("at", "cup", "table"), ("at", "bottle", "counter")})
+    states, events = {-1: s0, 0: s0, 1: s1}, {0: [], 1: []}
+    conds = [{"id": "c1", "kind": "atom", "atom": ["at", "cup", "table"]},
+             {"id": "c2", "kind": "atom", "atom": ["at", "bottle", "counter"]}]
+    task = {"tier": "terminal", "first": 1, "last": 1, "conditions": conds}
+    assert true_at_start(task, states, objects) == ["c2"]
+    ok, reason, detail = admit(task, states, events, objects)
+    assert (ok, reason) == (False, "condition_true_at_start")
+    assert detail.startswith("c2 already TRUE")
+    assert admit({**task, "conditions": conds[:1]}, states, events, objects) == (True, "", "")
+    # an event condition never holds at a start (no accepted event yet)
+    ev = {"id": "c1", "kind": "event", "event": {"type": "stir", "args": [None, None, None]}}
+    assert true_at_start({**task, "tier": "event", "conditions": [ev]}, states, objects) == []

@@ -1,13 +1,13 @@
 """Task admission (docs/compiler.md, "Tasks, admission, suites"): reference replay satisfies the contract (every
-condition TRUE at the task's end), the initial state fails it, and it is not trivially true
-(already true when the task starts).
+condition TRUE at the task's end), the initial state fails it, and no condition is already
+TRUE when the task starts.
 
-A contract fails a state when not all of its conditions are TRUE there. Admission is
-stricter for the primary condition ``c1`` (the task's goal fact): it must be FALSE both in
-the episode's initial world and, for terminal tasks, at the task's start, so a contract
-never rests on a goal that already held. A further condition may already hold at the
-task's start: an end state the unit re-established (an object used and put back where it
-was, ``tasks.unit_tasks``)."""
+A contract fails a state when not all of its conditions are TRUE there. The primary
+condition ``c1`` (the task's goal fact) must be FALSE in the episode's initial world. And
+*every* condition must be FALSE in the reference state at the task's start: a condition
+that already holds there is credit a planner gets for doing nothing (GCR would rise
+without a single accepted action), so checking the whole contract is not enough
+(``tasks.unit_tasks`` already leaves such end states out; this is the gate)."""
 from __future__ import annotations
 
 from types import MappingProxyType
@@ -70,4 +70,15 @@ def admit(task: dict, states, events, objects) -> tuple[bool, str, str]:
     if task["tier"] == "terminal" and (truth(c1, start, [], objects)
                                        or state_holds(task, start, objects)):
         return False, "trivially_true", "c1 already holds when the task starts"
+    held = true_at_start(task, states, objects)
+    if held:
+        return False, "condition_true_at_start", (f"{', '.join(held)} already TRUE in the reference "
+                                                  "state at the task's start (free credit)")
     return True, "", ""
+
+
+def true_at_start(task: dict, states, objects) -> list[str]:
+    """IDs of the conditions TRUE in the reference state at the task's start (an empty
+    event log there, so an event condition never is)."""
+    start = states[task["first"] - 1]
+    return [c["id"] for c in task["conditions"] if truth(c, start, [], objects)]

@@ -201,9 +201,10 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
-        cands, dup = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim, objects, states,
-                                segments=episode_segments(world, ep_recipes))
+        cands, dup, held = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim, objects,
+                                      states, segments=episode_segments(world, ep_recipes))
         rejected += dup
+        dropped_of[eid] += sorted(held, key=lambda d: (d["time"], d["what"]))
         admitted = []
         for c in cands:
             ok, reason, detail = admit(c, states, events, objects)

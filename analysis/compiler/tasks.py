@@ -13,7 +13,8 @@ A unit's conditions, each resting on observed evidence only:
 
 * **end states** (atoms TRUE after the unit's last group whose last establishing
   operation is one of the unit's own groups, so an intermediate state the unit later
-  changed is not one): every
+  changed is not one, and that is FALSE in the reference state at the task's start, so
+  a planner that does nothing never meets it): every
   ``in`` an observed add or transfer established (``in(squash, glass_2)``), every ``at``
   an observed put-down established (destination from a VQA answer or an itinerary), and
   every appliance or container state (``powered``, ``open``, ``capped``, ``covered``,
@@ -158,8 +159,9 @@ def _move_may_precede(world, op, since: float) -> bool:
 
 
 def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, activities,
-               sim, objects, states, segments=()) -> tuple[list[dict], list[dict]]:
-    """``(candidates, rejected)`` of one episode (see the module docstring); ``segments``
+               sim, objects, states, segments=()) -> tuple[list[dict], list[dict], list[dict]]:
+    """``(candidates, rejected, dropped)`` of one episode (see the module docstring;
+    ``dropped``: the end states left out because they hold at the task's start); ``segments``
     are every recipe step and prep segment of the episode (``groups.episode_segments``),
     so that a step's card lists the segments no operation was compiled in too."""
     ops = builder.out.ops
@@ -174,6 +176,7 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
     members = {u: sorted(gs) for u, gs in members.items()}
     units = sorted(((u, gs[0], gs[-1], set(gs)) for u, gs in members.items()), key=lambda x: (x[1], x[2]))
     out, rejected, seen = [], [], {}
+    held_at_start: list[tuple] = []     # (first group, atom, operation) of end states held at the start
     init = states[-1]
     for u, first, last, mine in units:
         start, end = states[first - 1], states[last]
@@ -201,8 +204,8 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                     (goal_ops if goal else key_ops).append(op)
         atoms, unsure = [], set()
         # every atom the unit's own groups last established and that still holds at the
-        # unit's end, including one that also held before the unit (the pan taken from the
-        # sink, used on the hob and put back in the sink ends where the unit left it)
+        # unit's end (one that also held before the unit, such as the pan taken from the
+        # sink, used and put back there, is dropped below: it gives free credit)
         if u[0] == "step":
             own = [x for x in segments if x.recipe == u[1] and tuple(x.steps) == u[2]]
             until = max([x.end for x in own] + [groups[i]["seg"].end for i in mine])
@@ -227,6 +230,12 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             if keep is None:
                 continue
             atoms.append((PREDICATE_RANK.get(atom[0], 2), ops.index(by[atom]), atom, keep))
+        # no free credit: an end state that already holds when the task starts (an object
+        # used and put back where it was) is met by a planner that does nothing, so it is
+        # no condition; it is listed in dropped.jsonl (kind ``condition``) with its reason
+        for a in [a for a in atoms if a[2] in start]:
+            atoms.remove(a)
+            held_at_start.append((first, a[2], by[a[2]]))
         atoms.sort()
         # one observed end state, one condition: two state atoms one operation set on the
         # same object (``powered`` and ``running`` from one button press) count once
@@ -319,8 +328,15 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
     for n, (c, _) in enumerate(rejected):
         c["task_id"] = f"{episode_id}/x{n:03d}"
         c["episode_id"] = episode_id
+    dropped = [{"kind": "condition", "what": f"{atom[0]}({', '.join(atom[1:])})",
+                "reason": "true_at_task_start: the end state already holds in the reference state "
+                          f"before group {group_recs[first]['group_id']}, where the unit's task starts "
+                          "(no free credit)",
+                "time": op.time, "refs": {"group_id": group_recs[first]["group_id"],
+                                          "operation": op.action["type"], "atom": list(atom)}}
+               for first, atom, op in held_at_start]
     return out, [{"task_id": c["task_id"], "episode_id": episode_id, "reason": "duplicate_condition_set",
-                  "detail": f"{c['title']}: {why}"} for c, why in rejected]
+                  "detail": f"{c['title']}: {why}"} for c, why in rejected], dropped
 
 
 def _event_keep(op, world) -> list[int] | None:
