@@ -418,7 +418,8 @@ def exceeding(per_suite: dict, tasks: dict) -> list[str]:
 
 def summary(per_suite: dict, tasks: dict, suite_ids: dict) -> list[str]:
     """One line per suite: units with an observed end state and with two or more, strict
-    and generous, against the compiled tasks."""
+    and generous, against the compiled tasks, and the units with a strict end state that
+    no compiled task expresses."""
     lines = []
     for name, us in sorted(per_suite.items(), key=lambda kv: kv[0] != "planner"):
         compiled = [tasks[t] for t in suite_ids[name]]
@@ -429,9 +430,12 @@ def summary(per_suite: dict, tasks: dict, suite_ids: dict) -> list[str]:
             some = h[1] + h[2]
             cells.append(f"{rule} {some} with an observed end state, {h[2]} with two or more "
                          f"({h[2] / max(some, 1):.1%})")
+        keys = {_task_key(t) for t in compiled}
+        idle = sum(1 for u in us if u.strict and (u.episode, u.key) not in keys)
         lines.append(f"{name}: {len(us)} units in {len({u.episode for u in us})} episodes; "
                      f"{'; '.join(cells)}; compiled: {len(compiled)} tasks, {multi} with two "
-                     f"or more ({multi / max(len(compiled), 1):.1%})")
+                     f"or more ({multi / max(len(compiled), 1):.1%}); units with a strict end "
+                     f"state and no task: {idle}")
     return lines
 
 
