@@ -4,7 +4,8 @@
 
 ``EXPORT_ROOT`` holds ``cohort/`` (default: the repository's ``frozen_exports``);
 ``SOURCE`` is the HD-EPIC copy (default ``$E2W_HDEPIC``, else ``../shared/hd-epic`` beside
-the repository); ``--units`` prints every unit's counts, one tab-separated line each.
+the repository); ``--units`` prints every unit's counts and its compiled task, one
+tab-separated line each (:data:`HEADER`).
 
 The units are those of ``compiler.tasks``: a recipe step with all its step and prep
 segments in the episode's videos, or an activity row (``PXX_recipe_timestamps.csv``).
@@ -452,15 +453,21 @@ def apart(per_suite: dict) -> list[str]:
 
 
 HEADER = ("suite\tepisode\tkind\tkey\tadds\tplacements\tcontents\tcloses\tstrict\t"
-          "ambiguous\tevents\tgenerous\tlabel")
+          "ambiguous\tevents\tgenerous\ttask\tlabel")
 
 
-def unit_lines(per_suite: dict) -> list[str]:
-    """``--units``: one line per unit (``HEADER``'s columns)."""
-    return [HEADER] + [
-        f"{name}\t{u.episode}\t{u.kind}\t{u.key}\t{u.adds}\t{u.placements}\t{u.contents}\t"
-        f"{u.closes}\t{u.strict}\t{u.ambiguous}\t{u.events}\t{u.generous}\t{u.label[:60]}"
-        for name, us in sorted(per_suite.items(), key=lambda kv: kv[0] != "planner") for u in us]
+def unit_lines(per_suite: dict, tasks: dict, suite_ids: dict) -> list[str]:
+    """``--units``: one line per unit (``HEADER``'s columns); ``task`` is the unit's
+    compiled task in that suite, ``-`` for none (a unit with a strict end state and no
+    task is what a target short of the count is missing)."""
+    lines = [HEADER]
+    for name, us in sorted(per_suite.items(), key=lambda kv: kv[0] != "planner"):
+        task_of = {_task_key(tasks[t]): t for t in suite_ids.get(name, ())}
+        lines += [f"{name}\t{u.episode}\t{u.kind}\t{u.key}\t{u.adds}\t{u.placements}\t"
+                  f"{u.contents}\t{u.closes}\t{u.strict}\t{u.ambiguous}\t{u.events}\t"
+                  f"{u.generous}\t{task_of.get((u.episode, u.key), '-')}\t{u.label[:60]}"
+                  for u in us]
+    return lines
 
 
 def main(argv=None) -> None:
@@ -479,7 +486,7 @@ def main(argv=None) -> None:
     for line in bad[:10]:
         print("  " + line)
     if "--units" in flags:
-        print("\n".join(unit_lines(per_suite)))
+        print("\n".join(unit_lines(per_suite, tasks, ids)))
 
 
 if __name__ == "__main__":

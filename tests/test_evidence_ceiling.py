@@ -152,5 +152,19 @@ def test_the_oracle_flags_a_task_above_its_unit(bench):
     assert [b.split(":")[0] for b in bad] == ["E/t2", "E/t3"]
 
 
+def test_units_lines_name_each_units_compiled_task(bench):
+    per_suite = {"planner": bench.units(kitchen(), "E", ["v"], {})}
+    tasks = {"E/t0": {"episode_id": "E", "provenance": {"refs": {"unit": "activity row", "row": "P00.csv:3"}},
+                      "contract": {"conditions": []}}}
+    lines = bench.unit_lines(per_suite, tasks, {"planner": ["E/t0"]})
+    assert lines[0] == bench.HEADER and len(lines) == 1 + 3
+    rows = {x.split("\t")[3]: x.split("\t") for x in lines[1:]}
+    head = bench.HEADER.split("\t")
+    assert rows["P00.csv:3"][head.index("task")] == "E/t0" and rows["P00.csv:3"][head.index("strict")] == "1"
+    # the row with five end states and no task: what a target short of the count misses
+    assert rows["P00.csv:2"][head.index("task")] == "-" and rows["P00.csv:2"][head.index("strict")] == "5"
+    assert rows["R/S1"][-1] == "Add butter"
+
+
 def test_the_bench_docstring_examples_run(bench):
     assert doctest.testmod(bench).failed == 0
