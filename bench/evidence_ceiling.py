@@ -17,13 +17,13 @@ moment: a step owns the moments inside its segments (the most specific step, the
 latest start, as ``groups.segment_at``); an activity row owns what lies in it and
 outside every step segment (the latest-starting row, as ``tasks.unit_of``). Every piece
 of evidence goes to the unit owning the moment its end state arises (a put-down: the
-track's end; a snippet: its end), and counts only if it lasts to that unit's end (its
-last owned moment in that video):
+track's end; a snippet: its end); a placement or a close counts only if it lasts to that
+unit's end (its last owned moment in that video):
 
 * **adds**: distinct ingredients (``complete_recipes.json`` ingredient IDs) with an add
   in the unit (:func:`add_owner`: the rows time an add coarsely, so the step of its own
-  recipe whose segments it overlaps most owns it); five eggs are one ingredient, and no word match on track names
-  (which hit packaging and tools: butter in "butter knife");
+  recipe whose segments it overlaps most owns it); five eggs are one ingredient, and no
+  word match on track names (which hit packaging and tools: butter in "butter knife");
 * **placements**: distinct named objects whose put-down (a track's end) a VQA location
   answer or an itinerary gives with one candidate object (the tracks of one association
   are one candidate), linked within two frames, and with no later track of the object
@@ -37,9 +37,9 @@ last owned moment in that video):
   bottle" is one end state, capped; an open or a switch-on can be undone unobserved).
 
 Reported apart, not counted: **ambiguous** answers (two or more candidate objects; each
-answer once) and **events**, the compiled task's event
-conditions (stir, chop, press, ...; a unit's key action is not an end state). An
-ambiguous answer goes to the unit owning its earliest candidate put-down.
+answer once, in the unit owning its earliest candidate put-down) and **events**, the
+compiled task's event conditions (stir, chop, press, ...; a unit's key action is not an
+end state).
 
 **Generous** (the rules of the count this one replaced, kept for comparison): adds
 overlapping a step's segments, counted once per association whose name shares a word
