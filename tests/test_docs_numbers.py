@@ -102,3 +102,17 @@ def test_audit_draw_is_reproducible_and_the_doc_quotes_the_final_draw():
     final = doc[doc.index(f"(seed `{seed}`, the committed cohort)"):]
     final = final[:final.index("\n\n", final.index("| task |"))]
     assert sorted(re.findall(r"^\| `([^`]+)`", final, flags=re.M)) == sorted(drawn)
+
+
+def test_design_docs_are_short_and_hold_no_dated_history():
+    """Issue 36: docs/compiler.md (at most 500 lines) and docs/performance.md (at most 250)
+    state rules, methods and the committed figures; the dated rounds and audit draws of
+    earlier cohorts are in git, not in the docs."""
+    compiler = (REPO / "docs" / "compiler.md").read_text()
+    performance = (REPO / "docs" / "performance.md").read_text()
+    assert len(compiler.splitlines()) <= 500
+    assert len(performance.splitlines()) <= 250
+    for text in (compiler, performance):
+        assert not re.findall(r"^#+ .*\b(?:[Ss]ession \d+|[Dd]raw \d+|[Rr]ound)\b", text, flags=re.M)
+    # one audit draw: the committed cohort's (test above), no superseded draws
+    assert len(re.findall(r"\(seed `[0-9a-f]{8}`", compiler)) == 1
