@@ -2,6 +2,8 @@
 
     python bench/add_coverage.py EXPORT_ROOT [--source=HDEPIC] [--list]
 
+(the source defaults to ``$E2W_HDEPIC`` or ``../shared/hd-epic`` beside the repository)
+
 Issue 34's measure of "every add bound where the source names its vessel". For every
 task of ``cohort/tasks.jsonl`` whose unit is a recipe step (``refs.unit`` is "recipe step
 with its prep segments"), the add events of ``complete_recipes.json`` of that recipe whose
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,7 +117,8 @@ def main(argv: list[str]) -> int:
     if len(args) != 1:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
         return 2
-    source = opts.get("source", str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic"))
+    source = opts.get("source", os.environ.get("E2W_HDEPIC",
+                                               str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic")))
     cov = add_coverage(args[0], source)
     if "list" in opts:
         for tid, key, name in cov.missing:

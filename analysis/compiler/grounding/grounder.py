@@ -347,7 +347,8 @@ class GrounderBase:
         """The text's vessel noun resolves to ``ent``, the only instance of that noun
         tracked in the event's video (or, with none there, in the whole episode), though
         it is neither tracked during the event nor put down in the ``LOOKBACK`` before it
-        (it stands where it was left: the pan on the hob). Not when its last track before the
+        (it stands where it was left: the pan on the hob; one tracked only in another
+        video must have been left there by an earlier one). Not when its last track before the
         event put it away (storage, an enclosed appliance, a sink), nor when it is first
         taken out of storage after the event: then it is not where the food goes."""
         trs = sorted(self.tracks_of[ent], key=lambda x: (x.start, x.track_id))
@@ -364,6 +365,10 @@ class GrounderBase:
                                     f"{why} before {seg}")
             where = (f"last put down at {self.local(tr.assoc.video, tr.end):.2f} s in {tr.assoc.video}, "
                      f"not handled again before {seg} ends")
+        elif trs[0].assoc.video != video:
+            # tracked only in a later video: where it stood at the event is not observed
+            return None, None, (f"step text names '{named}'; the episode's only {noun}, {ent}, is tracked only "
+                                f"in a later video ({trs[0].assoc.video}): not evidence of where {seg} happens")
         else:
             tr = trs[0]
             why = self.put_away(tr, "src")
