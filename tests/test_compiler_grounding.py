@@ -1021,3 +1021,41 @@ def test_the_videos_only_vessel_of_the_texts_noun_binds_though_put_down_long_bef
     assert g.checks[0]["reason"].endswith(
         "target not decided: step text names 'pan'; no pan tracked during the add (104.00-106.00 s) or put "
         "down in the 60 s before it (frying_pan put down at 22.00 s; pan put down at 12.00 s)")
+
+
+def _two_video_add(vocab, pan_video, add_video):
+    # videos v1 (0-1000 s of the episode) and v2 (from 1000 s); a pan tracked 10-12 s in
+    # ``pan_video``; the lettuce (no track) added 104-106 s into ``add_video``
+    from analysis.compiler.episodes import shift_recipes
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    offsets = {"v1": 0.0, "v2": 1000.0}
+    assocs = {"v1": [], "v2": []}
+    assocs[pan_video].append(Association(pan_video, "a0", "pan", "pan", (Track("t0", 10.0, 12.0),)))
+    cap = Capture("R", 0, ("v1", "v2"), {"I01": "lettuce"},
+                  (IngredientEvent("I01", "lettuce", "add", Span(add_video, 104.0, 106.0)),),
+                  (StepSegment("S01", "step", Span(add_video, 100.0, 110.0)),))
+    recipes = shift_recipes({"R": Recipe("R", "P01", "test", {"S01": "Add the lettuce to the pan."}, (cap,))},
+                            offsets)
+    world = build_world("v1", "P01", ["v1", "v2"], [{"id": "counter", "type": "counter"}], "counter",
+                        assocs, [], [], recipes, NO_CLASSES, vocab, offsets)
+    return ground(world, recipes, vocab)
+
+
+def test_the_episodes_only_vessel_binds_across_videos_only_when_an_earlier_video_left_it(vocab):
+    # the pan of v1 was left standing; v2 tracks no pan: the add in v2 goes into it
+    g = _two_video_add(vocab, "v1", "v2")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles) for p in adds] == [("add_ingredient", {"o": "lettuce", "c": "pan"})]
+    assert adds[0].evidence["c"]["how"] == (
+        "step text names 'pan'; pan is the only pan tracked in the episode (the kitchen's one pan there); "
+        "last put down at 12.00 s in v1, not handled again before the add (104.00-106.00 s) ends")
+    # a pan first tracked in a later video says nothing of where the earlier add went
+    g = _two_video_add(vocab, "v2", "v1")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert g.checks[0]["reason"].endswith(
+        "target not decided: step text names 'pan'; such vessels are tracked in another video (pan), none in "
+        "v1 (HD-EPIC gives no identity across videos); the episode's only pan, pan, is tracked only in a "
+        "later video (v2): not evidence of where the add (104.00-106.00 s) happens")

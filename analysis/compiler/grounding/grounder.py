@@ -171,11 +171,15 @@ class GrounderBase:
             if kitchen and not every and untracked and len(untracked) == len(heads):
                 return self.text_vessel(untracked, text, t0, t1, win, exclude, video, ev)
             if not cands and elsewhere:
+                why = (f"step text names '{named}'; such vessels are tracked in another video "
+                       f"({', '.join(sorted(elsewhere))}), none in {video} (HD-EPIC gives no "
+                       f"identity across videos)")
                 if only is not None and only in elsewhere:
-                    return self.kitchen_vessel(only, named, "/".join(heads), t0, t1, video, ev, win)
-                return None, None, (f"step text names '{named}'; such vessels are tracked in another video "
-                                    f"({', '.join(sorted(elsewhere))}), none in {video} (HD-EPIC gives no "
-                                    f"identity across videos)")
+                    got = self.kitchen_vessel(only, named, "/".join(heads), t0, t1, video, ev, win)
+                    if got[0] is not None:
+                        return got
+                    why += "; " + got[2].split("; ", 1)[1]
+                return None, None, why
             if not cands:
                 return None, None, (f"step text names '{named}', and no tracked vessel has that head noun"
                                     + (" apart from " + ", ".join(f"{e} ({r})" for e, r in sorted(others.items()))
