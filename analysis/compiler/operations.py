@@ -92,10 +92,10 @@ def evidence_prov(ev: dict) -> dict:
     if ev.get("file") == "assoc_info.json":
         ident = "/".join(str(ev[k]) for k in ("video", "association", "track") if ev.get(k))
         return obs("assoc_info.json", ident, ev.get("start"), end=ev.get("end"), name=ev.get("name"),
-                   how=ev.get("how"))
+                   how=ev.get("how"), evidence=ev.get("evidence"))
     ident = "/".join(str(ev[k]) for k in ("recipe", "ingredient", "step", "row") if ev.get(k))
     return obs(ev.get("file", "complete_recipes.json"), ident, ev.get("start"), end=ev.get("end"),
-               how=ev.get("how"))
+               how=ev.get("how"), evidence=ev.get("evidence"))
 
 
 @dataclass

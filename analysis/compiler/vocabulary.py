@@ -54,6 +54,14 @@ class Vocabulary:
             for key, leaf in self.data[section].items():
                 if leaf not in known:
                     raise ValueError(f"{where}: {section}.{key}: type {leaf!r} not in rules.yaml")
+        heads = self.data.get("ingredient_heads", {})
+        for section in ("fresh", "whole"):
+            for key, leaf in heads.get(section, {}).items():
+                if leaf not in known:
+                    raise ValueError(f"{where}: ingredient_heads.{section}.{key}: type {leaf!r} not in rules.yaml")
+        if heads and heads.get("ground_type") not in known:
+            raise ValueError(f"{where}: ingredient_heads.ground_type: type {heads.get('ground_type')!r} "
+                             "not in rules.yaml")
         for key, (_, leaf) in self.data["step_fixtures"].items():
             if leaf not in known:
                 raise ValueError(f"{where}: step_fixtures.{key}: type {leaf!r} not in rules.yaml")
@@ -100,6 +108,12 @@ class Vocabulary:
                 return list(dl[t]), f"default_locations:{t}"
             t = self.types.get(t)
         return list(dl["default"]), "default_locations:default"
+
+    @property
+    def ingredient_heads(self) -> dict:
+        """The ``ingredient_heads`` section: ``fresh`` and ``whole`` head nouns ->
+        leaf type, ``ground_qualifiers`` and ``ground_type`` (see vocabulary.yaml)."""
+        return dict(self.data.get("ingredient_heads", {}))
 
     @property
     def overrides(self) -> dict:

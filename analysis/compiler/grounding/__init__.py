@@ -31,14 +31,15 @@ from .rows import RowsMixin
 from .snippets import ground_snippets
 from .steps import StepsMixin
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, EXCLUDED_TARGETS, LOOKBACK, MARGIN,
-    PART_WORDS, ROW_VERBS, STIR_TOOLS, STOP, SUBSTANCE_WORDS, UNTRACKED_RULE, WHERE_IT_STANDS, all_verbs,
+    PART_WORDS, ROW_VERBS, STIR_TOOLS, STOP, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, UNTRACKED_RULE, WHERE_IT_STANDS,
+    all_verbs,
     ingredient_entity, ingredient_type, key_verb, name_content, name_head, overlaps, row_verbs,
     row_words, strip_postposed, target_groups, target_phrases, title_of, words)
 from .windows import Grounding, Planned, StepWindow, step_windows
 
 __all__ = ["COLOUR_WORDS", "CONTAINER_WORDS", "EXCLUDED_TARGETS", "Grounder", "Grounding",
            "LOOKBACK", "MARGIN", "PART_WORDS", "Planned", "ROW_VERBS", "STIR_TOOLS", "STOP",
-           "SUBSTANCE_WORDS", "StepWindow", "UNTRACKED_RULE", "VESSEL_ACTIONS", "WHERE_IT_STANDS", "all_verbs", "ground",
+           "SUBSTANCE_WORDS", "StepWindow", "TEXT_VESSEL_RULE", "UNTRACKED_RULE", "VESSEL_ACTIONS", "WHERE_IT_STANDS", "all_verbs", "ground",
            "ground_snippets", "ingredient_entity", "ingredient_type", "key_verb",
            "name_content", "name_head", "overlaps", "row_verbs", "row_words", "step_vessels", "step_windows",
            "strip_postposed", "target_groups", "target_phrases", "title_of", "words"]

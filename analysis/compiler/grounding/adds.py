@@ -205,7 +205,8 @@ class AddsMixin:
         than the add row's (one of several instances, in its own track). ``(None, None)``
         with the reason dropped."""
         t0, t1 = ev.span.start, ev.span.end
-        target, tev, why = self.bind_target(ttext, t0, t1, win, own, video=ev.span.video, event="the add")
+        target, tev, why = self.bind_target(ttext, t0, t1, win, own, video=ev.span.video, event="the add",
+                                            kitchen=True)
         if same_step:
             target, tev = self.same_step_target(rid, win, target, tev, why, own)
             if target is None:
@@ -303,7 +304,7 @@ class AddsMixin:
                            "what the food is tipped out of"
                 for tr in self.overlapping(t0, t1, 0.0) if tr.start <= t0 + 1e-6 and tr.end >= t1 - 1e-6}
         target, tev, why = self.bind_target(ttext, t0, t1, win, held, fallback=False, video=ev.span.video,
-                                            event="the add")
+                                            event="the add", kitchen=True)
         if target is None:
             target, tev = self.step_vessel(rid, win, ttext, set(), why, t0, t1)
         if target is None:
@@ -387,7 +388,8 @@ class AddsMixin:
                  f"{vessel} standing from the start of the video") + (
                  f" to {self.local(win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"
         said = ", ".join(f"{a} at {self.local(win.video, t):.1f} s" for a, t in ops)
-        return vessel, {**vev, "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
+        return vessel, {**vev, "evidence": "step_operation",
+                        "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
                                       f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
                                       f"({why})"}
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, _spelling, name_content, name_head, overlaps, target_groups, words)
+from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, _spelling, name_content, name_head, overlaps, target_groups, words)
 from .windows import Grounding, StepWindow, step_windows
 
 class GrounderBase:
@@ -46,6 +46,7 @@ class GrounderBase:
         # (recipe, step, video) -> the step's one vessel (set by ``ground``'s second pass)
         self.step_vessels: dict = {}
         self.open_adds: set = set()        # (recipe, step, video) of adds left without a target
+        self.text_vessels: dict = {}       # vessel noun -> the untracked entity the text names
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
             self.tracks_of.setdefault(tr.entity, []).append(tr)
@@ -106,7 +107,7 @@ class GrounderBase:
 
     def bind_target(self, text: str, t0: float, t1: float, win: StepWindow | None,
                     exclude: set | dict, fallback: bool = True, video: str | None = None,
-                    event: str | None = None) -> tuple[str | None, dict | None, str]:
+                    event: str | None = None, kitchen: bool = False) -> tuple[str | None, dict | None, str]:
         """The vessel the event ``[t0, t1]`` (a step segment, or an add) happens in: the
         vessel the step text names, decided by :meth:`vessel_at`; or, with ``fallback``
         and no vessel named, the only vessel tracked during the event itself.
@@ -114,7 +115,14 @@ class GrounderBase:
         A named vessel is an instance whose own head noun (:func:`name_head`: "bowl of
         flour" and "large bowl2" are bowls) is the noun of the text's target phrase,
         tracked in the event's own video (HD-EPIC gives no identity across videos); among
-        them, the ones sharing most words with the phrase ("metal V60 filter")."""
+        them, the ones sharing most words with the phrase ("metal V60 filter").
+
+        With ``kitchen`` (an add: issue 34), the vessel noun the text names also binds
+        when it resolves to exactly one entity of the kitchen (the episode's world):
+        its only instance of that noun, tracked in this video but not near the event or
+        only in another video (:meth:`kitchen_vessel`), or, with no instance of the noun
+        at all, an untracked vessel that becomes a world entity with a curated place
+        (:meth:`text_vessel`). The evidence then says ``evidence: step_text``."""
         video = video or (win.video if win else None)
         ev = event or "the step segment"
         if not isinstance(exclude, dict):
@@ -124,10 +132,11 @@ class GrounderBase:
             return any(tr.assoc.video == video for tr in self.tracks_of[e])
 
         for group in target_groups(text, self.vessel_heads):
-            heads, cands, elsewhere, others = [], set(), set(), {}
+            heads, cands, elsewhere, others, untracked, every = [], set(), set(), {}, [], set()
             for phrase in group:
                 head = phrase[-1]
                 alln = [e for e in sorted(self.tracks_of) if self.has_head(e, head) and self.target_ok(e)]
+                every |= set(alln)
                 others.update({e: exclude[e] for e in alln if e in exclude and in_video(e)})
                 mine = [e for e in alln if e not in exclude]
                 if alln:
@@ -141,19 +150,47 @@ class GrounderBase:
                                        for e in here if len(set(phrase) & self.tokens[e]) < best})
                 elif head not in SUBSTANCE_WORDS and (self.named_entities(head) or head in self.vessel_heads):
                     heads.append(head)     # a named vessel that is not tracked: no fallback
+                    # no object of the episode has the noun as its own head ("pot cover" is
+                    # a cover: the pot it covers is not tracked)
+                    if head in self.vessel_heads and not any(self.has_head(e, head) for e in self.own_heads):
+                        untracked.append(head)
             if not heads:
                 continue            # "into the coffee": the drink, its vessel is not named
             named = "' or '".join(heads)
             others = {e: r for e, r in others.items() if e not in cands}
+            # the kitchen's only instance of the noun (issue 34): the only one tracked in the
+            # event's video (instances are per video: another video's pan may be this one),
+            # or, with none there, the only one of the episode; none excluded by the caller
+            # or by the phrase's words
+            only = None
+            if kitchen and not others and not untracked:
+                if len(cands) == 1:
+                    only = sorted(cands)[0]
+                elif not cands and len(every) == 1:
+                    only = sorted(every)[0]
+            if kitchen and not every and untracked and len(untracked) == len(heads):
+                return self.text_vessel(untracked, text, t0, t1, win, exclude, video, ev)
             if not cands and elsewhere:
-                return None, None, (f"step text names '{named}'; such vessels are tracked in another video "
-                                    f"({', '.join(sorted(elsewhere))}), none in {video} (HD-EPIC gives no "
-                                    f"identity across videos)")
+                why = (f"step text names '{named}'; such vessels are tracked in another video "
+                       f"({', '.join(sorted(elsewhere))}), none in {video} (HD-EPIC gives no "
+                       f"identity across videos)")
+                if only is not None and only in elsewhere:
+                    got = self.kitchen_vessel(only, named, "/".join(heads), t0, t1, video, ev, win)
+                    if got[0] is not None:
+                        return got
+                    why += "; " + got[2].split("; ", 1)[1]
+                return None, None, why
             if not cands:
                 return None, None, (f"step text names '{named}', and no tracked vessel has that head noun"
                                     + (" apart from " + ", ".join(f"{e} ({r})" for e, r in sorted(others.items()))
                                        if others else ""))
-            return self.vessel_at(named, "/".join(heads), sorted(cands), t0, t1, video, ev, win, others)
+            got = self.vessel_at(named, "/".join(heads), sorted(cands), t0, t1, video, ev, win, others)
+            if got[0] is None and only is not None and only in cands and (
+                    f"no {'/'.join(heads)} tracked during" in got[2]):
+                # neither tracked during the event nor put down just before it: the kitchen's
+                # only one is still where the text says the food goes
+                return self.kitchen_vessel(only, named, "/".join(heads), t0, t1, video, ev, win)
+            return got
         if not fallback:
             return None, None, "no vessel named in the step text (a vessel held while a food is added may be its source)"
         # The text names no vessel: only a vessel handled *during the event itself* (the
@@ -284,7 +321,7 @@ class GrounderBase:
                 e, tr = next(iter(during.items()))
                 return e, {"how": f"step text names '{named}'; the only {noun} of the video tracked during "
                                   f"{seg} (track {span(tr)}), and no other {noun} put down in the "
-                                  f"{LOOKBACK:.0f} s before it{excl}", **self.track_ref(tr)}, ""
+                                  f"{LOOKBACK:.0f} s before it{excl}", "evidence": "step_text", **self.track_ref(tr)}, ""
             qual = [f"{e} tracked {span(tr)}" for e, tr in sorted(during.items())] + \
                    [put(e, tr) for e, tr in sorted(recent.items())]
             return None, None, (f"step text '{named}': ambiguous {role}, {len(qual)} {noun} instances tracked "
@@ -294,7 +331,8 @@ class GrounderBase:
             return e, {"how": f"step text names '{named}'; no {noun} of the video is tracked during {seg}; "
                               f"the only {noun} of the video put down in the {LOOKBACK:.0f} s before it: "
                               f"put down at {self.local(video, tr.end):.2f} s ({t0 - tr.end:.1f} s before it), "
-                              f"not picked up again before it ends{excl}", **self.track_ref(tr)}, ""
+                              f"not picked up again before it ends{excl}", "evidence": "step_text",
+                       **self.track_ref(tr)}, ""
         if recent:
             return None, None, (f"step text '{named}': ambiguous {role}, {len(recent)} {noun} instances put down "
                                 f"in the {LOOKBACK:.0f} s before {seg} and not tracked during it "
@@ -307,6 +345,87 @@ class GrounderBase:
                                                for e, tr in sorted(later.items())]) + f"){excl}")
         return None, None, (f"step text names '{named}'; no {noun} of the video is tracked during {seg} "
                             f"or put down before it{excl}")
+
+    def kitchen_vessel(self, ent: str, named: str, noun: str, t0: float, t1: float, video: str,
+                       ev: str, win: StepWindow | None) -> tuple[str | None, dict | None, str]:
+        """The text's vessel noun resolves to ``ent``, the only instance of that noun
+        tracked in the event's video (or, with none there, in the whole episode), though
+        it is neither tracked during the event nor put down in the ``LOOKBACK`` before it
+        (it stands where it was left: the pan on the hob; one tracked only in another
+        video must have been left there by an earlier one). Not when its last track before the
+        event put it away (storage, an enclosed appliance, a sink), nor when it is first
+        taken out of storage after the event: then it is not where the food goes."""
+        trs = sorted(self.tracks_of[ent], key=lambda x: (x.start, x.track_id))
+        # the event's video's own tracks when it has any (an entity merged by name across
+        # videos is not this video's evidence)
+        trs = [tr for tr in trs if tr.assoc.video == video] or trs
+        before = [tr for tr in trs if tr.end <= t0]
+        seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)" if video else ev
+        if before:
+            tr = max(before, key=lambda x: (x.end, x.track_id))
+            why = self.put_away(tr)
+            if why:
+                return None, None, (f"step text names '{named}'; the kitchen's only {noun}, {ent}, was "
+                                    f"{why} before {seg}")
+            where = (f"last put down at {self.local(tr.assoc.video, tr.end):.2f} s in {tr.assoc.video}, "
+                     f"not handled again before {seg} ends")
+        elif trs[0].assoc.video != video:
+            # tracked only in a later video: where it stood at the event is not observed
+            return None, None, (f"step text names '{named}'; the episode's only {noun}, {ent}, is tracked only "
+                                f"in a later video ({trs[0].assoc.video}): not evidence of where {seg} happens")
+        else:
+            tr = trs[0]
+            why = self.put_away(tr, "src")
+            if why:
+                return None, None, (f"step text names '{named}'; the kitchen's only {noun}, {ent}, is "
+                                    f"{why} only after {seg}")
+            where = f"first handled at {self.local(tr.assoc.video, tr.start):.2f} s in {tr.assoc.video}, after it"
+        scope = "video" if tr.assoc.video == video else "episode"
+        return ent, {"how": f"step text names '{named}'; {ent} is the only {noun} tracked in the {scope} "
+                            f"(the kitchen's one {noun} there); {where}",
+                     "evidence": "step_text", **self.track_ref(tr)}, ""
+
+    def text_vessel(self, nouns: list[str], text: str, t0: float, t1: float, win: StepWindow | None,
+                    exclude: dict, video: str | None, ev: str) -> tuple[str | None, dict | None, str]:
+        """The vessel the step text names when no object of the episode has that noun: an
+        untracked vessel ("add the flowers into a pot": no pot is tracked) becomes a world
+        entity of the noun's type, its place curated (``TEXT_VESSEL_RULE``: the work
+        counter, where the agent starts), its identity observed from the step text. One
+        entity per noun and episode: a later add naming the noun binds the same one. Not
+        when the text names several ("in separate pots"), the alternatives are of two
+        types, or a vessel of another noun is tracked during the event (it may be the
+        one the text means)."""
+        nt = self.vocab.data["noun_types"]
+        leaves = {nt[n] for n in nouns}
+        seg = f"{ev} ({self.local(video, t0):.2f}-{self.local(video, t1):.2f} s)" if video else ev
+        named = "' or '".join(nouns)
+        if len(leaves) != 1 or win is None:
+            return None, None, f"step text names '{named}': no such vessel is tracked and the text does not name one type"
+        low = text.lower()
+        if any(re.search(rf"\b{re.escape(n)}(?:s|es)\b", low) for n in nouns):
+            return None, None, f"step text names several '{named}' (plural): which one is not decided"
+        held = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0) if self.target_ok(tr.entity)
+                       and exclude.get(tr.entity) != "the event's own object"})
+        if held:
+            return None, None, (f"step text names '{named}', and no object of the episode has that noun; "
+                                f"{', '.join(held)} tracked during {seg} may be the vessel it means")
+        noun = nouns[0]
+        ent = self.text_vessels.get(noun)
+        if ent is None:
+            ent, n = noun, 1
+            while ent in self.w.objects or ent in self.out.objects:
+                n += 1
+                ent = f"{noun}_{n}"
+            self.text_vessels[noun] = ent
+            self.out.objects[ent] = nt[noun]
+            self.out.facts[("at", ent, self.w.work_counter)] = {"source": "curated", "refs": {
+                "rule": TEXT_VESSEL_RULE, "recipe": win.recipe, "step": win.step,
+                "how": f"no object of the episode is a {noun}: the {noun} the step text names is an "
+                       "untracked vessel; its place is curated (the work counter)"}}
+        return ent, {"how": f"step text names '{named}'; no object of the episode has that noun: the "
+                            f"untracked {noun} it names ({ent}, place curated: {TEXT_VESSEL_RULE})",
+                     "file": "complete_recipes.json", "recipe": win.recipe, "step": win.step,
+                     "evidence": "step_text"}, ""
 
     def windows_at(self, video, t0, t1, recipe):
         return [w for w in self.windows if w.video == video and w.recipe == recipe

@@ -31,6 +31,9 @@ MARGIN = 0.5                                          # seconds of slack on time
 # on the counter is stirred, not picked up): its last put-down counts only this close
 LOOKBACK = 60.0
 UNTRACKED_RULE = "ingredient_without_track_at_default_location"
+# an untracked vessel the step text names (no object of the episode has its noun): a world
+# entity on the work counter (issue 34)
+TEXT_VESSEL_RULE = "untracked_vessel_named_by_step_text_on_the_work_counter"
 # the pick-up place of an untracked add whose food is a tracked entity: where the world has it
 WHERE_IT_STANDS = "*"
 # "<part> of X" names X ("piece of bread" is bread); any other "X of Y" is an X ("bowl of
@@ -311,6 +314,10 @@ def ingredient_entity(name: str, vocab) -> str:
     if low in vocab.overrides:
         return vocab.overrides[low]
     nt = vocab.data["noun_types"]
+    got = _head_type(words(low), vocab)
+    if got is not None and vocab.is_a(got[0], "food"):
+        # a food by its head noun: "chicken stock cube" is the cube, never the stock
+        return re.sub(r"[^a-z0-9]+", "_", low).strip("_")
     for w in reversed(words(low)):
         if w in nt and vocab.is_a(nt[w], "substance"):
             return w
@@ -322,7 +329,7 @@ SUBSTANCE_WORDS = {"oil", "water", "milk", "sauce", "salt", "pepper", "sugar", "
                    "tea", "cumin", "paprika", "turmeric", "cinnamon", "masala", "sumac", "seasoning",
                    "squash", "ketchup", "mayonnaise", "mustard", "yogurt", "yoghurt", "soy", "extract",
                    "essence", "oregano", "thyme", "chilli", "flake", "seed", "nutmeg", "coriander",
-                   "dressing", "broth", "wine", "cocoa", "baking", "yeast", "rice", "oat", "lentil",
+                   "dressing", "broth", "wine", "cocoa", "soda", "yeast", "rice", "oat", "lentil",
                    "tahini", "ghee", "curry"}
 
 
@@ -332,14 +339,21 @@ def ingredient_type(name: str, vocab) -> tuple[str, str]:
     ``other_food``.
 
     >>> from analysis.compiler.vocabulary import Vocabulary
-    >>> ingredient_type("medjool dates", Vocabulary.load())
+    >>> v = Vocabulary.load()
+    >>> ingredient_type("medjool dates", v)
     ('other_food', 'ingredient:food_default')
+    >>> [ingredient_type(n, v)[0] for n in ("red bell pepper", "green chilli", "finger chillies",
+    ...                                     "coriander", "black pepper", "chilli powder", "chicken stock cube")]
+    ['vegetable', 'vegetable', 'vegetable', 'herb', 'spice', 'other_substance', 'other_food']
     """
+    ws = words(name)
+    got = _head_type(ws, vocab)
+    if got is not None:
+        return got
     ent = ingredient_entity(name, vocab)
     nt = vocab.data["noun_types"]
     if ent in nt and (vocab.is_a(nt[ent], "substance") or vocab.is_a(nt[ent], "food")):
         return nt[ent], f"noun_types:{ent}"
-    ws = words(name)
     for w in reversed(ws):
         if w in nt and vocab.is_a(nt[w], "substance"):
             return nt[w], f"noun_types:{w}"
@@ -349,3 +363,22 @@ def ingredient_type(name: str, vocab) -> tuple[str, str]:
         if w in nt and vocab.is_a(nt[w], "food"):
             return nt[w], f"noun_types:{w}"
     return "other_food", "ingredient:food_default"
+
+
+def _head_type(ws: list[str], vocab) -> tuple[str, str] | None:
+    """``(leaf, rule)`` of an ingredient by its head noun (``ingredient_heads`` of the
+    vocabulary): a fresh pepper, chilli or herb and a whole spice are foods; a pepper or
+    chilli with a ground qualifier ("black pepper") is the ground spice. ``None`` when the
+    head noun is none of these (the substance keywords and food default decide)."""
+    heads = vocab.ingredient_heads
+    if not ws or not heads:
+        return None
+    head = _spelling(ws[-1])
+    fresh, whole = heads.get("fresh", {}), heads.get("whole", {})
+    if head in fresh:
+        if set(ws[:-1]) & set(heads.get("ground_qualifiers", ())) and vocab.is_a(fresh[head], "vegetable"):
+            return heads["ground_type"], f"ingredient_heads:ground_qualifiers:{head}"
+        return fresh[head], f"ingredient_heads:fresh:{head}"
+    if head in whole:
+        return whole[head], f"ingredient_heads:whole:{head}"
+    return None

@@ -1,0 +1,134 @@
+"""How many recipe-step tasks hold an ``in()`` for the ingredient adds timed in their unit.
+
+    python bench/add_coverage.py EXPORT_ROOT [--source=HDEPIC] [--list]
+
+(the source defaults to ``$E2W_HDEPIC`` or ``../shared/hd-epic`` beside the repository)
+
+Issue 34's measure of "every add bound where the source names its vessel". For every
+task of ``cohort/tasks.jsonl`` whose unit is a recipe step (``refs.unit`` is "recipe step
+with its prep segments"), the add events of ``complete_recipes.json`` of that recipe whose
+start lies inside one of the unit's segments (same video, the segment's own times) are
+the adds *timed in its unit*. A task *holds the in()* of such an add when its contract
+has an ``in(x, v)`` condition that the add's compiled operation establishes (the episode's
+operation whose provenance names the add's recipe and ingredient and whose ``refs.time``
+is inside the add's span on the episode clock: ``in(s, dst)`` of a pour / empty_into,
+``in(o, c)`` of add_ingredient / put_in_container / insert). Prints, per suite, the tasks,
+the tasks with two or more conditions, and the recipe-step tasks with an add in their unit
+and how many of them lack an ``in()`` for one of those adds; ``--list`` names each such
+task and add. ``add_coverage(export, source)`` returns the same as an :class:`AddCoverage`.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis.compiler.episodes import offsets_of
+from analysis.compiler.readers import read_durations, read_recipes
+
+STEP_UNIT = "recipe step with its prep segments"
+# the roles an add's operation puts into its vessel: (content argument, vessel argument)
+IN_ARGS = {"pour": (0, 2), "empty_into": (0, 2), "add_ingredient": (0, 1),
+           "put_in_container": (0, 1), "insert": (0, 1)}
+SLACK = 0.5      # an add's operation time may sit inside its held track, a hair off the row
+
+
+@dataclass
+class AddCoverage:
+    """Counts of one compiled cohort (see the module docstring)."""
+    step_tasks_with_add: int
+    lacking: int
+    per_suite: dict                                   # suite -> {"tasks", "two_or_more"}
+    missing: list = field(default_factory=list)       # (task_id, recipe/ingredient, name)
+
+    @property
+    def lacking_share(self) -> float:
+        return self.lacking / self.step_tasks_with_add if self.step_tasks_with_add else 0.0
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
+    """Measure the export's compiled cohort against the HD-EPIC ``source`` it came from."""
+    cohort = Path(export) / "cohort"
+    tasks = _read_jsonl(cohort / "tasks.jsonl")
+    episodes = {e["episode_id"]: e for e in _read_jsonl(cohort / "episodes.jsonl.gz")}
+    suites = _read_jsonl(cohort / "suites.jsonl")
+    recipes = read_recipes(Path(source))
+    durations = read_durations(Path(source))
+    adds = {}       # recipe -> [(ingredient, name, Span)]
+    for rid, r in recipes.items():
+        for cap in r.captures:
+            adds.setdefault(rid, []).extend((ev.ingredient_id, ev.name, ev.span) for ev in cap.events
+                                            if ev.kind == "add")
+    # (episode, recipe, ingredient) -> [(episode time, in-atom)] of compiled add operations
+    ops = {}
+    for eid, ep in episodes.items():
+        for g in ep["groups"]:
+            for op in g["operations"]:
+                refs = op["provenance"]["refs"]
+                if op["type"] in IN_ARGS and refs.get("ingredient"):
+                    i, j = IN_ARGS[op["type"]]
+                    ops.setdefault((eid, refs.get("recipe"), refs["ingredient"]), []).append(
+                        (refs.get("time"), ["in", op["args"][i], op["args"][j]]))
+    total, lacking, missing = 0, 0, []
+    for t in tasks:
+        refs = t["provenance"]["refs"]
+        if refs.get("unit") != STEP_UNIT:
+            continue
+        ep = episodes[t["episode_id"]]
+        off = offsets_of(ep["videos"], durations)
+        segs = refs.get("segments", [])
+        mine = [(iid, name, sp) for iid, name, sp in adds.get(refs.get("recipe"), [])
+                if any(s["video"] == sp.video and sp.start < s["end"] and s["start"] < sp.end for s in segs)]
+        if not mine:
+            continue
+        total += 1
+        atoms = [c["atom"] for c in t["contract"]["conditions"] if c.get("kind") == "atom"]
+        lost = []
+        for iid, name, sp in mine:
+            a, b = sp.start + off.get(sp.video, 0.0), sp.end + off.get(sp.video, 0.0)
+            done = [atom for tm, atom in ops.get((t["episode_id"], refs["recipe"], iid), [])
+                    if tm is not None and a - SLACK <= tm <= b + SLACK]
+            if not any(atom in atoms for atom in done):
+                lost.append((f"{refs['recipe']}/{iid}", name))
+        if lost:
+            lacking += 1
+            missing.extend((t["task_id"], key, name) for key, name in lost)
+    by_id = {t["task_id"]: t for t in tasks}
+    per_suite = {}
+    for s in suites:
+        ts = [by_id[x] for x in s["task_ids"] if x in by_id]
+        per_suite[s["suite"]] = {"tasks": len(ts),
+                                 "two_or_more": sum(len(x["contract"]["conditions"]) >= 2 for x in ts)}
+    return AddCoverage(total, lacking, per_suite, missing)
+
+
+def main(argv: list[str]) -> int:
+    args = [a for a in argv if not a.startswith("--")]
+    opts = dict(a[2:].split("=", 1) if "=" in a else (a[2:], "1") for a in argv if a.startswith("--"))
+    if len(args) != 1:
+        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        return 2
+    source = opts.get("source", os.environ.get("E2W_HDEPIC",
+                                               str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic")))
+    cov = add_coverage(args[0], source)
+    if "list" in opts:
+        for tid, key, name in cov.missing:
+            print(f"{tid}\t{key}\t{name}")
+    print(f"recipe-step tasks with an add timed in their unit: {cov.step_tasks_with_add}; "
+          f"lacking an in() for one: {cov.lacking} ({100 * cov.lacking_share:.1f}%)")
+    for suite, c in sorted(cov.per_suite.items()):
+        print(f"{suite}: {c['tasks']} tasks, {c['two_or_more']} with two or more conditions")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,66 @@
+"""bench/add_coverage.py (issue 34's measure): which recipe-step tasks with an add timed in
+their unit lack an ``in()`` for it, on a hand-built export over the real Add Squash rows
+(``P02_R03``: the squash add 894.043-898.059 s, step S01 894.945-898.195 s, S02
+908.924-913.674 s, video ``P02-20240209-194141``)."""
+import gzip
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = Path(os.environ.get("E2W_HDEPIC", REPO.parent / "shared" / "hd-epic"))
+pytestmark = pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(),
+                                reason=f"HD-EPIC source files absent at {SOURCE} (set E2W_HDEPIC)")
+VIDEO = "P02-20240209-194141"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("add_coverage", REPO / "bench" / "add_coverage.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod       # dataclasses resolve annotations through the module
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _task(tid, atoms, step="P02_R03_S01", seg=(894.945, 898.195), unit="recipe step with its prep segments"):
+    return {"task_id": f"{VIDEO}/{tid}", "episode_id": VIDEO,
+            "contract": {"conditions": [{"id": f"c{i}", "kind": "atom", "atom": a} for i, a in enumerate(atoms, 1)]},
+            "provenance": {"refs": {"unit": unit, "recipe": "P02_R03", "step": step,
+                                    "segments": [{"video": VIDEO, "kind": "step", "start": seg[0], "end": seg[1]}]}}}
+
+
+def _export(tmp_path, op_time):
+    cohort = tmp_path / "cohort"
+    cohort.mkdir()
+    pour = {"type": "pour", "args": ["squash", "squash_bottle", "glass_2", "counter"],
+            "provenance": {"refs": {"recipe": "P02_R03", "ingredient": "P02_R03_I02", "time": op_time, "args": []}}}
+    with gzip.open(cohort / "episodes.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({"episode_id": VIDEO, "videos": [VIDEO], "groups": [{"operations": [pour]}]}) + "\n")
+    at = ["at", "glass_2", "counter"]
+    tasks = [_task("t000", [["in", "squash", "glass_2"], at]),   # holds the add's in()
+             _task("t001", [at]),                                # its unit times the add: lacks it
+             _task("t002", [at], step="P02_R03_S02", seg=(908.924, 913.674)),   # no add in its unit
+             _task("t003", [at], unit="activity row")]           # not a recipe step
+    (cohort / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks), encoding="utf-8")
+    suites = [{"suite": "planner", "task_ids": [t["task_id"] for t in tasks[:3]]},
+              {"suite": "memory", "task_ids": [tasks[0]["task_id"]]}]
+    (cohort / "suites.jsonl").write_text("".join(json.dumps(s) + "\n" for s in suites), encoding="utf-8")
+    return tmp_path
+
+
+def test_add_coverage_counts_step_tasks_lacking_the_in_of_an_add_in_their_unit(tmp_path):
+    cov = _bench().add_coverage(_export(tmp_path, 895.0), SOURCE)
+    assert (cov.step_tasks_with_add, cov.lacking) == (2, 1)
+    assert cov.lacking_share == 0.5
+    assert cov.missing == [(f"{VIDEO}/t001", "P02_R03/P02_R03_I02", "concentrated fruit squash")]
+    assert cov.per_suite == {"planner": {"tasks": 3, "two_or_more": 1}, "memory": {"tasks": 1, "two_or_more": 1}}
+
+
+def test_an_in_witnessed_by_another_operation_than_the_adds_does_not_count(tmp_path):
+    # the same atom established at 950 s, outside the add's span: not this add's in()
+    cov = _bench().add_coverage(_export(tmp_path, 950.0), SOURCE)
+    assert (cov.step_tasks_with_add, cov.lacking) == (2, 2)
