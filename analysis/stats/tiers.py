@@ -172,13 +172,16 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
                          "analysis.stats.pairwise_simultaneous")
     z_pow = float(special.ndtri(power))
     rows, tier_rows, mdd_rows = [], [], []
-    for metric in pd.unique(t.metric):
-        part = t[t.metric == metric]
-        planners = list(pd.unique(pd.concat([part.planner_a, part.planner_b])))
+    # plain arrays: the per-metric work is a few dozen rows, pandas indexing would dominate
+    col = {c: t[c].to_numpy() for c in need}
+    for metric in pd.unique(col["metric"]):
+        idx = np.flatnonzero(col["metric"] == metric)
+        pa, pb, est_ab = col["planner_a"][idx], col["planner_b"][idx], col["estimate"][idx]
+        planners = list(pd.unique(np.concatenate([pa, pb])))
         P = len(planners)
         # vs_average: (1/P) sum_b (mean_a - mean_b) = mean_a - average of the means
         score = dict.fromkeys(planners, 0.0)
-        for a, b, d in zip(part.planner_a, part.planner_b, part.estimate):
+        for a, b, d in zip(pa, pb, est_ab):
             score[a] += d / P
             score[b] -= d / P
         # rounded before ordering: sums of the same differences in another order differ
@@ -186,11 +189,12 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         key = {p: round(score[p], 12) for p in planners}
         order = sorted(planners, key=lambda p: (-key[p], str(p)))
         rank = {p: 1 + sum(key[q] > key[p] for q in planners) for p in planners}
-        sep_mask = (part.verdict != "tie").to_numpy() & ~part.set_aside.to_numpy(bool)
-        separated = set(zip(part.planner_a[sep_mask], part.planner_b[sep_mask]))
+        set_aside = col["set_aside"][idx].astype(bool)
+        sep_mask = (col["verdict"][idx] != "tie") & ~set_aside
+        separated = set(zip(pa[sep_mask], pb[sep_mask]))
         groups = tier_groups(order, separated)
         sep_sets = {frozenset(s) for s in separated}
-        est = _means(means, metric, planners, part)
+        est = _means(means, metric, planners, zip(pa, pb, est_ab))
         for p in order:
             mine = tuple(i + 1 for i, g in enumerate(groups) if p in g)
             away = tuple(q for q in order if frozenset((p, q)) in sep_sets)
@@ -199,9 +203,9 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
                          "tiers": mine, "top_tier": 1 in mine, "separated_from": away})
         tier_rows += [{"metric": metric, "tier": i + 1, "planners": g}
                       for i, g in enumerate(groups)]
-        ok = ~part.zero_se.to_numpy(bool) & ~part.set_aside.to_numpy(bool)
-        se = part.se.to_numpy(float)[ok]
-        half = ((part.high - part.low).to_numpy(float) / 2)[ok]
+        ok = ~col["zero_se"][idx].astype(bool) & ~set_aside
+        se = col["se"][idx].astype(float)[ok]
+        half = ((col["high"][idx] - col["low"][idx]).astype(float) / 2)[ok]
         mdd = half + z_pow * se
         mdd_rows.append({"metric": metric, "n_pairs": int(ok.sum()),
                          "se_median": float(np.median(se)) if ok.any() else np.nan,
@@ -229,7 +233,7 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
     )
 
 
-def _means(means, metric, planners, part) -> dict:
+def _means(means, metric, planners, contrasts) -> dict:
     """``{planner: estimate}`` of ``metric`` from ``means``, checked against the
     contrasts ({} without ``means``)."""
     if means is None:
@@ -244,7 +248,7 @@ def _means(means, metric, planners, part) -> dict:
         raise ValueError(f"means has no estimate of metric {metric!r} for planner(s) "
                          f"{absent}")
     est = {p: float(m.estimate[p]) for p in planners}
-    for a, b, d in zip(part.planner_a, part.planner_b, part.estimate):
+    for a, b, d in contrasts:
         if not np.isclose(est[a] - est[b], d, rtol=0, atol=1e-9):
             raise ValueError(f"means: {metric} of {a!r} minus {b!r} is {est[a] - est[b]!r}, "
                              f"the family's contrast is {d!r}; pass the means of the same "
