@@ -249,6 +249,7 @@ def _means(means, metric, planners, contrasts) -> dict:
                          f"{absent}")
     est = {p: float(m.estimate[p]) for p in planners}
     for a, b, d in contrasts:
+        d = float(d)
         if not np.isclose(est[a] - est[b], d, rtol=0, atol=1e-9):
             raise ValueError(f"means: {metric} of {a!r} minus {b!r} is {est[a] - est[b]!r}, "
                              f"the family's contrast is {d!r}; pass the means of the same "
