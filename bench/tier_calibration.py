@@ -29,7 +29,8 @@ with an effect, the rates plus the stated difference).
 ``--n-sims`` datasets per design (default 300), ``--designs a,b`` a subset, ``--seed`` the
 seed of the one numpy Generator every draw comes from (datasets and the family's
 Gaussian multipliers), ``--resamples`` the family's multiplier draws (default 1,000; the
-tables use 10,000). The default run takes about two minutes on one core.
+tables use 10,000), ``--pilot`` the null datasets that set a power design's difference
+(default 40). The default run takes about two minutes on one core.
 """
 
 from __future__ import annotations
@@ -205,10 +206,10 @@ def pilot_mdd(dz, metric, sizes, P, B, rng, n=40):
     return float(np.mean(got))
 
 
-def run_design(dz, sizes, P, n_sims, B, rng):
+def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
     effect = {}
     for m, (who, d) in dz["effect"].items():
-        effect[m] = (who, pilot_mdd(dz, m, sizes, P, B, rng) if d == "mdd" else d)
+        effect[m] = (who, pilot_mdd(dz, m, sizes, P, B, rng, n_pilot) if d == "mdd" else d)
     dz = dict(dz, effect=effect, mdd_effect=[m for m, (_, d) in dz["effect"].items()
                                              if d == "mdd"])
     mu, truth = setup(dz, P)
@@ -266,13 +267,16 @@ def main(argv=None):
     ap.add_argument("--designs", default=",".join(DESIGN_NAMES))
     ap.add_argument("--seed", type=int, default=20261206)
     ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--pilot", type=int, default=40,
+                    help="null datasets of the pilot that sets a power design's difference")
     a = ap.parse_args(argv)
     chosen = [d.strip() for d in a.designs.split(",") if d.strip()]
     unknown = [d for d in chosen if d not in DESIGN_NAMES]
     if unknown:
         ap.error(f"--designs: unknown design(s) {unknown}; valid: {', '.join(DESIGN_NAMES)}")
-    if a.n_sims < 1:
-        ap.error(f"--n-sims={a.n_sims}; valid: a positive integer")
+    for opt in ("n_sims", "pilot", "resamples"):
+        if getattr(a, opt) < 1:
+            ap.error(f"--{opt.replace('_', '-')}={getattr(a, opt)}; valid: a positive integer")
     sizes, P = committed_structure()
     print(f"committed planner suite: {P} planners, {len(sizes)} episodes, {sizes.sum()} tasks "
           f"(episode sizes {sorted(sizes.tolist())}); {a.n_sims} datasets per design, "
@@ -285,7 +289,7 @@ def main(argv=None):
         warnings.simplefilter("ignore")  # few-episode warnings cannot arise with 18 episodes
         for dz in DESIGNS:
             if dz["name"] in chosen:
-                rows.append(run_design(dz, sizes, P, a.n_sims, a.resamples, rng))
+                rows.append(run_design(dz, sizes, P, a.n_sims, a.resamples, rng, a.pilot))
     res = pd.DataFrame(rows)
     print("\n| design | rates (validity/completed/GCR) | ICC | correlation | true differences | "
           "false separation, family-wise (MC SE) | false separation per pair | power "
