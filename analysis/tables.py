@@ -99,7 +99,7 @@ def _index(artefacts, results) -> bytes:
     lines += ["", "## Methods", "",
               "- **Intervals** (Tables 4, 5, 7, 8, 10, 11; Figures 5, 10): "
               + _strip(method_text('table04_planner_results', results), "Intervals: "),
-              f"- **Simultaneous contrasts** (Table 6, Figure 6): "
+              f"- **Simultaneous contrasts** (Tables 6, 17; Figure 6): "
               f"{method_text('table06_pairwise_contrasts', results)} The verdict is the "
               "default method's; the Bonferroni-t intervals beside it are a cross-check "
               "that under-covers with these episode counts (docs/statistics.md, coverage "
@@ -109,7 +109,7 @@ def _index(artefacts, results) -> bytes:
               "- **Estimand**: " + _strip(estimand_note(), "Estimand: "),
               f"- **Display**: {CLIP_NOTE}"]
     if results.labels:
-        lines.append(f"- **Runs covered** (Tables 1, 4-7, 12; Figures 5-6): "
+        lines.append(f"- **Runs covered** (Tables 1, 4-7, 12, 17; Figures 5-6): "
                      f"{runs_note(results)}")
     lines.append(f"- **Runs covered** (Tables 8-11; Figure 10): {memory_runs_note(results)}")
     if skipped:

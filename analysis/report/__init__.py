@@ -19,6 +19,7 @@ from .memory import (memory_counters, memory_study_table, paired_outcomes,
 from .output import FigureOutput, Skipped, Table
 from .render import figure_style, render_figure, render_table
 from .pairwise import draws_text, pairwise_figure, pairwise_table
+from .leaderboard import leaderboard_tiers_table
 from .planners import endpoints_figure, endpoints_table, planner_results, tier_results
 
 __all__ = ["FigureOutput", "Results", "Skip", "Skipped", "StatsConfig", "Table", "BUILDERS",
@@ -56,6 +57,8 @@ BUILDERS = [
     ("table14_grounding", "Grounding: observed shares per suite",
      "paper 3 and 7",
      lambda export, results: grounding_table(export)),
+    ("table17_leaderboard_tiers", "Leaderboard tiers per contrast metric", "paper C.5",
+     leaderboard_tiers_table),
 ]
 
 
@@ -64,6 +67,7 @@ METHOD_KIND = {
     "table04_planner_results": "bootstrap", "table05_endpoints": "bootstrap",
     "fig05_endpoints": "bootstrap",
     "table06_pairwise_contrasts": "pairwise", "fig06_pairwise_forest": "pairwise",
+    "table17_leaderboard_tiers": "pairwise",
     "table07_contract_tiers": "bootstrap", "table08_memory_study": "bootstrap",
     "table09_paired_outcomes": "exact", "table10_quarter_profiles": "bootstrap",
     "fig10_quarter_profiles": "bootstrap", "table11_memory_counters": "bootstrap",

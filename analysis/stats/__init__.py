@@ -15,6 +15,7 @@ from .pairwise import DEFAULT_METHOD as PAIRWISE_DEFAULT_METHOD
 from .pairwise import METHODS as PAIRWISE_METHODS
 from .pairwise import PairwiseResult, pairwise_simultaneous
 from .profiles import QuarterProfileResult, assign_quarters, quarter_profiles
+from .tiers import LeaderboardTiersResult, leaderboard_tiers
 
 __all__ = [
     "ESTIMAND",
@@ -37,4 +38,6 @@ __all__ = [
     "QuarterProfileResult",
     "quarter_profiles",
     "assign_quarters",
+    "LeaderboardTiersResult",
+    "leaderboard_tiers",
 ]
