@@ -4,12 +4,14 @@
 in docs/FORMAT.md (as written by ``analysis.run``, or by your own runner). The command
 
 1. reads and schema-checks every record (errors name the file, line and field);
-2. names the run ``<name>__<suite>__<memory>``: the ``run_id`` and ``planner`` fields of
-   every record are rewritten to ``name`` when they differ (reported, and the original
-   ID kept in the manifest as ``renamed_from``);
+2. names the run ``<name>__<suite>__<memory>``: ``name`` is the run's name, as
+   ``run_name=`` of ``analysis.run``. The ``run_id`` of every record is rewritten when it
+   differs (reported, and the original ID kept in the manifest as ``renamed_from``);
+   ``planner`` and ``planner_config`` stay as recorded, and ``run.json`` holds
+   ``run_name`` where ``name`` differs from the planner's name;
 3. checks the records against the export: the cohort fingerprint (``cohort_sha256``)
    must be this export's, the suite must exist, every task and group of the suite must be
-   present once and no unknown ID may appear, and ``name`` must not be a planner the
+   present once and no unknown ID may appear, and ``name`` must not be a run name the
    export already holds;
 4. re-executes the records through the executor (``analysis.executor.replay``; on by
    default, ``reexecute=false`` skips it and the manifest records ``reexecuted: false``);
@@ -197,11 +199,11 @@ def _add_locked(root: Path, folder: Path, name: str, reexecute: bool, say) -> Ad
     say(f"reading {folder}")
     run, groups, tasks = _read(folder)
     cohort = _cohort(root, manifest)
-    existing = {r["planner"] for rel, e in manifest["files"].items() if e["record_type"] == "run"
-                for r in read_records(root / rel)}
+    existing = {r.get("run_name", r["planner"]) for rel, e in manifest["files"].items()
+                if e["record_type"] == "run" for r in read_records(root / rel)}
     if name in existing:
         raise AddPlannerError(f"name={name!r}: the export already holds planner {name!r} "
-                              f"(planners: {sorted(existing)}); choose another name")
+                              f"(run names: {sorted(existing)}); choose another name")
     fingerprint = cohort_fingerprint(manifest)
     if run["cohort_sha256"] != fingerprint:
         raise AddPlannerError(f"{folder / 'run.json'}: records are for another cohort "
@@ -216,11 +218,16 @@ def _add_locked(root: Path, folder: Path, name: str, reexecute: bool, say) -> Ad
     old_id = run["run_id"]
     rid = f"{name}__{run['suite']}__{run['memory']}"
     renamed = None
-    if old_id != rid or run["planner"] != name:
+    # the planner and its settings stay as recorded; the name is the run's (run_name)
+    named = {k: v for k, v in run.items() if k != "run_name"}
+    if name != run["planner"]:
+        named = {**named, "run_id": rid, "run_name": name}
+        named = {k: named[k] for k in ("run_id", "planner", "run_name", *run) if k in named}
+    if old_id != rid or named != run:
         renamed = old_id
-        messages.append(f"renamed run {old_id!r} (planner {run['planner']!r}) to {rid!r} "
-                        f"(planner {name!r}) in every record")
-        run = {**run, "run_id": rid, "planner": name}
+        messages.append(f"renamed run {old_id!r} to {rid!r} in every record (planner "
+                        f"{run['planner']!r}, run name {name!r})")
+        run = {**named, "run_id": rid}
         groups = [{**g, "run_id": rid} for g in groups]
         tasks = [{**t, "run_id": rid} for t in tasks]
     if (root / "runs" / rid).exists():

@@ -108,7 +108,8 @@ class Export:
 
     Tables (pandas DataFrames, one row per ...):
 
-    ``runs`` (run: ``run_id, planner, memory, suite, seed, attempt_limit``),
+    ``runs`` (run: ``run_id, planner, memory, suite, seed, attempt_limit, run_name``;
+    ``run_name`` is the planner's name unless the run was named apart from it),
     ``episodes`` (episode), ``groups`` (cohort group), ``tasks`` (task, plus ``suites``:
     the suites holding it), ``task_groups`` (task x group: ``task_id, group_id,
     position`` (the group's place in the task), the task's and the group's columns),
@@ -431,4 +432,27 @@ class Results:
         """One figure (:class:`analysis.report.FigureOutput`: ``figure``, a matplotlib
         Figure, and ``data``, exactly the numbers it plots)."""
         return self.artefact(self._resolve(name, "fig"))
+
+    def compare(self, run_a: str, run_b: str, metric: str = "success",
+                method: str = "percentile"):
+        """Two runs of one suite, task by task (:func:`analysis.compare.compare_runs`):
+        a :class:`analysis.compare.ComparisonResult` with the tasks one run solved and the
+        other did not (``tasks``: the conditions each met, the first divergent attempt)
+        and P(A > B) with its episode-cluster interval, at this result's resamples, level
+        and seed. ``run_a``/``run_b``: a run ID, or a run name with one run.
+
+        >>> cmp = load().results().compare("belief_search__planner__persistent",
+        ...                                "greedy_hints__planner__persistent")
+        >>> cmp.n_a_only + cmp.n_b_only == len(cmp.tasks)
+        True
+        >>> sorted(set(cmp.tasks.solved_by))
+        ['A', 'B']
+        """
+        from .compare import compare_runs
+        c = self.config
+        tm = self.context.tasks
+        return compare_runs(self.export, run_a, run_b, metric=metric,
+                            n_resamples=c.n_resamples, confidence_level=c.confidence_level,
+                            seed=c.seed, method=method,
+                            labels=dict(zip(tm.run_id, tm.label)))
 

@@ -274,6 +274,18 @@ def optional_str(key, v):
         raise ConfigError(key, f"{key}={v!r}: expected a run ID or a planner name")
 
 
+def _run_key(key, v):
+    if v is None:
+        raise ConfigError(key, f"{key} is required: {key}=RUN (a run ID or a run name)")
+    if isinstance(v, bool) or not isinstance(v, (str, int)) or not str(v):
+        raise ConfigError(key, f"{key}={v!r}: expected a run ID or a run name")
+
+
+def _compare_metrics():
+    from .compare import COMPARE_METRICS
+    return list(COMPARE_METRICS)
+
+
 def required_dir(key, v):
     if v is None:
         raise ConfigError(key, f"{key} is required: {key}=PATH")
@@ -431,6 +443,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          Key("runtime.repair", "bool", "let the runtime insert repair actions", boolean),
          Key("progress", "bool", "progress bar on stderr", boolean),
          Key("overwrite", "bool", "replace an existing run of the same ID", boolean),
+         Key("run_name", "str|null", "the run's name, apart from its planner: the run "
+             "becomes runs/<run_name>__<suite>__<memory>, so several configurations of one "
+             "planner share an export (null: the planner's name)",
+             lambda k, v: v is None or planner_name(k, v)),
          Key("resume", "bool", "journal finished episodes so that rerunning an interrupted "
              "run continues (analysis/episodes.py)", boolean),
          Key("state_dir", "path|null", "where the episode journal lives (null: a folder "
@@ -471,6 +487,26 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
          "export_root=/tmp/scratch",
          "python -m analysis.add_planner records=/tmp/my_run name=my_planner reexecute=false "
          "export_root=/tmp/scratch")),
+    Command(
+        "compare",
+        "Compare two runs of one suite task by task: the tasks one run solved and the other "
+        "did not, the conditions each met there and the first attempt at which they did "
+        "different things, and P(A > B), the probability of improvement, with an "
+        "episode-cluster interval.",
+        (EXPORT_ROOT,
+         Key("a", "str", "run A: a run ID or a run name with one run (required)",
+             lambda k, v: _run_key(k, v)),
+         Key("b", "str", "run B: a run ID or a run name with one run (required)",
+             lambda k, v: _run_key(k, v)),
+         Key("metric", "str", "the per-task score of P(A > B)", one_of(_compare_metrics),
+             _compare_metrics),
+         *(k for k in STATS if k.name in ("stats.n_resamples", "stats.confidence_level",
+                                          "stats.seed", "stats.method"))),
+        ("python -m analysis.compare a=belief_search__planner__persistent "
+         "b=lexicon__planner__persistent",
+         "python -m analysis.compare a=chat-small b=chat-large metric=gcr "
+         "export_root=/tmp/scratch"),
+        hints={"run_a": "a", "run_b": "b", "A": "a", "B": "b"}),
     Command(
         "view",
         "Write the trace viewer for the frozen export: a static site (overview of every run "
@@ -546,7 +582,7 @@ def cross_checks(command: str, cfg: dict) -> None:
             check_site_dir(cfg["out_dir"], cfg["export_root"])
         except SiteDirError as exc:
             raise ConfigError("out_dir", str(exc)) from None
-    if command in ("tables", "view"):
+    if command in ("tables", "view", "compare"):
         s = cfg.get("stats", {})
         level, n = s.get("confidence_level"), s.get("n_resamples")
         if s.get("method") != "cr1_t" and n is not None and level is not None:

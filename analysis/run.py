@@ -4,6 +4,9 @@ Runs a planner over every episode of a suite with the runtime loop
 (:mod:`analysis.executor.runtime`) and writes its records to
 ``frozen_exports/runs/<planner>__<suite>__<memory>/`` (``run.json``,
 ``groups.jsonl.gz``, ``tasks.jsonl``; docs/FORMAT.md), then updates the manifest.
+``run_name=NAME`` names the run apart from its planner (``runs/<NAME>__<suite>__<memory>``,
+with ``run_name`` in ``run.json``), so that several configurations of one planner, or
+several models behind ``chat``, sit side by side in one export.
 Episodes run in parallel with ``jobs=N`` (processes, or threads for planners with
 ``io_bound = True``); results are identical to a serial
 run because every episode starts from its own initial world with a fresh planner and
@@ -147,7 +150,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
               progress: bool = True, write: bool = True, overwrite: bool = False,
               verify_export: bool = False, resume: bool = True,
               state_dir: str | os.PathLike | None = None,
-              say=_say, shard: str | None = None) -> tuple[RunSummary, dict]:
+              say=_say, shard: str | None = None,
+              run_name: str | None = None) -> tuple[RunSummary, dict]:
     """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
 
     With ``write``, an interrupted earlier change of the export is rolled back or completed
@@ -161,8 +165,12 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     [...], "tasks": [...]}``. ``shard="i/n"`` runs only shard ``i`` of ``n`` (by episode)
     and registers the run when every shard is done (:mod:`analysis.shards`); until then
     the records are ``None`` and ``RunSummary.note`` says which shards are missing.
+    ``run_name`` names the run apart from its planner (default: the planner's name): the
+    run ID is ``<run_name>__<suite>__<memory>`` and ``run.json`` keeps ``planner``,
+    ``planner_config`` and ``run_name`` apart.
     """
     label = planner_label(planner)  # validates the name or the import path
+    name = check_run_name(run_name, label)
     if ":" in planner:   # a built-in's settings are checked against its configs/planner file
         check_settings(planner, dict(planner_settings or {}))
     if memory not in MEMORY_MODES:
@@ -194,7 +202,7 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         settings["call_log"] = shard_call_log(settings["call_log"], part)
     cfg = {**RuntimeConfig().as_dict(), **dict(runtime or {}), "attempt_limit": int(attempt_limit)}
     RuntimeConfig(**cfg)  # validate before any work
-    rid = run_id(label, suite, memory)
+    rid = run_id(name, suite, memory)
     check = None
     registered = None
     if write:
@@ -222,7 +230,11 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     planner_config = make_planner(planner, seed=seed, **settings).config()
     if planner != label:
         planner_config = {**planner_config, "import_path": planner}
-    run_rec = {"run_id": rid, "planner": label, "memory": memory, "suite": suite,
+    run_rec = {"run_id": rid, "planner": label,
+               # absent when the run is named as its planner: an unlabelled run's records
+               # stay byte for byte what they were before run names existed
+               **({"run_name": name} if name != label else {}),
+               "memory": memory, "suite": suite,
                "seed": int(seed), "attempt_limit": int(attempt_limit),
                "cohort_sha256": cohort.fingerprint,
                "planner_config": {**planner_config, "runtime": cfg}}
@@ -283,6 +295,31 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
             journal.finish()
     return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(records["groups"]),
                       len(records["tasks"]), seconds, size), records
+
+
+def check_run_name(run_name, planner: str) -> str:
+    """The run's name: ``run_name``, or the planner's name when it is None. Raises
+    ``ValueError`` naming ``run_name`` for a name that cannot name a run folder.
+
+    >>> check_run_name(None, "chat"), check_run_name("chat-small", "chat")
+    ('chat', 'chat-small')
+    >>> check_run_name("Chat__a", "chat")
+    Traceback (most recent call last):
+    ...
+    ValueError: run_name='Chat__a': expected at most 64 lowercase letters and digits with single '-' or '_' between them (it names the run folder <run_name>__<suite>__<memory>)
+    """
+    if run_name is None:
+        return planner
+    from .config_check import MAX_NAME_LENGTH
+    from .frozen.schemas import PLANNER_NAME
+    if (not isinstance(run_name, str) or not PLANNER_NAME.match(run_name)
+            or len(run_name) > MAX_NAME_LENGTH):
+        shown = run_name if not isinstance(run_name, str) or len(run_name) <= 40 \
+            else run_name[:37] + "..."
+        raise ValueError(f"run_name={shown!r}: expected at most {MAX_NAME_LENGTH} lowercase "
+                         "letters and digits with single '-' or '_' between them (it names "
+                         "the run folder <run_name>__<suite>__<memory>)")
+    return run_name
 
 
 def _assemble(results, suite_rec, run_rec, rid) -> dict:
@@ -352,7 +389,7 @@ def main_from_cfg(cfg) -> RunSummary:
         runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress),
         overwrite=bool(cfg.overwrite), verify_export=True,
         resume=bool(cfg.get("resume", True)), state_dir=cfg.get("state_dir"),
-        shard=cfg.get("shard"))
+        shard=cfg.get("shard"), run_name=cfg.get("run_name"))
     if summary.note is not None and summary.bytes_written == 0:
         print(summary.note)  # a shard that did not register the run
         return summary
@@ -433,7 +470,8 @@ def _multirun(argv: list[str]) -> int:
     from ._hydra import resolve_path
     for cfg in cfgs:  # a run the export already holds is refused before any job starts
         if not cfg.overwrite:
-            rid = run_id(planner_label(cfg.planner.name), cfg.suite.name, cfg.memory)
+            rid = run_id(cfg.get("run_name") or planner_label(cfg.planner.name),
+                         cfg.suite.name, cfg.memory)
             try:
                 check_run_absent(resolve_path(cfg.export_root), rid)
             except RunExists as exc:
@@ -529,7 +567,8 @@ def _report_shards(cfgs) -> int:
     runs = {}
     for cfg in cfgs:
         if cfg.get("shard") is not None:
-            rid = run_id(planner_label(cfg.planner.name), cfg.suite.name, cfg.memory)
+            rid = run_id(cfg.get("run_name") or planner_label(cfg.planner.name),
+                         cfg.suite.name, cfg.memory)
             runs[(str(resolve_path(cfg.export_root)), rid)] = cfg.get("state_dir")
     for line in registered_runs(runs):
         print(f"analysis.run: {line}", file=sys.stderr)

@@ -225,9 +225,9 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                 if k == "synopsis":
                     argv = argv[:3] + ["--help"] if argv[2].startswith("analysis.") and \
                         "<" not in argv[2] else None
-                    if argv is None:  # python -m analysis.<command> --help: all seven
+                    if argv is None:  # python -m analysis.<command> --help: all eight
                         for c in ("tables", "verify", "compile", "run", "reexecute",
-                                  "add_planner", "view"):
+                                  "add_planner", "view", "compare"):
                             r = subprocess.run([sys.executable, "-m", f"analysis.{c}",
                                                 "--help"], cwd=root, env=env,
                                                capture_output=True, text=True, timeout=120)

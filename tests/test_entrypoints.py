@@ -112,6 +112,12 @@ CASES = [
     ("add_planner", ["records={R}", "name=x", "reexecute=maybe"], ["reexecute='maybe'"]),
     ("add_planner", ["records={T}/missing", "name=x"], ["records=", "no such folder"]),
     ("add_planner", ["records={R}", "name=x", "--force"], ["unknown option '--force'"]),
+    ("run", ["run_name=Bad__Name"], ["run_name='Bad__Name'", "lowercase"]),
+    ("compare", ["b=beta"], ["a is required"]),
+    ("compare", ["a=alpha", "b=beta", "metric=tsr"], ["metric='tsr'", "'success'"]),
+    ("compare", ["a=alpha", "b=beta", "stats.method=bogus"], ["stats.method='bogus'"]),
+    ("compare", ["a=alpha", "b=beta", "stats.pairwise_method=default"],
+     ["'stats.pairwise_method'", "unknown"]),
     ("view", ["port=-1"], ["port=-1", "from 0 to 65535"]),
     ("view", ["out_dir={F}"], ["out_dir=", "is not a folder"]),
     ("view", ["out_dir={E}/site"], ["out_dir=", "inside the export"]),
@@ -136,7 +142,7 @@ def test_bad_configuration_is_one_line_exit_2_nothing_written(command, overrides
     monkeypatch.syspath_prepend(str(Path(__file__).parent))
     argv = [o.format(**places) for o in overrides]
     # keep every command away from the committed export and outputs, should a check fail
-    if command in ("run", "add_planner", "verify", "reexecute") and \
+    if command in ("run", "add_planner", "verify", "reexecute", "compare") and \
             not any(a.startswith("export_root") for a in argv):
         argv.append(f"export_root={places['E']}")
     if command in ("tables", "view"):

@@ -229,11 +229,39 @@ def _check_compare(d, export, task, a, b):
                 want = (f"attempt {x['index']} [{x['source']}]" if kind == "attempt"
                         else f"query({x['region']})")
                 assert want in cell_text, (want, cell_text)
-    # the truths of both runs, side by side
-    rows = d.find_elements("css selector", "#compare-table tr.truthrow")
+    # the truths of both runs, side by side, before the step table
+    assert d.execute_script("return document.getElementById('conditions-table')"
+                            ".compareDocumentPosition(document.getElementById('compare-table'))"
+                            " & Node.DOCUMENT_POSITION_FOLLOWING") != 0
+    rows = d.find_elements("css selector", "#conditions-table tr.truthrow")
+    assert len(rows) == len(task["contract"]["conditions"])
     for row, ca, cb in zip(rows, ta["task_record"]["conditions"], tb["task_record"]["conditions"]):
         cells = row.find_elements("css selector", "td")
         assert cells[1].text.endswith(ca["truth"]) and cells[2].text.endswith(cb["truth"])
+
+
+@pytest.mark.slow
+def test_overview_solved_by_a_not_by_b(browser):
+    """The overview's "solved by A, not by B" filter (from the address and the selects):
+    exactly the tasks where A's task metrics say success and B's do not."""
+    from selenium.webdriver.support.ui import Select
+
+    site, export = committed_site(), api_export()
+    tm = export.task_metrics
+    a, b = "belief_search__planner__persistent", "greedy_hints__planner__persistent"
+    ok = tm.set_index(["run_id", "task_id"]).success
+    want = sorted(t for t in tm.task_id[tm.run_id == a]
+                  if ok[(a, t)] and not ok[(b, t)])
+    assert want  # the committed export has such tasks: the check below can fail
+    d = _open(browser, site.joinpath("index.html").as_uri() + f"#solved={a}&unsolved={b}")
+    assert _rows(d) == want
+    Select(d.find_element("id", "f-unsolved")).select_by_value("")
+    assert _rows(d) == sorted(set(tm.task_id[(tm.run_id == a) & tm.success]))
+    Select(d.find_element("id", "f-solved")).select_by_value(b)
+    Select(d.find_element("id", "f-unsolved")).select_by_value(a)
+    assert _rows(d) == sorted(t for t in tm.task_id[tm.run_id == b]
+                              if ok[(b, t)] and not ok[(a, t)])
+    _no_console_messages(d)
 
 
 def test_largest_page_renders_offline_without_console_messages(browser):

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-COMMANDS = ("tables", "verify", "compile", "run", "reexecute", "add_planner", "view")
+COMMANDS = ("tables", "verify", "compile", "run", "reexecute", "add_planner", "view", "compare")
 SKIP_TREE = shutil.ignore_patterns(".git", "build", "dist", "*.egg-info", "__pycache__",
                                    ".pytest_cache", ".hypothesis", "tables", "figures",
                                    "tests", "bench", ".*e2w*", ".run_state", ".llm_cache")

@@ -842,10 +842,17 @@ def _check_cross_file(manifest: dict, records: dict, group_keys: dict) -> tuple[
         if run is None:
             raise IntegrityError(rel, "run file holds no record")
         run_id, folder = run["run_id"], rel.rsplit("/", 1)[0]
-        expected_id = f"{run['planner']}__{run['suite']}__{run['memory']}"
-        if not PLANNER_NAME.match(run["planner"]) or run_id != expected_id:
-            raise IntegrityError(rel, f"run_id {run_id!r} must be <planner>__<suite>__<memory> "
-                                 f"= {expected_id!r}, with a planner name of lowercase letters, "
+        # a run named apart from its planner (run_name) takes the name's place in its ID
+        name = run.get("run_name", run["planner"])
+        expected_id = f"{name}__{run['suite']}__{run['memory']}"
+        if "run_name" in run and run["run_name"] == run["planner"]:
+            raise IntegrityError(rel, f"run_name {name!r} equals the planner's name: a run "
+                                 "named as its planner has no run_name", line=1,
+                                 record_id=run_id)
+        if not PLANNER_NAME.match(name) or run_id != expected_id:
+            raise IntegrityError(rel, f"run_id {run_id!r} must be <run name>__<suite>__<memory> "
+                                 f"= {expected_id!r} (the run name: run_name, else the "
+                                 "planner's), with a name of lowercase letters, "
                                  "digits and single '-' or '_'", line=1, record_id=run_id)
         if folder != f"runs/{run_id}":
             raise IntegrityError(rel, f"run_id {run_id!r} does not match its folder {folder!r}",

@@ -222,10 +222,12 @@ def _build(manifest: dict, records: dict, groups: _GroupColumns) -> dict[str, pd
             s_cols["episode_id"].append(task_episode[tid])
 
     run_keys = ("run_id", "planner", "memory", "suite", "seed", "attempt_limit")
-    r_cols = {k: [] for k in run_keys}
+    r_cols = {k: [] for k in (*run_keys, "run_name")}
     for r in of("run"):
         for k in run_keys:
             r_cols[k].append(r[k])
+        # the run's name (docs/FORMAT.md): run_name where recorded, else the planner's
+        r_cols["run_name"].append(r.get("run_name", r["planner"]))
 
     # position of each group in its episode (the verified records name only the group)
     gr_cols = dict(groups.g)
@@ -258,7 +260,8 @@ def _build(manifest: dict, records: dict, groups: _GroupColumns) -> dict[str, pd
                               "n_conditions", "reference_action_types"]),
         suites=_frame(s_cols, ["suite", "task_id", "episode_id"]),
         conditions=_frame(c_cols, ["task_id", "condition_id", "kind"]),
-        runs=_frame(r_cols, ["run_id", "planner", "memory", "suite", "seed", "attempt_limit"]),
+        runs=_frame(r_cols, ["run_id", "planner", "memory", "suite", "seed", "attempt_limit",
+                             "run_name"]),
         group_records=_frame(gr_cols, [
             "run_id", "episode_id", "group_id", "group_index", "n_groups_in_episode", "status",
             "n_attempts", "n_accepted", "n_repair_attempts", "attempted_types",

@@ -17,7 +17,7 @@ from ..stats import (MIN_CLUSTERS, PAIRWISE_DEFAULT_METHOD, cluster_bootstrap,
                      pairwise_simultaneous)
 
 __all__ = ["StatsConfig", "Results", "compute", "PLANNER_METRICS", "METRIC_LABELS",
-           "memory_pairs", "few_clusters_note"]
+           "memory_pairs", "few_clusters_note", "run_names_note"]
 
 #: Table 4 metrics: (task_metrics column, display label). NaN entries (other tier) are
 #: left out of their mean, so ``success_terminal`` gives Strict-TSR directly.
@@ -160,18 +160,44 @@ class Results:
 
 
 def memory_pairs(tasks: pd.DataFrame) -> list[str]:
-    """Planners with both a persistent and a reset run on the memory suite."""
+    """Run names (a planner's name unless the run was named apart from it) with both a
+    persistent and a reset run on the memory suite."""
     m = tasks[tasks.suite == "memory"]
-    both = m.groupby("planner")["memory"].agg(lambda s: {"persistent", "reset"} <= set(s))
+    col = "run_name" if "run_name" in m.columns else "planner"
+    both = m.groupby(col)["memory"].agg(lambda s: {"persistent", "reset"} <= set(s))
     return sorted(both[both].index)
 
 
 def _labels(tasks: pd.DataFrame) -> pd.Series:
-    """Planner name, or ``planner (memory)`` where a planner has several memory runs."""
-    runs = tasks.drop_duplicates("run_id")[["run_id", "planner", "memory", "suite"]]
-    multi = runs.groupby(["suite", "planner"])["memory"].transform("nunique") > 1
-    lab = np.where(multi, runs.planner + " (" + runs.memory + ")", runs.planner)
+    """The run's name (the planner's unless ``run_name`` was given), or ``name (memory)``
+    where a name has several memory runs on a suite."""
+    if "run_name" not in tasks.columns:
+        tasks = tasks.assign(run_name=tasks.planner)
+    runs = tasks.drop_duplicates("run_id")[["run_id", "run_name", "memory", "suite"]]
+    multi = runs.groupby(["suite", "run_name"])["memory"].transform("nunique") > 1
+    lab = np.where(multi, runs.run_name + " (" + runs.memory + ")", runs.run_name)
     return tasks.run_id.map(dict(zip(runs.run_id, lab)))
+
+
+def run_names_note(tasks: pd.DataFrame, suite: str | None = "planner") -> str:
+    """A sentence naming the planner of every run whose name differs from it ("" when
+    every run is named as its planner), so a table row labelled with a run's name still
+    says which planner made it.
+
+    >>> tm = pd.DataFrame({"run_id": ["a", "b"], "planner": ["chat", "lexicon"],
+    ...                    "run_name": ["chat-small", "lexicon"], "suite": ["planner"] * 2})
+    >>> run_names_note(tm)
+    ' Runs named apart from their planner: chat-small (planner chat).'
+    """
+    if "run_name" not in tasks.columns:
+        return ""
+    t = tasks if suite is None else tasks[tasks.suite == suite]
+    runs = t.drop_duplicates("run_name")
+    diff = runs[runs.run_name != runs.planner].sort_values("run_name")
+    if diff.empty:
+        return ""
+    return (" Runs named apart from their planner: "
+            + "; ".join(f"{r.run_name} (planner {r.planner})" for r in diff.itertuples()) + ".")
 
 
 def _boot(cfg: StatsConfig, df, cols, by):
@@ -194,6 +220,11 @@ def compute(export, cfg=None, progress=None) -> Results:
     scfg = StatsConfig.from_cfg(cfg)
     say("metrics: task_metrics")
     tm = task_metrics(export)
+    names = getattr(export, "runs", None)
+    if names is not None and "run_name" in names.columns:
+        tm["run_name"] = tm.run_id.map(dict(zip(names.run_id, names.run_name)))
+    else:   # a hand-made export frame without run names: each run named as its planner
+        tm["run_name"] = tm.planner
     tm["label"] = _labels(tm) if len(tm) else pd.Series(dtype=object)
     tm = _float_cols(tm, ["success", "completed"])
     pt = tm[tm.suite == "planner"].reset_index(drop=True)

@@ -50,7 +50,9 @@ def _boot(cfg, df, cols, by):
 
 
 def memory_study(export, tm: pd.DataFrame, planner: str, cfg) -> MemoryStudy:
-    rows = tm[(tm.suite == "memory") & (tm.planner == planner)].copy()
+    # ``planner``: the runs' name (a planner's name unless the runs were named apart)
+    names = tm.run_name if "run_name" in tm.columns else tm.planner
+    rows = tm[(tm.suite == "memory") & (names == planner)].copy()
     rows["tokens"] = rows.prompt_tokens + rows.completion_tokens
     run_ids = {c: rows.loc[rows.memory == c, "run_id"].iloc[0] for c in CONDITIONS}
     cols = [c for c, _ in STUDY_METRICS]

@@ -6,7 +6,7 @@ import pandas as pd
 
 from ..stats.pairwise import MOVER_METHODS
 from .common import DOUBLE_COLUMN, MARKERS, METHODS_POINTER, Skip, new_figure, pct_ci
-from .context import METRIC_LABELS, few_clusters_note
+from .context import METRIC_LABELS, few_clusters_note, run_names_note
 from .output import FigureOutput, Table
 
 __all__ = ["pairwise_table", "pairwise_figure"]
@@ -140,7 +140,8 @@ def pairwise_table(export, results) -> Table:
         paper_ref="paper C.5", data=data, display=disp,
         notes=(f"{n_ties} of {r.family_size} contrasts are ties. Differences are task-macro "
                "means of A minus B on the same tasks, in percentage points. "
-               + _method_note(results, r) + check_note + " " + METHODS_POINTER))
+               + _method_note(results, r) + check_note + " " + METHODS_POINTER
+               + run_names_note(results.planner_tasks)))
 
 
 #: More pairs than this (8 planners) do not fit a printed page as forest-plot rows: the

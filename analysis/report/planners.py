@@ -6,7 +6,7 @@ import pandas as pd
 
 from ..metrics import ENDPOINTS
 from .common import METHODS_POINTER, SINGLE_COLUMN, Skip, new_figure, pct_ci
-from .context import PLANNER_METRICS, few_clusters_note
+from .context import PLANNER_METRICS, few_clusters_note, run_names_note
 from .output import FigureOutput, Table
 
 __all__ = ["planner_results", "endpoints_table", "endpoints_figure", "tier_results"]
@@ -63,7 +63,8 @@ def planner_results(export, results) -> Table:
                "terminal-tier tasks, GCR (event) the event-tier tasks. A task in which the "
                "planner made no attempt counts as 0 action validity; 'tasks without "
                "attempts' gives how many. "
-               + cfg.brief() + " " + METHODS_POINTER + few_clusters_note(results.planner_boot)))
+               + cfg.brief() + " " + METHODS_POINTER + few_clusters_note(results.planner_boot)
+               + run_names_note(results.planner_tasks)))
 
 
 def endpoints_table(export, results) -> Table:

@@ -50,6 +50,7 @@
       [el("span", {cls: "glyph", "aria-hidden": "true", text: e.glyph}),
        " " + e.short + (extra ? " " + extra : "")]);
   }
+  function endpointText(key) { return (EP[key] || {label: key}).label; }
   var TRUTH_GLYPH = {TRUE: "\u2714", FALSE: "\u2716", UNKNOWN: "?"};
   function truthBadge(t) {
     return el("span", {cls: "truth truth-" + t},
@@ -329,6 +330,22 @@
           " on this task: comparing " + a + " with " + b + " instead."}));
     app.appendChild(el("p", {cls: "pickers"}, ["A: ", picker("a", a), "  B: ", picker("b", b)]));
     if (!A || !B) { app.appendChild(el("p", {text: "This task has no run."})); return; }
+    // what each run achieved comes first: the reason two runs differ is usually here,
+    // before the step-by-step table
+    function met(R) { return R.truths.filter(function (y) { return y.truth === "TRUE"; }).length; }
+    app.appendChild(el("h2", {text: "Conditions each run met"}));
+    app.appendChild(el("p", {id: "conditions-summary", text: "A (" + A.label + "): " + met(A) + " of " + t.conditions.length +
+      " conditions met, endpoint " + endpointText(A.metrics.endpoint) + "; B (" + B.label + "): " + met(B) + " of " +
+      t.conditions.length + ", endpoint " + endpointText(B.metrics.endpoint) + "."}));
+    var crow = t.conditions.map(function (c) {
+      function tr(R) { var x = R.truths.filter(function (y) { return y.id === c.id; })[0]; return x ? truthBadge(x.truth) : "(none)"; }
+      return el("tr", {cls: "truthrow"}, [el("td", {}, [c.id + " ", el("code", {text: c.text})]),
+        el("td", {}, [tr(A)]), el("td", {}, [tr(B)])]);
+    });
+    app.appendChild(el("table", {cls: "compare", id: "conditions-table"}, [el("thead", {}, [el("tr", {}, [
+      el("th", {text: "condition"}), el("th", {text: "A: " + A.label}), el("th", {text: "B: " + B.label})])]),
+      el("tbody", {}, crow)]));
+    app.appendChild(el("h2", {text: "Step by step"}));
     var div = firstDivergence(A, B);
     var sum;
     if (!div) sum = "No divergence: the same attempts, queries and group statuses in every group.";
@@ -365,18 +382,13 @@
         el("td", {}, [firstStatus ? el("b", {text: "\u2691 first divergence, "}) : null, "group status"]),
         el("td", {}, ga ? [statusBadge(ga.status)] : ["(missing)"]), el("td", {}, gb ? [statusBadge(gb.status)] : ["(missing)"])]));
     }
-    t.conditions.forEach(function (c) {
-      function tr(R) { var x = R.truths.filter(function (y) { return y.id === c.id; })[0]; return x ? truthBadge(x.truth) : "(none)"; }
-      body.push(el("tr", {cls: "truthrow"}, [el("td", {}, ["truth " + c.id + " ", el("code", {text: c.text})]),
-        el("td", {}, [tr(A)]), el("td", {}, [tr(B)])]));
-    });
     app.appendChild(el("table", {cls: "compare", id: "compare-table"}, [el("thead", {}, [head]), el("tbody", {}, body)]));
   }
 
   // --- overview ------------------------------------------------------------------------
   var ROW_STEP = 500;
-  var state = {planner: "", suite: "", tier: "", endpoint: "", episode: "", q: "", sort: "task", dir: 1,
-               limit: ROW_STEP};
+  var state = {planner: "", suite: "", tier: "", endpoint: "", episode: "", solved: "", unsolved: "", q: "",
+               sort: "task", dir: 1, limit: ROW_STEP};
   var GOAL_NOT_REACHED = "completed_not_goal";
 
   function endpointMatches(ep, want) {
@@ -391,7 +403,7 @@
   }
   function writeHash() {
     var parts = [];
-    ["planner", "suite", "tier", "endpoint", "episode", "q", "sort"].forEach(function (k) {
+    ["planner", "suite", "tier", "endpoint", "episode", "solved", "unsolved", "q", "sort"].forEach(function (k) {
       if (state[k] && !(k === "sort" && state[k] === "task")) parts.push(k + "=" + encodeURIComponent(state[k]));
     });
     if (state.dir < 0) parts.push("dir=desc");
@@ -449,6 +461,9 @@
       var inRun = runs.filter(function (r) { return t.cells[r.run_id]; });
       if (!inRun.length) return false;
       if (state.endpoint && !inRun.some(function (r) { return endpointMatches(t.cells[r.run_id].endpoint, state.endpoint); })) return false;
+      // "solved by A, not by B": both runs hold the task, A reached success and B did not
+      if (state.solved && !(t.cells[state.solved] && t.cells[state.solved].success)) return false;
+      if (state.unsolved && !(t.cells[state.unsolved] && !t.cells[state.unsolved].success)) return false;
       return true;
     });
     tasks.sort(function (x, y) {
@@ -504,6 +519,7 @@
     var known = {planner: D.runs.map(function (r) { return r.planner; }), suite: D.runs.map(function (r) { return r.suite; }),
       tier: D.tasks.map(function (t) { return t.tier; }), episode: D.tasks.map(function (t) { return t.episode_id; }),
       endpoint: [GOAL_NOT_REACHED].concat(D.endpoints.map(function (e) { return e.key; })),
+      solved: D.runs.map(function (r) { return r.run_id; }), unsolved: D.runs.map(function (r) { return r.run_id; }),
       sort: ["task", "title", "tier", "episode"].concat(D.runs.map(function (r) { return r.run_id; }))};
     var unknown = [];
     Object.keys(known).forEach(function (k) {
@@ -540,6 +556,8 @@
       sel("endpoint", "endpoint", [[GOAL_NOT_REACHED, "completed, goal not reached (none or some met)"]].concat(
         D.endpoints.map(function (e) { return [e.key, e.glyph + " " + e.label]; }))),
       sel("episode", "episode", eps.map(function (s) { return [s, s]; })),
+      sel("solved", "solved by", D.runs.map(function (r) { return [r.run_id, r.label + " (" + r.run_id + ")"]; })),
+      sel("unsolved", "not solved by", D.runs.map(function (r) { return [r.run_id, r.label + " (" + r.run_id + ")"]; })),
       el("label", {}, ["search ", el("input", {id: "f-q", type: "search", value: state.q, placeholder: "title or task ID",
         oninput: function (e) { state.q = e.target.value; writeHash(); drawMatrix(box, count); }})])]);
     var count = el("p", {id: "count", cls: "count"});
