@@ -114,9 +114,16 @@ class ShardJournal:
     def save(self, i: int, episode_id: str, result) -> None:
         self.journal.save(self.positions[i], episode_id, result)
 
+    def _folder(self) -> Path:
+        """``shards/<n>`` under the journal, checked: neither it, ``shards`` nor the
+        journal folder may be a symlink (markers would be written anywhere)."""
+        from .confine import state_folder
+        return state_folder(self.dir / "shards" / str(self.shard.count),
+                            "the shard-marker folder", levels=3)
+
     def record_incomplete(self, failures: list[dict]) -> Path:
         from .episodes import _atomic_write
-        p = self.dir / "shards" / str(self.shard.count) / f"{self.shard.index}.incomplete.json"
+        p = self._folder() / f"{self.shard.index}.incomplete.json"
         _atomic_write(p, json.dumps(failures, sort_keys=True, indent=1).encode("utf-8"))
         return p
 
@@ -129,6 +136,7 @@ class ShardJournal:
         body = {"shard": str(self.shard), "positions": self.positions,
                 "episode_ids": list(episode_ids)}
         body["sha256"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        self._folder()
         p = self.marker_path()
         _atomic_write(p, json.dumps(body, sort_keys=True, indent=1).encode("utf-8"))
         (self.dir / "shards" / str(self.shard.count) / f"{self.shard.index}.incomplete.json"
