@@ -158,6 +158,8 @@ class ShardOutcome:
     missing_episodes: int
     size: int = 0
     records: dict | None = field(default=None, repr=False, compare=False)
+    #: why the missing shards may never come: siblings that ran with other settings
+    note: str = ""
 
     def message(self, rid: str) -> str:
         if self.registered:
@@ -168,7 +170,52 @@ class ShardOutcome:
         return (f"shard {self.shard} of {rid} complete; the run is registered when every "
                 f"shard is: {self.missing_episodes} episode(s) still missing, run shard="
                 + ", shard=".join(self.waiting_for)
-                + " (the same command with that shard; finished episodes are kept)")
+                + " (the same command with that shard; finished episodes are kept)"
+                + self.note)
+
+
+def _flat(obj, prefix="") -> dict:
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: obj}
+
+
+def other_settings_note(journal_dir: Path, key: dict, count: int) -> str:
+    """When shards of the same run ID and shard count journaled under other settings
+    (another journal folder of the state folder), what differs: a shard run with other
+    settings (a seed, a planner setting, another code version) never completes this
+    run, and waiting for it says nothing. ``""`` when there is none.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> (d / "r-2" / "shards" / "2").mkdir(parents=True)
+    >>> _ = (d / "r-2" / "key.json").write_text('{"seed": 0, "model": "m"}')
+    >>> print(other_settings_note(d / "r-1", {"seed": 1, "model": "m"}, 2))  # doctest: +ELLIPSIS
+    ; shards of this run ID with other settings are in .../r-2 (seed: 1 here, 0 there): ...
+    """
+    from .confine import ConfinementError, read_regular
+    journal_dir = Path(journal_dir)
+    prefix = journal_dir.name.rsplit("-", 1)[0]
+    here = _flat(dict(key))
+    for other in sorted(journal_dir.parent.glob(f"{prefix}-*")):
+        if (other == journal_dir or other.is_symlink() or not other.is_dir()
+                or not (other / "shards" / str(count)).is_dir()):
+            continue
+        try:
+            there = _flat(json.loads(read_regular(other / "key.json", limit=1 << 20)))
+        except (OSError, ValueError, ConfinementError):
+            continue
+        diffs = [f"{k}: {here.get(k, '(unset)')!r} here, {there.get(k, '(unset)')!r} there"
+                 .replace("'", "") for k in sorted(set(here) | set(there))
+                 if here.get(k) != there.get(k)]
+        if diffs:
+            return (f"; shards of this run ID with other settings are in {other} "
+                    f"({'; '.join(diffs[:4])}{'; ...' if len(diffs) > 4 else ''}): the shards "
+                    "of one run share every setting, so rerun them with this command's "
+                    "settings, or this shard with theirs")
+    return ""
 
 
 def registered_stamp(journal_dir: Path) -> Path:
@@ -223,7 +270,8 @@ def finish_shard(shard: ShardJournal, root: Path, rid: str, episode_ids: Sequenc
             results[p] = got
     if missing:
         waiting = tuple(f"{i}/{s.count}" for i in sorted({s.owner(p) for p in missing}))
-        return ShardOutcome(str(s), False, False, waiting, len(missing))
+        return ShardOutcome(str(s), False, False, waiting, len(missing),
+                            note=other_settings_note(shard.dir, shard.journal.key, s.count))
     with export_lock(root, say=say):
         recover_export(root, say)
         if already_registered(root, rid, shard.dir):
