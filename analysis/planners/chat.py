@@ -90,24 +90,33 @@ class ChatPlanner:
         """A fresh run (nothing journaled to resume) starts its call log anew: an earlier
         log at that path (another attempt at the same run ID) is kept as
         ``<call_log>.previous``, so the summary counts this run's calls only. A resumed
-        run keeps appending: its interrupted attempts are part of it."""
+        run keeps appending: its interrupted attempts are part of it.
+
+        Before any request, the side files are checked (:mod:`analysis.confine`): the
+        ``calls/`` and ``rate/`` folders must not be symlinks, and the call log, its
+        ``.previous`` and ``.summary.json`` and the rate-limit budget file must be
+        regular files where they exist (a planted symlink or FIFO is refused, named)."""
         import os
 
         from analysis.confine import ConfinementError, disk_error, state_folder
         log = settings.get("call_log")
         if log:
             state_folder(os.path.dirname(os.path.abspath(log)), "the call-log folder")
+        side = [log, str(log) + ".previous", str(log) + ".summary.json"] if log else []
         if settings.get("rate_state") and float(settings.get("requests_per_minute") or 0):
+            from .llm.ratelimit import bucket_path
             state_folder(settings["rate_state"], "the rate-limit folder")
-        if not log:
-            return
-        for p in (log, str(log) + ".previous", str(log) + ".summary.json"):
+            side.append(str(bucket_path(settings["rate_state"],
+                                        settings.get("base_url",
+                                                     ClientSettings.base_url),
+                                        settings.get("model", "local-model"))))
+        for p in side:
             # planted in place of a state file: refused before any request is made
             if os.path.islink(p) or (os.path.lexists(p) and not os.path.isfile(p)):
-                raise ConfinementError(f"{p}: a call-log file that is "
+                raise ConfinementError(f"{p}: a state file of the chat planner that is "
                                        f"{'a symlink' if os.path.islink(p) else 'not a regular file'}"
                                        "; remove it (the run recreates it)")
-        if fresh and os.path.exists(log):
+        if fresh and log and os.path.exists(log):
             try:
                 os.replace(log, str(log) + ".previous")
             except OSError as exc:
