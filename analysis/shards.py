@@ -234,11 +234,10 @@ def _run_hashes(root: Path, rid: str) -> dict:
 def already_registered(root: Path, rid: str, journal_dir: Path) -> bool:
     """True when this run configuration's shards registered ``rid`` and the export still
     holds exactly those files (the manifest's hashes equal the stamp's)."""
+    from .confine import read_regular
     stamp = registered_stamp(journal_dir)
-    if stamp.is_symlink() or not stamp.is_file():
-        return False
-    try:
-        data = json.loads(stamp.read_text(encoding="utf-8"))
+    try:  # a symlink, FIFO, device or oversized file is no stamp (never read)
+        data = json.loads(read_regular(stamp, limit=1 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return False
     have = _run_hashes(root, rid)
