@@ -98,6 +98,39 @@ def _group_options(group: str) -> list[str]:
     return sorted(p.stem for p in (Path(CONFIG_PATH) / group).glob("*.yaml"))
 
 
+def non_ascii_problem(overrides) -> tuple[str, str] | None:
+    """``(key, message)`` for the first override holding a character Hydra's parser
+    refuses that looks like ASCII or cannot be seen (full-width, zero-width, Cyrillic
+    look-alikes), or None: such a name was typed or pasted, and the message says which
+    character, where, and the plain name when there is one.
+
+    >>> print(non_ascii_problem(["planner=lex\N{ZERO WIDTH SPACE}icon"])[1])
+    planner=lex\u200bicon: character 4 of the value is U+200B (ZERO WIDTH SPACE), which is not ASCII (names are ASCII letters, digits, '_' and '-'); retype it: planner=lexicon
+    """
+    import unicodedata
+    # the Cyrillic and Greek letters that look like Latin ones in most fonts
+    look = str.maketrans("аеорсухіјѕԁԛԝАВЕКМНОРСТХІЈЅοΑΒΕΗΙΚΜΝΟΡΤΧΥΖ",
+                         "aeopcyxijsdqwABEKMHOPCTXIJSoABEHIKMNOPTXYZ")
+    for text in overrides:
+        if not isinstance(text, str) or text.isascii():
+            continue
+        key, _, value = text.partition("=")
+        where = "key" if not key.isascii() else "value"
+        part = key if where == "key" else value
+        i, ch = next((i, c) for i, c in enumerate(part) if not c.isascii())
+        name = unicodedata.name(ch, "unnamed")
+        plain = "".join(c for c in unicodedata.normalize("NFKC", part).translate(look)
+                        if unicodedata.category(c) != "Cf")
+        hint = (f"; retype it: {plain if where == 'key' else key}="
+                f"{plain if where == 'value' else value}" if plain.isascii() else
+                "; retype it in ASCII")
+        shown = text.encode("ascii", "backslashreplace").decode()
+        return (key.strip().encode("ascii", "backslashreplace").decode(),
+                f"{shown}: character {i + 1} of the {where} is U+{ord(ch):04X} ({name}), "
+                f"which is not ASCII (names are ASCII letters, digits, '_' and '-'){hint}")
+    return None
+
+
 def compose_config(command: str, overrides: list[str]):
     """Compose ``configs/<command>.yaml`` with ``overrides``, checking every key and value.
 
@@ -120,6 +153,9 @@ def compose_config(command: str, overrides: list[str]):
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as exc:
+        odd = non_ascii_problem(overrides)
+        if odd:
+            raise ConfigError(odd[0], odd[1]) from None
         first = str(exc).strip().splitlines()[0]
         raise ConfigError("", f"cannot parse the overrides {overrides}: {first} "
                               "(write key=value, e.g. stats.n_resamples=2000)") from None

@@ -26,13 +26,15 @@ and figures (README, "Adding your planner").
 """
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from .frozen import IntegrityError, read_records, validate
 from .executor.runtime import PROVIDER_ERROR
-from .frozen.io import RecordParseError
+from .confine import ConfinementError
+from .frozen.io import MAX_RECORD_FILE_BYTES, RecordParseError, read_user_records
 from .frozen.integrity import verify_records
 from .config_check import MAX_NAME_LENGTH
 from .frozen.manifest import cohort_fingerprint, read_manifest
@@ -87,13 +89,19 @@ def _read(folder: Path):
     out = {}
     for fname, rtype in FILES.items():
         path = folder / fname
-        if not path.is_file():
+        if not os.path.lexists(path):
             raise AddPlannerError(f"records={folder}: {fname} is missing (expected "
                                   f"{', '.join(FILES)})")
         try:
-            recs = read_records(path)
+            # bounded: a regular file, at most MAX_RECORD_FILE_BYTES decompressed (a gzip
+            # bomb stops there), lines of at most MAX_RECORD_LINE_BYTES
+            recs = read_user_records(path)
+        except ConfinementError as exc:
+            raise AddPlannerError(f"{exc}; a record file is a regular file of at most "
+                                  f"{MAX_RECORD_FILE_BYTES >> 20} MiB: put the file itself "
+                                  "there") from None
         except (RecordParseError, OSError, EOFError) as exc:
-            raise AddPlannerError(f"{path}: unreadable ({exc})") from exc
+            raise AddPlannerError(f"{path}: unreadable ({exc})") from None
         if fname == "groups.jsonl.gz":
             _refuse_incomplete(path, recs)
         for i, rec in enumerate(recs, 1):

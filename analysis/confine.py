@@ -22,17 +22,36 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["ConfinementError", "DiskError", "state_refusals", "export_holding",
+__all__ = ["LocalFault", "ConfinementError", "DiskError", "state_refusals", "export_holding",
            "state_path_problem", "confined_rel", "confined_path", "read_regular",
-           "disk_error"]
+           "disk_error", "state_folder", "open_state", "write_state", "local_fault"]
 
 
-class ConfinementError(ValueError):
+class LocalFault(Exception):
+    """A fault on our side of the planner boundary (confinement, I/O, the rate limiter,
+    the cache, the journal): it stops the run unregistered and is never scored as the
+    planner's failure, whatever the class of the error that caused it (the runtime
+    re-raises every subclass; :func:`local_fault` wraps any other exception)."""
+
+
+class ConfinementError(LocalFault, ValueError):
     """A path read from a command's own state leaves its folder, or is not a regular
     file; nothing was touched."""
 
 
-class DiskError(OSError):
+def local_fault(exc: BaseException, where: str) -> LocalFault:
+    """``exc`` as a :class:`LocalFault` (itself when it already is one) naming ``where``.
+
+    >>> str(local_fault(KeyError("x"), "the rate limiter"))
+    "the rate limiter failed (KeyError: 'x'); the run stops (a local fault, not a planner failure)"
+    """
+    if isinstance(exc, LocalFault):
+        return exc
+    return LocalFault(f"{where} failed ({type(exc).__name__}: {exc}); the run stops (a local "
+                      "fault, not a planner failure)")
+
+
+class DiskError(LocalFault, OSError):
     """A local write failed (disk full, file size limit, permissions): names the file."""
 
     def __str__(self) -> str:
@@ -105,6 +124,90 @@ def read_regular(path: str | os.PathLike, what: str | None = None,
         os.close(fd)
 
 
+def state_folder(path: str | os.PathLike, what: str, levels: int = 1) -> Path:
+    """Create the folder ``path`` (parents too) for a command's state and return it;
+    :class:`ConfinementError` when it, or one of the ``levels - 1`` folders above it (the
+    folders the command owns, e.g. ``shards/<n>``), is a symlink or not a folder: a
+    planted link would send the state anywhere.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> (d / "rate").symlink_to("/tmp")
+    >>> state_folder(d / "rate", "the rate-limit folder")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.confine.ConfinementError: the rate-limit folder .../rate is a symlink; remove it (the command recreates it)
+    """
+    path = Path(path)
+    chain = [path, *list(path.parents)[:max(0, levels - 1)]]
+    for d in reversed(chain):
+        if d.is_symlink():
+            raise ConfinementError(f"{what} {d} is a symlink; remove it (the command "
+                                   "recreates it)")
+        if os.path.lexists(d) and not d.is_dir():
+            raise ConfinementError(f"{what} {d} is not a folder; remove it (the "
+                                   "command recreates it)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise disk_error(path, exc, "the command stops (a local fault)") from None
+    return path
+
+
+def open_state(path: str | os.PathLike, flags: int, what: str, mode: int = 0o644) -> int:
+    """A file descriptor of the state file ``path`` opened with ``flags`` (plus
+    ``O_NOFOLLOW | O_NONBLOCK``), which must be a regular file: a symlink, FIFO or device
+    is :class:`ConfinementError` naming it and the next step; other failures are a
+    :class:`DiskError` naming it. Never blocks, never follows a link."""
+    path = Path(path)
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0), mode)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            raise ConfinementError(f"{what} {path} is a symlink; remove it") from None
+        raise disk_error(path, exc, "the command stops (a local fault)") from None
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        raise disk_error(path, exc, "the command stops (a local fault)") from None
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ConfinementError(f"{what} {path} is not a regular file (mode "
+                               f"{stat.filemode(st.st_mode)}); remove it")
+    return fd
+
+
+def write_state(path: str | os.PathLike, data: bytes, what: str) -> Path:
+    """Replace the state file ``path`` by ``data`` atomically (a temporary file beside
+    it, then a rename), never writing through a symlink and never into a FIFO or device:
+    one that is in its place is refused naming it (:class:`ConfinementError`), before
+    anything is written; its folder must not be a symlink (:func:`state_folder`)."""
+    import tempfile
+    path = Path(path)
+    if os.path.lexists(path):
+        if path.is_symlink():
+            raise ConfinementError(f"{what} {path} is a symlink; remove it")
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            raise ConfinementError(f"{what} {path} is not a regular file; remove it")
+    state_folder(path.parent, f"the folder of {what}")
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise disk_error(path, exc, "nothing was changed") from None
+    except BaseException:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
 def export_holding(path: str | os.PathLike) -> Path | None:
     """The export (a folder with a ``MANIFEST.json``) that ``path`` is in or is, or None.
     An export holds only what its manifest lists, so no command may put state there."""
@@ -150,7 +253,7 @@ def state_refusals() -> tuple:
     """The refusals of state a command's entry point reports as one line, exit 1."""
     from .locking import LockBusy
     from .transaction import JournalError, TransactionBusy
-    return (ConfinementError, DiskError, JournalError, TransactionBusy, LockBusy)
+    return (ConfinementError, DiskError, JournalError, TransactionBusy, LockBusy, LocalFault)
 
 
 def disk_error(path, exc: OSError, changed: str = "nothing was changed") -> DiskError:

@@ -161,9 +161,16 @@ class RunJournal:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    from .confine import disk_error
+    """Replace the state file ``path`` (fsynced temporary file, then a rename); a
+    symlink, FIFO or device in its place, or a symlink in place of its folder, is refused
+    naming it before anything is written (:mod:`analysis.confine`)."""
+    from .confine import ConfinementError, disk_error, state_folder
+    path = Path(path)
+    if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
+        raise ConfinementError(f"{path}: a state file that is not a regular file (a "
+                               "symlink, FIFO or device); remove it")
+    state_folder(path.parent, "the state folder")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     except OSError as exc:
         raise disk_error(path, exc, "nothing written to the export") from None

@@ -114,9 +114,16 @@ class ShardJournal:
     def save(self, i: int, episode_id: str, result) -> None:
         self.journal.save(self.positions[i], episode_id, result)
 
+    def _folder(self) -> Path:
+        """``shards/<n>`` under the journal, checked: neither it, ``shards`` nor the
+        journal folder may be a symlink (markers would be written anywhere)."""
+        from .confine import state_folder
+        return state_folder(self.dir / "shards" / str(self.shard.count),
+                            "the shard-marker folder", levels=3)
+
     def record_incomplete(self, failures: list[dict]) -> Path:
         from .episodes import _atomic_write
-        p = self.dir / "shards" / str(self.shard.count) / f"{self.shard.index}.incomplete.json"
+        p = self._folder() / f"{self.shard.index}.incomplete.json"
         _atomic_write(p, json.dumps(failures, sort_keys=True, indent=1).encode("utf-8"))
         return p
 
@@ -129,6 +136,7 @@ class ShardJournal:
         body = {"shard": str(self.shard), "positions": self.positions,
                 "episode_ids": list(episode_ids)}
         body["sha256"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        self._folder()
         p = self.marker_path()
         _atomic_write(p, json.dumps(body, sort_keys=True, indent=1).encode("utf-8"))
         (self.dir / "shards" / str(self.shard.count) / f"{self.shard.index}.incomplete.json"
@@ -150,6 +158,8 @@ class ShardOutcome:
     missing_episodes: int
     size: int = 0
     records: dict | None = field(default=None, repr=False, compare=False)
+    #: why the missing shards may never come: siblings that ran with other settings
+    note: str = ""
 
     def message(self, rid: str) -> str:
         if self.registered:
@@ -160,7 +170,52 @@ class ShardOutcome:
         return (f"shard {self.shard} of {rid} complete; the run is registered when every "
                 f"shard is: {self.missing_episodes} episode(s) still missing, run shard="
                 + ", shard=".join(self.waiting_for)
-                + " (the same command with that shard; finished episodes are kept)")
+                + " (the same command with that shard; finished episodes are kept)"
+                + self.note)
+
+
+def _flat(obj, prefix="") -> dict:
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    return {prefix[:-1]: obj}
+
+
+def other_settings_note(journal_dir: Path, key: dict, count: int) -> str:
+    """When shards of the same run ID and shard count journaled under other settings
+    (another journal folder of the state folder), what differs: a shard run with other
+    settings (a seed, a planner setting, another code version) never completes this
+    run, and waiting for it says nothing. ``""`` when there is none.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> (d / "r-2" / "shards" / "2").mkdir(parents=True)
+    >>> _ = (d / "r-2" / "key.json").write_text('{"seed": 0, "model": "m"}')
+    >>> print(other_settings_note(d / "r-1", {"seed": 1, "model": "m"}, 2))  # doctest: +ELLIPSIS
+    ; shards of this run ID with other settings are in .../r-2 (seed: 1 here, 0 there): ...
+    """
+    from .confine import ConfinementError, read_regular
+    journal_dir = Path(journal_dir)
+    prefix = journal_dir.name.rsplit("-", 1)[0]
+    here = _flat(dict(key))
+    for other in sorted(journal_dir.parent.glob(f"{prefix}-*")):
+        if (other == journal_dir or other.is_symlink() or not other.is_dir()
+                or not (other / "shards" / str(count)).is_dir()):
+            continue
+        try:
+            there = _flat(json.loads(read_regular(other / "key.json", limit=1 << 20)))
+        except (OSError, ValueError, ConfinementError):
+            continue
+        diffs = [f"{k}: {here.get(k, '(unset)')!r} here, {there.get(k, '(unset)')!r} there"
+                 .replace("'", "") for k in sorted(set(here) | set(there))
+                 if here.get(k) != there.get(k)]
+        if diffs:
+            return (f"; shards of this run ID with other settings are in {other} "
+                    f"({'; '.join(diffs[:4])}{'; ...' if len(diffs) > 4 else ''}): the shards "
+                    "of one run share every setting, so rerun them with this command's "
+                    "settings, or this shard with theirs")
+    return ""
 
 
 def registered_stamp(journal_dir: Path) -> Path:
@@ -179,11 +234,10 @@ def _run_hashes(root: Path, rid: str) -> dict:
 def already_registered(root: Path, rid: str, journal_dir: Path) -> bool:
     """True when this run configuration's shards registered ``rid`` and the export still
     holds exactly those files (the manifest's hashes equal the stamp's)."""
+    from .confine import read_regular
     stamp = registered_stamp(journal_dir)
-    if stamp.is_symlink() or not stamp.is_file():
-        return False
-    try:
-        data = json.loads(stamp.read_text(encoding="utf-8"))
+    try:  # a symlink, FIFO, device or oversized file is no stamp (never read)
+        data = json.loads(read_regular(stamp, limit=1 << 20).decode("utf-8"))
     except (OSError, ValueError):
         return False
     have = _run_hashes(root, rid)
@@ -215,7 +269,8 @@ def finish_shard(shard: ShardJournal, root: Path, rid: str, episode_ids: Sequenc
             results[p] = got
     if missing:
         waiting = tuple(f"{i}/{s.count}" for i in sorted({s.owner(p) for p in missing}))
-        return ShardOutcome(str(s), False, False, waiting, len(missing))
+        return ShardOutcome(str(s), False, False, waiting, len(missing),
+                            note=other_settings_note(shard.dir, shard.journal.key, s.count))
     with export_lock(root, say=say):
         recover_export(root, say)
         if already_registered(root, rid, shard.dir):

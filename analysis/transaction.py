@@ -326,6 +326,12 @@ class Transaction:
             (self.txn_dir / OWNER).write_text(str(os.getpid()))
             (self.txn_dir / "command").write_text(self.command)
         except OSError as exc:
+            # a full disk right after the folder was made: remove it now (left behind,
+            # it would wait for the next command to clear it)
+            fd = _owned.pop(str(self.txn_dir.resolve()), None)
+            if fd is not None:
+                os.close(fd)
+            shutil.rmtree(self.txn_dir, ignore_errors=True)
             raise disk_error(self.txn_dir / OWNER, exc) from None
         self._started = True
 

@@ -21,7 +21,9 @@ import ast
 import csv
 import hashlib
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,10 +67,15 @@ def verify_source(root: Path) -> dict[str, str]:
     sums_path = root / SUMS
     if not root.is_dir():
         raise SourceError(f"source directory {root} does not exist")
+    _only_regular_files(root)
     if not sums_path.is_file():
         raise SourceError(f"{sums_path}: missing checksum list SHA256SUMS")
     expected: dict[str, str] = {}
-    for lineno, line in enumerate(sums_path.read_text().splitlines(), 1):
+    try:
+        sums_text = _read_source(sums_path, 16 << 20).decode("utf-8")
+    except UnicodeDecodeError:
+        raise SourceError(f"{sums_path}: not UTF-8 text") from None
+    for lineno, line in enumerate(sums_text.splitlines(), 1):
         if not line.strip():
             continue
         parts = line.split(None, 1)
@@ -79,7 +86,7 @@ def verify_source(root: Path) -> dict[str, str]:
         path = root / rel
         if not path.is_file():
             raise SourceError(f"{path}: listed in SHA256SUMS but missing")
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256(_read_source(path, MAX_SOURCE_FILE)).hexdigest()
         if digest != expected[rel]:
             raise SourceError(
                 f"{path}: SHA-256 {digest} differs from SHA256SUMS ({expected[rel]}): "
@@ -87,15 +94,88 @@ def verify_source(root: Path) -> dict[str, str]:
     return expected
 
 
+#: The largest source file read (the largest HD-EPIC annotation file is about 3 MB).
+MAX_SOURCE_FILE = 1 << 30
+
+
+def _read_source(path: Path, limit: int) -> bytes:
+    """The bytes of the source file ``path``: a regular file of at most ``limit`` bytes,
+    read without following a symlink or blocking on a FIFO; else :class:`SourceError`
+    naming it and what to do."""
+    from analysis.confine import ConfinementError, read_regular
+    try:
+        return read_regular(path, str(path), limit=limit)
+    except ConfinementError as exc:
+        raise SourceError(f"{exc}; the compiler reads regular files only: replace it by "
+                          "the file itself") from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+
+
+def _only_regular_files(root: Path) -> None:
+    """Refuse, before any work, a source folder holding anything but folders and regular
+    files (listed in SHA256SUMS or not): a FIFO blocks a reader forever, a device never
+    ends, a symlink reads whatever it points to."""
+    for dirpath, dirs, names in os.walk(root):
+        for n in sorted(dirs) + sorted(names):
+            p = Path(dirpath) / n
+            mode = os.lstat(p).st_mode
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                continue
+            kind = ("a symlink" if stat.S_ISLNK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device or socket")
+            raise SourceError(f"{p}: {kind}, not a regular file; the compiler reads regular "
+                              "files only (a FIFO would block it): remove it, or put the "
+                              "file itself there")
+
+
 def _load_json(root: Path, rel: str):
     path = Path(root) / rel
+    if not os.path.lexists(path):
+        raise SourceError(f"{path}: missing")
+    raw = _read_source(path, MAX_SOURCE_FILE)
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise SourceError(f"{path}: missing") from None
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"{path}: not UTF-8 (byte {exc.start}); restore the file from "
+                          "HD-EPIC") from None
     except json.JSONDecodeError as exc:
         raise SourceError(f"{path}: invalid JSON ({exc})") from None
+    except RecursionError:
+        raise SourceError(f"{path}: JSON nested too deeply; restore the file from HD-EPIC") \
+            from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise SourceError(f"{path}: invalid JSON ({str(exc)[:160]}); restore the file from "
+                          "HD-EPIC") from None
+
+
+def _names_record(fn):
+    """Any unexpected error of the reader ``fn`` (a field of the wrong type or shape, a
+    CSV that is not UTF-8) becomes a :class:`SourceError` naming the file and the record:
+    the record is the reader's own ``where`` (every reader sets it for the record at
+    hand), read from the failing frame, so no reader needs a handler per field."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(root, *args, **kwargs):
+        try:
+            return fn(root, *args, **kwargs)
+        except SourceError:
+            raise
+        except (TypeError, AttributeError, KeyError, IndexError, ValueError,
+                RecursionError) as exc:
+            where, tb = None, exc.__traceback__
+            while tb is not None:
+                if tb.tb_frame.f_code is fn.__code__:
+                    loc = tb.tb_frame.f_locals
+                    where = loc.get("where") or loc.get("path")
+                tb = tb.tb_next
+            what = ("not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else
+                    f"a field has the wrong type or shape ({type(exc).__name__}: "
+                    f"{str(exc)[:160]})")
+            raise SourceError(f"{where or root}: {what}; fix the record or restore the file "
+                              "from HD-EPIC") from None
+    return wrapper
 
 
 def _num(value, where: str) -> float:
@@ -110,6 +190,7 @@ def _num(value, where: str) -> float:
 
 # --------------------------------------------------------------------------- durations
 
+@_names_record
 def read_durations(root: Path) -> dict[str, float]:
     """``{video_id: duration_seconds}`` from the YouTube link table (the only source)."""
     path = Path(root) / DURATIONS
@@ -202,6 +283,7 @@ def _span(obj, where: str) -> Span:
     return Span(str(obj["video"]), start, end)
 
 
+@_names_record
 def read_recipes(root: Path) -> dict[str, Recipe]:
     """All recipes keyed by ID; events outside their capture's videos are dropped and noted."""
     path = Path(root) / RECIPES
@@ -270,6 +352,7 @@ class Activity:
     source_row: str                # "<file>:<line>" for provenance
 
 
+@_names_record
 def read_activities(root: Path, durations: dict[str, float] | None = None,
                     quirks: list[str] | None = None) -> list[Activity]:
     """All activity rows of every kitchen, sorted by (video, start, end, label).
@@ -333,6 +416,7 @@ class Association:
         return self.name is None
 
 
+@_names_record
 def read_associations(root: Path) -> dict[str, list[Association]]:
     """``{video: [Association, ...]}``; associations and tracks sorted by first time."""
     path = Path(root) / ASSOC
@@ -422,6 +506,7 @@ def _plain(question: str) -> str:
     return re.sub(r"<TIME ([0-9:.]+)[^>]*>", r"\1", q).strip()
 
 
+@_names_record
 def read_location_answers(root: Path, known=None) -> list[LocationAnswer]:
     path = Path(root) / VQA_LOCATION
     data = _load_json(root, VQA_LOCATION)
@@ -442,6 +527,7 @@ def read_location_answers(root: Path, known=None) -> list[LocationAnswer]:
     return out
 
 
+@_names_record
 def read_itineraries(root: Path, known=None) -> list[Itinerary]:
     path = Path(root) / VQA_ITINERARY
     data = _load_json(root, VQA_ITINERARY)
@@ -463,6 +549,7 @@ def read_itineraries(root: Path, known=None) -> list[Itinerary]:
     return out
 
 
+@_names_record
 def read_fixture_questions(root: Path, known=None) -> dict[str, list[str]]:
     """``{video: [landmark fixture name, ...]}`` from the fixture-location questions."""
     path = Path(root) / VQA_FIXTURE
@@ -495,6 +582,7 @@ class Snippet:
 _ACTION_RE = re.compile(r"<([^<>]+)>")
 
 
+@_names_record
 def read_snippets(root: Path, known=None) -> list[Snippet]:
     """Every fine-grained snippet of ``VQA_FINE``, sorted by video and start time."""
     out = []
@@ -531,6 +619,7 @@ class ClassTable:
     instances: dict            # key -> tuple of instances
 
 
+@_names_record
 def read_classes(root: Path, rel: str) -> ClassTable:
     path = Path(root) / rel
     category, inst, instances = {}, {}, {}

@@ -7,7 +7,9 @@ For each group of an episode (the world is reset once per episode and carries ov
    action hints, the local observation of the agent's region, recent feedback, its
    belief) and returns JSON text. Parsing is structural only
    (:func:`~analysis.executor.protocol.parse_plan`); a planner that raises or returns text
-   that does not parse ends the group as ``parse_failure`` and the run goes on. A
+   that does not parse ends the group as ``parse_failure`` and the run goes on, except
+   for a local fault (an ``OSError`` or any :class:`analysis.confine.LocalFault`: our
+   side of the boundary, such as a planted state file), which stops the run. A
    :class:`~analysis.executor.protocol.ProviderError` (the model's endpoint failed after
    its retries) ends the group as ``provider_error`` and stops the episode: the groups
    after it would run on a world the missing reply should have changed.
@@ -321,12 +323,17 @@ class _EpisodeRun:
         except OSError as exc:
             # a local fault (cache, call log, disk, permissions) is never a score: it
             # stops the run, naming the file (analysis.confine.DiskError)
-            from analysis.confine import DiskError, disk_error
-            if isinstance(exc, DiskError):
+            from analysis.confine import LocalFault, disk_error
+            if isinstance(exc, LocalFault):
                 raise
             raise disk_error(exc.filename or "a local file of the planner", exc,
                              "the run stops (a local fault, not a planner failure)") from None
-        except Exception:  # noqa: BLE001 -- a crashing planner is a parse failure, not a crash
+        except Exception as exc:  # noqa: BLE001 -- a crashing planner is a parse failure
+            from analysis.confine import LocalFault
+            if isinstance(exc, LocalFault):
+                # our side of the boundary (confinement, limiter, cache, journal): whatever
+                # the class of its cause, it stops the run and is never scored
+                raise
             resp = None
         if isinstance(resp, PlannerResponse):
             text, pt, ct = resp.text, resp.prompt_tokens, resp.completion_tokens

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 from .hashing import canonical_json
 
 __all__ = ["write_records", "write_record", "read_records", "parse_lines", "atomic_write_bytes",
+           "read_user_records", "gunzip_limited", "MAX_RECORD_FILE_BYTES", "MAX_RECORD_LINE_BYTES",
            "encode_records", "decode_file_bytes", "gunzip_capped", "RecordParseError",
            "GZIP_HEADER"]
 
@@ -183,3 +184,73 @@ def read_records(path: str | os.PathLike) -> list[dict]:
     """Read every record of a ``.json``, ``.jsonl`` or ``.jsonl.gz`` file (unverified)."""
     raw = Path(path).read_bytes()
     return parse_lines(decode_file_bytes(path, raw))
+
+
+#: The most a record file given by a user (``add_planner records=``) may hold, decompressed:
+#: ten times the largest file of the committed export (24 MB); like verification's
+#: per-file ``decompressed_size``, the cap is enforced while decompressing, so a gzip bomb
+#: costs at most this much memory.
+MAX_RECORD_FILE_BYTES = 256 << 20
+#: The longest record line (the committed export's longest is 82 KB): parsing a line
+#: costs several times its size in memory, so longer lines are refused unparsed.
+MAX_RECORD_LINE_BYTES = 16 << 20
+
+
+def gunzip_limited(raw: bytes, cap: int) -> bytes:
+    """Decompress a gzip file (any header, one or more members), producing at most
+    ``cap`` bytes: ``ValueError`` past that (stopped there) or for a damaged stream.
+
+    >>> gunzip_limited(gzip.compress(b"x" * 10), 10)
+    b'xxxxxxxxxx'
+    >>> gunzip_limited(gzip.compress(b"x" * 11), 10)
+    Traceback (most recent call last):
+    ...
+    ValueError: decompresses to more than 10 bytes; stopped there
+    """
+    parts, total, data = [], 0, raw
+    while data:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while True:
+            try:
+                part = d.decompress(data, min(1 << 24, cap + 1 - total))
+            except zlib.error as exc:
+                raise ValueError(f"not a valid gzip stream ({exc})") from None
+            parts.append(part)
+            total += len(part)
+            if total > cap:
+                raise ValueError(f"decompresses to more than {cap} bytes; stopped there")
+            data = d.unconsumed_tail
+            if d.eof or not data:
+                break
+        if not d.eof:
+            raise ValueError("gzip stream is truncated")
+        data = d.unused_data
+    return b"".join(parts)
+
+
+def read_user_records(path: str | os.PathLike, limit: int = MAX_RECORD_FILE_BYTES,
+                      line_limit: int = MAX_RECORD_LINE_BYTES) -> list[dict]:
+    """The records of a ``.json``/``.jsonl``/``.jsonl.gz`` file given by a user, bounded:
+    a regular file (a symlink, FIFO or device is refused, never opened in a way that
+    blocks) of at most ``limit`` bytes, decompressing to at most ``limit`` bytes, with
+    lines of at most ``line_limit`` bytes. ``ValueError`` (a
+    :class:`~analysis.confine.ConfinementError` for the file's kind or size, a
+    :class:`RecordParseError` for its content) says which limit and where."""
+    from analysis.confine import read_regular
+    raw = read_regular(path, str(path), limit=limit)
+    if str(path).endswith(".gz"):
+        try:
+            raw = gunzip_limited(raw, limit)
+        except ValueError as exc:
+            raise RecordParseError(0, f"{exc} (at most {limit} bytes a file)") from None
+    pos, i = 0, 1
+    while True:  # line lengths first, without copying the lines
+        nl = raw.find(b"\n", pos)
+        end = len(raw) if nl < 0 else nl
+        if end - pos > line_limit:
+            raise RecordParseError(i, f"{end - pos} bytes, more than the {line_limit} a "
+                                      "record line may hold; not parsed")
+        if nl < 0:
+            break
+        pos, i = nl + 1, i + 1
+    return parse_lines(raw)

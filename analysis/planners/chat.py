@@ -20,7 +20,8 @@ run gets its own planner name (``chat_schema``, as its config file configs/plann
 """
 from __future__ import annotations
 
-from analysis.executor.protocol import PlannerResponse, PlannerView, render_prompt
+from analysis.confine import local_fault
+from analysis.executor.protocol import PlannerResponse, PlannerView, ProviderError, render_prompt
 
 from .llm.client import ChatClient, ClientSettings
 from .llm.schema import response_format_payload
@@ -69,9 +70,17 @@ class ChatPlanner:
                 {"role": "user", "content": render_prompt(view)}]
 
     def propose(self, view: PlannerView) -> PlannerResponse:
-        out = self.client.complete(self.messages(view),
-                                   response_format_payload(self.settings.response_format, view),
-                                   tag=view.key)
+        try:
+            out = self.client.complete(
+                self.messages(view), response_format_payload(self.settings.response_format,
+                                                             view), tag=view.key)
+        except (ProviderError, OSError):
+            raise  # the endpoint failed (recorded), or a disk fault (named by the runtime)
+        except Exception as exc:  # noqa: BLE001
+            # Only the model's reply is ever scored: the client returns it or raises a
+            # ProviderError. Anything else comes from our side (confinement, limiter,
+            # cache, call log) and stops the run, whatever its class.
+            raise local_fault(exc, "the chat planner's client") from exc
         return PlannerResponse(text=out.text, prompt_tokens=out.prompt_tokens,
                                completion_tokens=out.completion_tokens)
 
@@ -81,11 +90,37 @@ class ChatPlanner:
         """A fresh run (nothing journaled to resume) starts its call log anew: an earlier
         log at that path (another attempt at the same run ID) is kept as
         ``<call_log>.previous``, so the summary counts this run's calls only. A resumed
-        run keeps appending: its interrupted attempts are part of it."""
+        run keeps appending: its interrupted attempts are part of it.
+
+        Before any request, the side files are checked (:mod:`analysis.confine`): the
+        ``calls/`` and ``rate/`` folders must not be symlinks, and the call log, its
+        ``.previous`` and ``.summary.json`` and the rate-limit budget file must be
+        regular files where they exist (a planted symlink or FIFO is refused, named)."""
         import os
+
+        from analysis.confine import ConfinementError, disk_error, state_folder
         log = settings.get("call_log")
+        if log:
+            state_folder(os.path.dirname(os.path.abspath(log)), "the call-log folder")
+        side = [log, str(log) + ".previous", str(log) + ".summary.json"] if log else []
+        if settings.get("rate_state") and float(settings.get("requests_per_minute") or 0):
+            from .llm.ratelimit import bucket_path
+            state_folder(settings["rate_state"], "the rate-limit folder")
+            side.append(str(bucket_path(settings["rate_state"],
+                                        settings.get("base_url",
+                                                     ClientSettings.base_url),
+                                        settings.get("model", "local-model"))))
+        for p in side:
+            # planted in place of a state file: refused before any request is made
+            if os.path.islink(p) or (os.path.lexists(p) and not os.path.isfile(p)):
+                raise ConfinementError(f"{p}: a state file of the chat planner that is "
+                                       f"{'a symlink' if os.path.islink(p) else 'not a regular file'}"
+                                       "; remove it (the run recreates it)")
         if fresh and log and os.path.exists(log):
-            os.replace(log, str(log) + ".previous")
+            try:
+                os.replace(log, str(log) + ".previous")
+            except OSError as exc:
+                raise disk_error(log, exc, "nothing was run") from None
 
     @classmethod
     def after_run(cls, seed: int = 0, **settings) -> dict | None:
@@ -95,18 +130,21 @@ class ChatPlanner:
         it in one line."""
         import json
         import sys
-        from pathlib import Path
 
-        from .llm.accounting import read_calls, summarize
+        from analysis.confine import write_state
+
+        from .llm.accounting import read_calls, read_price_table, summarize
         log = settings.get("call_log")
         if not log:
             return None
         prices = None
         if settings.get("price_table"):
-            import yaml
-            prices = yaml.safe_load(Path(settings["price_table"]).read_text())
+            prices = read_price_table(settings["price_table"])
         out = summarize(read_calls(log), prices)
-        Path(str(log) + ".summary.json").write_text(json.dumps(out, indent=1, sort_keys=True))
+        # atomic, never through a symlink, never into a FIFO (analysis.confine)
+        write_state(str(log) + ".summary.json",
+                    json.dumps(out, indent=1, sort_keys=True).encode(),
+                    "the call-log summary")
         print(f"{cls.name} calls: " + ", ".join(f"{k}={v}" for k, v in sorted(out.items())),
               file=sys.stderr)
         return out

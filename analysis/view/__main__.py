@@ -24,18 +24,26 @@ def _body(cfg) -> int:
     from .output import SiteDirError
 
     stats = OmegaConf.to_container(cfg.stats, resolve=True)
+    server = None
+    if cfg.serve:
+        from .serve import bind
+        server = bind(cfg.port)  # a port in use is said before the build, not after it
     try:
         report = build(resolve_path(cfg.export_root), resolve_path(cfg.out_dir), stats,
                        progress=_say)
-    except IntegrityError as exc:
-        raise UserError(f"verification FAILED, nothing written: {exc}") from None
-    except (SiteDirError, TransactionBusy) as exc:
-        raise UserError(f"{exc}; nothing written") from None
+    except BaseException as exc:
+        if server is not None:
+            server.server_close()
+        if isinstance(exc, IntegrityError):
+            raise UserError(f"verification FAILED, nothing written: {exc}") from None
+        if isinstance(exc, (SiteDirError, TransactionBusy)):
+            raise UserError(f"{exc}; nothing written") from None
+        raise
     _say(f"wrote {report.files} files ({report.pages} pages) in {report.seconds:.1f} s")
     print(f"open {report.index.as_uri()}", flush=True)
-    if cfg.serve:
+    if server is not None:
         from .serve import serve
-        return serve(report.index.parent, cfg.port)
+        return serve(report.index.parent, server=server)
     return 0
 
 

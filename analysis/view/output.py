@@ -1,7 +1,8 @@
 """Writing the site to ``out_dir`` all or nothing, and refusing a folder that is not ours.
 
-``out_dir`` must be new, empty, or a site an earlier build wrote (it holds ``SITE.json``);
-it must not be an export or lie inside the export being viewed. The files are staged and
+``out_dir`` must be new, empty, or a site an earlier build wrote: its ``SITE.json`` is a
+valid site manifest (:func:`read_site_manifest`; a file of that name alone proves
+nothing); it must not be an export or lie inside the export being viewed. The files are staged and
 switched in by one journaled transaction (:mod:`analysis.transaction`), so a kill leaves
 the old site or the new one. The folder is replaced as a whole: keep nothing else in it.
 
@@ -12,13 +13,16 @@ analysis.view.output.SiteDirError: out_dir=/dev/null: is not a folder
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from ..transaction import Transaction, recover
 
-__all__ = ["SiteDirError", "check_site_dir", "write_site", "txn_dir_of", "TXN_NAME", "SITE_INDEX"]
+__all__ = ["SiteDirError", "check_site_dir", "write_site", "txn_dir_of", "TXN_NAME", "SITE_INDEX",
+           "read_site_manifest"]
 
 TXN_NAME = ".e2w_view_txn"  # staging beside out_dir: .<name>.e2w_view_txn
 #: The file listing the site's files with their SHA-256 (marks a folder as a viewer site).
@@ -27,6 +31,60 @@ SITE_INDEX = "SITE.json"
 
 class SiteDirError(ValueError):
     """``out_dir`` cannot take the site; nothing was computed or written."""
+
+
+#: What ``SITE.json`` holds (analysis/view/site.py writes it), and how its ``about`` starts.
+_SITE_KEYS = {"about", "export_manifest_sha256", "files"}
+_SITE_ABOUT = "a static site written by python -m analysis.view"
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+def read_site_manifest(folder) -> dict[str, str]:
+    """The files (site-relative path -> SHA-256) that the ``SITE.json`` of ``folder``
+    lists; :class:`SiteDirError` naming the folder when that is no site manifest written
+    by ``python -m analysis.view`` (absent, a symlink/FIFO/device, too large, not JSON,
+    other keys, a path that leaves the folder).
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp())
+    >>> _ = (d / "SITE.json").write_text('{"files": {}}')
+    >>> read_site_manifest(d)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    analysis.view.output.SiteDirError: ...: its SITE.json is not a site manifest written by python -m analysis.view (keys ['files'], expected ['about', 'export_manifest_sha256', 'files'])
+    """
+    from ..confine import ConfinementError, confined_rel, read_regular
+    folder = Path(folder)
+
+    def bad(why):
+        return SiteDirError(f"{folder}: its {SITE_INDEX} is not a site manifest written by "
+                            f"python -m analysis.view ({why})")
+    try:
+        raw = read_regular(folder / SITE_INDEX, f"{folder / SITE_INDEX}", limit=64 << 20)
+        data = json.loads(raw.decode("utf-8"))
+    except FileNotFoundError:
+        raise bad("it is missing") from None
+    except ConfinementError as exc:
+        raise bad(str(exc)) from None
+    except OSError as exc:
+        raise bad(exc.strerror or str(exc)) from None
+    except (ValueError, RecursionError):
+        raise bad("not JSON") from None
+    if not isinstance(data, dict) or set(data) != _SITE_KEYS:
+        raise bad(f"keys {sorted(data) if isinstance(data, dict) else type(data).__name__}, "
+                  f"expected {sorted(_SITE_KEYS)}")
+    if not (isinstance(data["about"], str) and data["about"].startswith(_SITE_ABOUT)):
+        raise bad("its 'about' is not the viewer's")
+    files = data["files"]
+    if not isinstance(files, dict) or not files:
+        raise bad("'files' is not a non-empty object")
+    for rel, sha in files.items():
+        try:
+            confined_rel(rel, SITE_INDEX)
+        except ConfinementError as exc:
+            raise bad(str(exc)) from None
+        if rel == SITE_INDEX or not (isinstance(sha, str) and _SHA.fullmatch(sha)):
+            raise bad(f"entry {rel[:80]!r} is not a file with a SHA-256")
+    return dict(files)
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -52,10 +110,17 @@ def check_site_dir(out_dir, export_root) -> Path:
             raise SiteDirError(f"out_dir={out_dir}: is not a folder")
         if (out / "MANIFEST.json").exists():
             raise SiteDirError(f"out_dir={out_dir}: is an export (it holds MANIFEST.json)")
-        if any(out.iterdir()) and not (out / SITE_INDEX).is_file():
-            raise SiteDirError(f"out_dir={out_dir}: is a non-empty folder that no earlier "
-                               f"build of the viewer wrote (no {SITE_INDEX}); choose a new or "
-                               "empty folder")
+        if any(out.iterdir()):
+            if not os.path.lexists(out / SITE_INDEX):
+                raise SiteDirError(f"out_dir={out_dir}: is a non-empty folder that no "
+                                   f"earlier build of the viewer wrote (no {SITE_INDEX}); "
+                                   "choose a new or empty folder")
+            try:
+                read_site_manifest(out)
+            except SiteDirError as exc:
+                raise SiteDirError(f"out_dir={exc}; the folder is replaced as a whole, so "
+                                   "choose a new or empty folder") from None
+
     if out.exists() and os.path.ismount(out):
         raise SiteDirError(f"out_dir={out_dir}: is a mount point; the site is staged beside it "
                            "and switched in by renaming the folder, so give a folder inside it")

@@ -25,41 +25,37 @@ import threading
 from pathlib import Path
 from typing import Iterable, Mapping
 
-__all__ = ["CallLog", "read_calls", "summarize"]
+__all__ = ["CallLog", "read_calls", "summarize", "read_price_table"]
+
+
+#: A call log is one short line a call; more than this is not one we wrote.
+MAX_CALL_LOG_BYTES = 1 << 30
 
 
 class CallLog:
     """Append-only JSON lines, safe across threads (one lock) and processes (one
-    ``O_APPEND`` write per line)."""
+    ``O_APPEND`` write per line). The log and its folder are state: a symlink, FIFO or
+    device in their place is refused naming it (:mod:`analysis.confine`)."""
 
     _locks: dict = {}
 
     def __init__(self, path: str | os.PathLike):
-        from analysis.confine import disk_error
+        from analysis.confine import state_folder
         self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise disk_error(self.path, exc, "the run stops (a local fault)") from None
+        state_folder(self.path.parent, "the call-log folder")
         self.lock = CallLog._locks.setdefault(str(self.path), threading.Lock())
 
     def add(self, entry: Mapping) -> None:
-        from analysis.confine import disk_error
+        from analysis.confine import DiskError, disk_error, open_state, state_folder
         line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
         with self.lock:
-            try:  # never through a symlink, never into a FIFO or device
-                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW
-                             | os.O_NONBLOCK, 0o644)
-            except OSError as exc:
-                raise disk_error(self.path, exc, "the run stops (a local fault)") from None
+            state_folder(self.path.parent, "the call-log folder")
+            # never through a symlink, never into a FIFO or device
+            fd = open_state(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "the call log")
             try:
-                import stat
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    raise disk_error(self.path, OSError(21, "not a regular file"),
-                                     "the run stops (a local fault)")
                 os.write(fd, line)
             except OSError as exc:
-                if isinstance(exc, __import__("analysis.confine").confine.DiskError):
+                if isinstance(exc, DiskError):
                     raise
                 raise disk_error(self.path, exc, "the run stops (a local fault)") from None
             finally:
@@ -67,10 +63,14 @@ class CallLog:
 
 
 def read_calls(path: str | os.PathLike) -> list[dict]:
+    """The entries of a call log (none when it is absent); a symlink, FIFO, device or a
+    file over :data:`MAX_CALL_LOG_BYTES` is refused naming it, never read."""
+    from analysis.confine import read_regular
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         return []
-    return [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line]
+    raw = read_regular(p, f"the call log {p}", limit=MAX_CALL_LOG_BYTES)
+    return [json.loads(line) for line in raw.decode("utf-8").splitlines() if line]
 
 
 def summarize(calls: Iterable[Mapping], prices: Mapping | None = None) -> dict:
@@ -100,6 +100,15 @@ def summarize(calls: Iterable[Mapping], prices: Mapping | None = None) -> dict:
     return out
 
 
+def read_price_table(path) -> dict:
+    """The price table at ``path`` (a small YAML file; a FIFO, device or a file over
+    1 MB is refused naming it)."""
+    import yaml
+
+    from analysis.confine import read_regular
+    return yaml.safe_load(read_regular(Path(path), f"the price table {path}", limit=1 << 20))
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if not argv:
@@ -108,8 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     prices = None
     if len(argv) > 1:
-        import yaml
-        prices = yaml.safe_load(Path(argv[1]).read_text())
+        prices = read_price_table(argv[1])
     print(json.dumps(summarize(read_calls(argv[0]), prices), indent=1, sort_keys=True))
     return 0
 

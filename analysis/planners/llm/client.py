@@ -63,6 +63,8 @@ __all__ = ["ClientSettings", "ChatClient", "Completion", "backoff_delay", "usage
            "MAX_USAGE_TOKENS"]
 
 RETRY_STATUS = {408, 409, 429}
+#: A wait longer than this (seconds) is announced on stderr: what for, until when.
+WAIT_NOTICE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -165,13 +167,21 @@ class _RateLimiter:
                 lim = cls._registry[(key, rpm)] = cls(rpm)
             return lim
 
-    def acquire(self, sleep: Callable[[float], None] = time.sleep) -> None:
+    def reserve(self, budget: float | None = None) -> float | None:
+        """Take the next slot and return the wait until it starts, or ``None`` (no slot
+        taken) when that wait would exceed ``budget`` seconds."""
         with self.lock:
             now = time.monotonic()
             start = max(now, self.next)
+            if budget is not None and start - now > budget:
+                return None
             self.next = start + self.interval
-        if start > now:
-            sleep(start - now)
+        return start - now
+
+    def acquire(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        wait = self.reserve()
+        if wait > 0:
+            sleep(wait)
 
     def defer(self, seconds: float) -> None:
         """No thread starts a request before ``seconds`` from now (Retry-After)."""
@@ -196,9 +206,12 @@ def _retry_after(headers) -> float | None:
 class ChatClient:
     """One endpoint + model; thread-safe (the SDK client is shared)."""
 
-    def __init__(self, settings: ClientSettings, sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, settings: ClientSettings, sleep: Callable[[float], None] = time.sleep,
+                 say: Callable[[str], None] | None = None):
         self.s = settings
         self.sleep = sleep
+        from .ratelimit import _say
+        self.say = say or _say
         self.cache = (ResponseCache(settings.cache_dir)
                       if settings.cache_dir and settings.cache_mode != "off" else None)
         self.log = CallLog(settings.call_log) if settings.call_log else None
@@ -207,7 +220,8 @@ class ChatClient:
         if self.limiter is not None and settings.rate_state:
             from .ratelimit import SharedRateLimiter  # one budget for all shards of a run
             self.limiter = SharedRateLimiter(settings.rate_state, settings.base_url,
-                                             settings.model, float(settings.requests_per_minute))
+                                             settings.model, float(settings.requests_per_minute),
+                                             horizon=float(settings.retry_budget), say=self.say)
         self._sdk = None
         self._sdk_lock = threading.Lock()
 
@@ -305,22 +319,42 @@ class ChatClient:
             self._log(tag, key, None, False, 0, t0, "not in the cache (cache_mode=replay)")
             raise ProviderError(f"request {key[:12]} not in the cache (cache_mode=replay)")
         retries, waited = 0, 0.0
+        budget = float(self.s.retry_budget)
         while True:
             if self.limiter is not None:
-                self.limiter.acquire(self.sleep)
+                # waiting for a slot counts against retry_budget like a backoff does
+                wait = self.limiter.reserve(budget - waited)
+                if wait is None:
+                    err = (f"no rate-limit slot within the remaining retry_budget "
+                           f"({budget - waited:.1f} of {budget:g} s) after {retries} "
+                           "attempt(s)")
+                    self._log(tag, key, None, False, retries, t0, err)
+                    raise ProviderError(err)
+                if wait > 0:
+                    self._waiting(wait, "a rate-limit slot")
+                    waited += wait
+                    self.sleep(wait)
             try:
                 resp = self._send(body)
                 break
             except _Retryable as exc:
+                if exc.retry_after is not None and exc.retry_after > budget:
+                    # a pause longer than the whole budget: this request fails now, and
+                    # the shared budget is not pushed (it would stall every shard)
+                    err = (f"{exc} with Retry-After {exc.retry_after:g} s, more than "
+                           f"retry_budget={budget:g} s, after {retries + 1} attempt(s)")
+                    self._log(tag, key, None, False, retries, t0, err)
+                    raise ProviderError(err) from None
                 delay = backoff_delay(self.s, key, retries, exc.retry_after)
                 if self.limiter is not None and exc.retry_after:
                     self.limiter.defer(exc.retry_after)  # the server's pause holds for all
-                if retries >= int(self.s.max_retries) or waited + delay > float(self.s.retry_budget):
+                if retries >= int(self.s.max_retries) or waited + delay > budget:
                     err = f"{exc} after {retries + 1} attempt(s)"
                     self._log(tag, key, None, False, retries, t0, err)
                     raise ProviderError(err) from None
                 retries += 1
                 waited += delay
+                self._waiting(delay, f"retry {retries} of request {key[:12]} ({exc})")
                 self.sleep(delay)
             except ProviderError as exc:
                 self._log(tag, key, None, False, retries, t0, str(exc))
@@ -328,6 +362,13 @@ class ChatClient:
         if self.cache is not None:
             self.cache.put(key, body, resp)
         return self._done(tag, key, resp, False, retries, t0)
+
+    def _waiting(self, seconds: float, what: str) -> None:
+        """Say what a wait longer than :data:`WAIT_NOTICE_S` is for and until when."""
+        if seconds > WAIT_NOTICE_S:
+            until = time.strftime("%H:%M:%S UTC", time.gmtime(time.time() + seconds))
+            self.say(f"waiting {seconds:.0f} s for {what}, until {until} (at most "
+                     f"retry_budget={float(self.s.retry_budget):g} s in all)")
 
     def _done(self, tag, key, resp, cached, retries, t0) -> Completion:
         latency = time.monotonic() - t0

@@ -44,54 +44,71 @@ def bucket_path(rate_state: str | os.PathLike, base_url: str, model: str) -> Pat
     return Path(rate_state) / f"{digest}.bucket"
 
 
+def _say(msg: str) -> None:
+    import sys
+    print(f"[chat] {msg}", file=sys.stderr, flush=True)
+
+
 class SharedRateLimiter:
-    """Request starts spaced ``60 / rpm`` seconds apart across processes."""
+    """Request starts spaced ``60 / rpm`` seconds apart across processes.
+
+    ``horizon`` (the client's ``retry_budget``): a budget file holding a start further
+    ahead than that was not written by a client of this run (planted, or left by a
+    server's absurd ``Retry-After`` before this check existed); it is reset, with a
+    warning naming it (``say``), instead of stalling every shard.
+    """
 
     def __init__(self, rate_state: str | os.PathLike, base_url: str, model: str, rpm: float,
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, horizon: float = 86400.0,
+                 say: Callable[[str], None] = _say):
         if not rpm or rpm <= 0:
             raise ValueError(f"requests_per_minute={rpm!r}: expected > 0")
         self.path = bucket_path(rate_state, base_url, model)
         self.interval = 60.0 / float(rpm)
         self.clock = clock
+        self.horizon = float(horizon)
+        self.say = say
 
     def _update(self, fn: Callable[[float, float], tuple[float, float]]) -> float:
         """Under the lock: ``(next, now) -> (new next, result)``; returns the result."""
-        from analysis.confine import ConfinementError, disk_error
+        from analysis.confine import open_state, state_folder
+        state_folder(self.path.parent, "the rate-limit folder")
+        fd = open_state(self.path, os.O_RDWR | os.O_CREAT, "the rate-limit file")
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
-                         | getattr(os, "O_CLOEXEC", 0), 0o644)
-        except OSError as exc:
-            if self.path.is_symlink():
-                raise ConfinementError(f"{self.path}: the rate-limit file is a symlink; "
-                                       "remove it") from None
-            raise disk_error(self.path, exc, "the run stops (a local fault)") from None
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ConfinementError(f"{self.path}: the rate-limit file is not a regular "
-                                       "file; remove it")
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 raw = os.pread(fd, 8, 0)
                 nxt = struct.unpack(_FMT, raw)[0] if len(raw) == 8 else 0.0
                 now = self.clock()
-                if not (nxt == nxt) or nxt > now + 86400:  # NaN or a day ahead: damaged
+                if not (nxt == nxt):  # NaN: damaged
+                    nxt = 0.0
+                if nxt > now + self.horizon + self.interval:
+                    self.say(f"the rate-limit file {self.path} holds a start "
+                             f"{nxt - now:.0f} s ahead, more than retry_budget="
+                             f"{self.horizon:g} s (planted or stale): reset")
                     nxt = 0.0
                 new, result = fn(nxt, now)
-                os.pwrite(fd, struct.pack(_FMT, new), 0)
+                if new != nxt or len(raw) != 8:
+                    os.pwrite(fd, struct.pack(_FMT, new), 0)
                 return result
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
             os.close(fd)
 
-    def acquire(self, sleep: Callable[[float], None] = time.sleep) -> None:
-        """Take the next slot and sleep until it starts."""
+    def reserve(self, budget: float | None = None) -> float | None:
+        """Take the next slot and return the wait until it starts, or ``None`` (no slot
+        taken, the file unchanged) when that wait would exceed ``budget`` seconds."""
         def take(nxt, now):
             start = max(now, nxt)
+            if budget is not None and start - now > budget:
+                return nxt, None
             return start + self.interval, start - now
-        wait = self._update(take)
+        return self._update(take)
+
+    def acquire(self, sleep: Callable[[float], None] = time.sleep) -> None:
+        """Take the next slot and sleep until it starts."""
+        wait = self.reserve()
         if wait > 0:
             sleep(wait)
 
