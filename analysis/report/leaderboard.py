@@ -80,7 +80,10 @@ def leaderboard_tiers_table(export, results) -> Table:
         "approximately the contrast's simultaneous half-width plus "
         f"z_{r.power:g} = {special.ndtri(r.power):.3f} times its CR1 standard error (normal approximation with "
         "the observed standard errors), summarised over the pairs of the metric with "
-        "nonzero standard error; the CSV keeps the fractions. Calibration under the "
+        "nonzero standard error; the CSV keeps the fractions. It is optimistic, a lower "
+        "bound: a truly better planner has a wider interval than the observed rates "
+        "give, and the simulated power at the printed MDD is below 80%. Calibration "
+        "under the "
         "committed episode structure (identical planners in different tiers, power): "
         "docs/statistics.md, Leaderboard tiers. " + _family_note(results, fam) + " "
         + METHODS_POINTER)
