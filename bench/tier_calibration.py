@@ -15,14 +15,15 @@ dataset; then ``leaderboard_tiers``), and reports
 * the MDD at 80% power the table would print for the metric with a true difference
   (mean over datasets), beside the power actually reached at that difference.
 
-Generator (own; not shared with the tests): per task t of episode g, planner p and metric
-m a latent ``z = mu_pm + u_gm + w_pgm + v_tm + e_ptm`` with total variance 1 and episode
-ICC ``var(u + w)``; ``strong`` correlation puts half the episode effect (u) and 80% of
-the task variance (v) in common to all planners (the pairing the contrasts exploit),
-``weak`` none. Metrics: action-validity-like ``Phi(z / 2)``, a completed-run-like rate
-``1{z > 0}``, a GCR-like fraction ``1{z > 0} Phi(z - 1)`` (many zeros). The latent means
-are solved so that the task means are exactly the design's rates (and, for the planners
-with an effect, the rates plus the stated difference).
+Generator (its own, not bench/coverage.py's, which fixes 6 planners): per task t of
+episode g, planner p and metric m a latent ``z = mu_pm + u_gm + w_pgm + v_tm + e_ptm``
+with total variance 1 and episode ICC ``var(u + w)``; ``strong`` correlation puts half
+the episode effect (u) and 80% of the task variance (v) in common to all planners (the
+pairing the contrasts exploit), ``weak`` none. Metrics: action-validity-like
+``Phi(z / 2)``, a completed-run-like rate ``1{z > 0}``, a GCR-like fraction
+``1{z > 0} Phi(z - 1)`` (many zeros). The latent means are solved so that the task
+means are exactly the design's rates (and, for the planners with an effect, the rates
+plus the stated difference).
 
     PYTHONPATH=$PWD python bench/tier_calibration.py
 
