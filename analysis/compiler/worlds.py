@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .grounding import CONTAINER_WORDS, PART_WORDS, name_head, strip_postposed, words
 from .normalise import canonical_object, fixture_id, resolve_noun
-from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
+from .readers import FRAME, TWO_FRAMES, Association, Itinerary, LocationAnswer, Recipe
 from .vocabulary import Vocabulary
 
 
@@ -82,7 +82,26 @@ def identity_name(name: str | None) -> str:
     return re.sub(r"\s+", " ", (name or "").strip().lower())
 
 
-AMBIGUITY = 0.05      # seconds: two tracks this close to an answer's time make it ambiguous
+# seconds: the candidates of a time-keyed answer are the objects with a track boundary this
+# close to its time (two frames plus rounding, ``readers.TWO_FRAMES``); one candidate binds,
+# two are ambiguous. Tracks of one association are one candidate (the nearest is bound).
+AMBIGUITY = TWO_FRAMES
+
+
+def _nearest_per_object(hits: list) -> list:
+    """``[(association, track, distance)]`` with one entry per association (its nearest
+    track): tracks of one object instance are one candidate of a time-keyed answer.
+
+    >>> from analysis.compiler.readers import Association, Track
+    >>> mug = Association("v", "a1", "mug", "mug", (Track("t1", 9.0, 10.0), Track("t2", 10.04, 12.0)))
+    >>> [(a.assoc_id, t.track_id) for a, t, _ in _nearest_per_object([(mug, mug.tracks[0], 0.0), (mug, mug.tracks[1], 0.04)])]
+    [('a1', 't1')]
+    """
+    best: dict = {}
+    for a, t, d in hits:
+        if a.assoc_id not in best or d < best[a.assoc_id][2]:
+            best[a.assoc_id] = (a, t, d)
+    return sorted(best.values(), key=lambda h: (h[2], h[0].assoc_id, h[1].track_id))
 
 
 def _link_answers(video: str, assocs: list[Association], answers: list[LocationAnswer],
@@ -98,7 +117,7 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
     with ``ref = (file, question, how)``; ``initial[assoc_id]`` the first "from" of the
     object's itinerary. Unique binding: a time-keyed answer binds only when exactly one
     track of the video (named or not) starts (put) or ends (take), or exactly one object
-    has a track starting or ending (itinerary: "the object seen at T"), within one frame
+    has a track starting or ending (itinerary: "the object seen at T"), within two frames (tracks of one association are one candidate)
     of its time; otherwise it is dropped with the reason. One exception, where the
     binding does not matter: *n* VQA questions of one kind at one moment, *n* named
     tracks of *n* objects there, and one answer for all (each track gets it). The whole
@@ -119,14 +138,13 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
             cand.setdefault((a.assoc_id, t.track_id, side), []).append((fx, ref, phrase))
 
     def unique(hits, what, qid, time, file):
-        # a second track within AMBIGUITY of the time makes the answer ambiguous; the one
-        # bound track must lie within a frame of it
-        if len(hits) == 1 and hits[0][0].name and hits[0][2] <= FRAME:
+        # one candidate object (its nearest track) within two frames binds; a second
+        # object there makes the answer ambiguous
+        if len(hits) == 1 and hits[0][0].name and hits[0][2] <= AMBIGUITY:
             return hits[0][:2]
         why = ("no track starts/ends at the question's time" if not hits else
                "the only matching track is unnamed" if len(hits) == 1 and not hits[0][0].name else
-               "the nearest track is more than a frame away" if len(hits) == 1 else
-               f"{len(hits)} tracks start/end within {AMBIGUITY} s of the question's time: " +
+               f"{len(hits)} objects' tracks start/end within two frames ({AMBIGUITY:.4f} s) of the question's time: " +
                ", ".join(f"{a.raw_name} ({t.track_id})" for a, t, _ in hits))
         dropped.append({"kind": "source", "what": f"{file} {qid} ({what})",
                         "reason": f"unique binding: {why}; not bound", "time": round(time + offset, 5),
@@ -139,15 +157,15 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
         # "take ... from before putting it at T": T is the track's end; the answer is
         # where the track started. "put ... after taking it at T": T is the start.
         key = "end" if ans.kind == "take" else "start"
-        hits = [(a, t, abs(getattr(t, key) - ans.time)) for a, t in alltracks
-                if abs(getattr(t, key) - ans.time) <= AMBIGUITY]
+        hits = _nearest_per_object([(a, t, abs(getattr(t, key) - ans.time)) for a, t in alltracks
+                                    if abs(getattr(t, key) - ans.time) <= AMBIGUITY])
         peers = sorted((b for b in answers if b.video == video and b.kind == ans.kind
                         and abs(b.time - ans.time) <= FRAME), key=lambda b: b.vqa_id)
         how = ("VQA: where the object was taken from" if ans.kind == "take" else
                "VQA: where the object was put")
         if (len(hits) > 1 and len(peers) == len(hits) == len({a.assoc_id for a, _, _ in hits})
                 and len({fixture_id(b.phrase) for b in peers}) == 1
-                and all(a.name and d <= FRAME for a, _, d in hits)):
+                and all(a.name and d <= AMBIGUITY for a, _, d in hits)):
             # as many questions as tracks at that moment, one per object (their boxes
             # differ), and every answer the same fixture: each track gets it, whichever
             # question is about which object (two cups put on the table together)
