@@ -95,18 +95,18 @@ def test_the_audit_catches_a_contradicted_operation_fact_and_condition():
     idx = track_index([mug])
     # the compiled world agrees: nothing contradicted, 2 operations + 1 fact + 1 condition checked
     groups, facts, tasks = _episode("sink")
-    ok = audit_rows(ds, rows, facts, groups, tasks, {"mug"}, idx)
+    ok = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, idx)
     assert [(c["kind"], c["passed"]) for c in ok.checks] == [
         ("operation", True), ("operation", True), ("initial_fact", True), ("condition", True)]
     # the put-down on the counter contradicts VQA q2 (the sink), and so does the condition
     groups, facts, tasks = _episode("counter")
-    bad = audit_rows(ds, rows, facts, groups, tasks, {"mug"}, idx)
+    bad = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, idx)
     assert [(c["kind"], c["id"]) for c in bad.contradictions] == [("operation", "v/g0000/o001"),
                                                                  ("condition", "v/t000")]
     assert "CONTRADICTED by 3d_perception_object_location.json q2 ('sink': sink)" in bad.contradictions[0]["detail"]
     # an initial place other than the take answer's is a contradicted world fact
     groups, facts, tasks = _episode("sink", initial="table")
-    assert [c["kind"] for c in audit_rows(ds, rows, facts, groups, tasks, {"mug"}, idx).contradictions] == [
+    assert [c["kind"] for c in audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, idx).contradictions] == [
         "operation", "initial_fact"]
     # the exported records: one per checked fact, one per episode, one total that fails
     recs = row_audit_records({"v": bad})
@@ -122,5 +122,5 @@ def test_rows_that_decide_one_gap_differently_are_contested_and_decide_nothing()
                LocationAnswer("q3", "v", "take", 31.0, "table")]        # before t2: the same gap
     ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
     groups, facts, tasks = _episode("counter")
-    res = audit_rows(ds, rows, facts, groups, tasks, {"mug"}, track_index([mug]))
+    res = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, track_index([mug]))
     assert res.contested == 2 and res.checks == []

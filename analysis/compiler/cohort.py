@@ -226,7 +226,11 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
             ds += d_
             rows += r_
             vas += assocs.get(v, [])
-        rows_of[eid] = (ds, rows, dict(world.facts), {tr.entity for tr in world.tracks}, track_index(vas))
+        first_assoc = {}
+        for tr in world.tracks:
+            if tr.same_as is None:
+                first_assoc.setdefault(tr.entity, (tr.assoc.video, tr.assoc.assoc_id))
+        rows_of[eid] = (ds, rows, dict(world.facts), first_assoc, track_index(vas))
 
     # suites
     mem_eps = memory_episodes(mem_cands, {e: sum(c["tier"] == "terminal" for c in per_ep[e][0])
@@ -276,8 +280,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         admitted, objects, init, grecs = per_ep[eid]
         mine = [c for c in admitted if c["task_id"] in chosen_ids]
         if mine:
-            ds, rows, wfacts, movable, index = rows_of[eid]
-            row_results[eid] = audit_rows(ds, rows, wfacts, grecs, mine, movable, index)
+            ds, rows, wfacts, first_assoc, index = rows_of[eid]
+            row_results[eid] = audit_rows(ds, rows, wfacts, grecs, mine, first_assoc, index)
     audit += row_audit_records(row_results)
     audit += executor_crosscheck(episodes)
     audit.append({"check": "observed_conflicts", "task_id": None, "condition_id": None, "passed": True,

@@ -16,8 +16,8 @@ one rule of its own, and checks the compiled episode against it:
 * **Checked**: every reference operation that takes an object from, or puts it on, a
   fixture (a track's pick-up against the gap before that track, its put-down against the
   gap after it; a curated move not bound to a track against the gap its time lies in),
-  every initial ``at`` fact (against every gap before the object's first move in the
-  reference), and every ``at`` condition of an admitted task (against every gap between its
+  every initial ``at`` fact (against the gap before the first track of the object's
+  association), and every ``at`` condition of an admitted task (against every gap between its
   witnessing operation and the task's end). A checked fact naming another fixture than
   the deciding row is a **contradiction**.
 
@@ -187,10 +187,11 @@ def _detail(what: str, compiled: str, prov: str, hits: list) -> str:
 
 
 def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
-               tasks: list, movable: set, index: dict) -> RowAudit:
+               tasks: list, first_assoc: dict, index: dict) -> RowAudit:
     """Check the compiled episode (initial ``facts`` with provenance, ``group_recs``, the
     admitted ``tasks``) against the decisions ``ds`` (see the module docstring);
-    ``movable``: the entities tracked in the rows; ``index``: :func:`track_index`."""
+    ``first_assoc``: ``{entity: (video, association)}`` of the association that gave the
+    entity its initial place; ``index``: :func:`track_index`."""
     keep, contested = uncontested(ds)
     by_ent: dict = {}
     by_gap: dict = {}
@@ -205,7 +206,6 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
                        "passed": all(d.fixture == compiled for d in hits),
                        "detail": _detail(what, compiled, prov, hits)})
 
-    first_move: dict = {}
     for g in group_recs:
         for k, op in enumerate(g["operations"]):
             refs = op["provenance"]["refs"]
@@ -213,7 +213,6 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
             if op["type"] not in TAKE_TYPES | PUT_TYPES:
                 continue
             ent, fx = op["args"][0], _fixture_arg(op)
-            first_move.setdefault(ent, t)
             if ent not in by_ent:
                 continue
             args = refs.get("args", [])
@@ -231,10 +230,11 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
                     f"{op['type']}({', '.join(op['args'])}) {side} at {t}", fx,
                     _why(args[-1] if args else None), hits)
     for atom, prov in sorted(facts.items()):
-        if atom[0] != "at" or atom[1] not in by_ent or atom[1] not in movable:
+        if atom[0] != "at" or atom[1] not in first_assoc:
             continue
-        until = first_move.get(atom[1], float("inf"))
-        hits = [d for d in by_ent[atom[1]] if d.g0 < until - tol]
+        # the initial fact says where the object is before anything happens: the gap
+        # before the first track of its (first) association
+        hits = by_gap.get((*first_assoc[atom[1]], 0), [])
         if hits:
             add("initial_fact", f"at({atom[1]})", None, f"initial at({atom[1]}, {atom[2]})", atom[2],
                 _why(prov), hits)

@@ -65,6 +65,10 @@ class EpisodeWorld:
     dropped: list = field(default_factory=list)          # answers not bound (unique binding)
     conflicts: list = field(default_factory=list)        # observed sources that disagree
     identities: dict = field(default_factory=dict)       # "<video>/<assoc>" -> identity record (curated)
+    # (video, association, gap) -> the uncontested row deciding where the object stood in
+    # that gap of its tracks (row_audit.decisions, set-aside rows included): a curated
+    # fallback yields to it (ROW_RULE)
+    row_places: dict = field(default_factory=dict)
 
 
 IDENTITY_RULE = "same_name_across_videos_of_the_episode"
@@ -549,6 +553,8 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             last_of_name[nm] = (video, cnt, got[0] if got and cnt == 1 else None, got[1] if got else None)
     tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
 
+    row_places = decided_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets)
+    yield_initial_places(facts, tracks, row_places, identities)
     facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
     facts[("hand-empty",)] = curated("agent_starts_hand_empty")
     unnamed = [a for v in videos for a in assocs.get(v, [])
@@ -556,7 +562,49 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
                         tracks, work_counter, {}, dict(sorted(substances.items())),
                         names, frozenset(fixture_ids), notes, unnamed, dict(offsets),
-                        wdropped, wconflicts, identities)
+                        wdropped, wconflicts, identities, row_places)
+
+
+#: a curated place that yields to the row deciding it: ``<ROW_RULE>:<file> <question>``
+ROW_RULE = "place_decided_by_a_row_the_compiler_set_aside"
+
+
+def decided_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets) -> dict:
+    """``{(video, association, gap): Decision}``: the uncontested rows of the row audit
+    (``row_audit.decisions``) over the episode's videos, for the world's entities."""
+    from .row_audit import decisions, uncontested
+    entity_of = {(t.assoc.video, t.assoc.assoc_id): t.entity for t in tracks}
+    ds = []
+    for v in videos:
+        off = offsets.get(v, 0.0)
+        ds += decisions(v, assocs.get(v, []), answers, itineraries, fixture_ids, entity_of, off,
+                        float("inf"))[0]
+    return {(d.video, d.assoc, d.gap): d for d in uncontested(ds)[0]}
+
+
+def row_rule(d) -> str:
+    return f"{ROW_RULE}:{d.file} {d.qid}"
+
+
+def yield_initial_places(facts: dict, tracks: list, row_places: dict, identities: dict) -> list[str]:
+    """An object whose initial place is a curated default while a row decides where it
+    stood before its first track (the gap before it: a take answer, an itinerary's first
+    'from' the compiler set aside) starts there instead (curated ``ROW_RULE``, citing the
+    row). Changes ``facts``; returns the entities changed."""
+    first: dict = {}
+    for tr in tracks:                      # time order
+        if tr.same_as is None:
+            first.setdefault(tr.entity, tr)
+    changed = []
+    for ent, tr in sorted(first.items()):
+        d = row_places.get((tr.assoc.video, tr.assoc.assoc_id, 0))
+        atom = next((a for a in facts if a[0] == "at" and a[1] == ent), None)
+        if d is None or atom is None or facts[atom]["source"] != "curated" or atom[2] == d.fixture:
+            continue
+        del facts[atom]
+        facts[("at", ent, d.fixture)] = curated(row_rule(d))
+        changed.append(ent)
+    return changed
 
 
 def _fill_links(info: TrackInfo, lk: dict, conflict: dict | None) -> None:
