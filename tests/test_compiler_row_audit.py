@@ -124,3 +124,85 @@ def test_rows_that_decide_one_gap_differently_are_contested_and_decide_nothing()
     groups, facts, tasks = _episode("counter")
     res = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, track_index([mug]))
     assert res.contested == 2 and res.checks == []
+
+
+# ------------------------------------------------------------------ fallbacks yield
+def _cup_world(with_vqa: bool = True):
+    """One video, a cup tracked 10-12, 30-32 and 50-52 s; itinerary i1 (2 moves for 3
+    tracks: only its first 'from' and final 'to' are observed) cupboard -> table ->
+    dishwasher; VQA q1 says the second track put the cup in the sink, a fixture the
+    itinerary never visits: the compiler sets that row aside as a conflict (the second
+    track is not compiled), while it is the one row deciding where the cup stood between
+    its second and third tracks."""
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "dishwasher", "type": "dishwasher"},
+                {"id": "cupboard", "type": "cupboard"}, {"id": "table", "type": "table"},
+                {"id": "sink", "type": "sink"}]
+    cup = Association("v", "a1", "cup", "cup", (Track("c1", 10.0, 12.0), Track("c2", 30.0, 32.0),
+                                                 Track("c3", 50.0, 52.0)))
+    it = Itinerary("i1", "v", 10.0, (("cupboard", "table"), ("table", "dishwasher")))
+    answers = [LocationAnswer("q1", "v", "put", 30.0, "sink")] if with_vqa else []
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [cup]}, answers, [it], {},
+                        ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
+    return world, vocab, cup, answers, it
+
+
+def test_a_curated_fallback_yields_to_the_row_that_decides_it():
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.worlds import ROW_RULE
+    world, vocab, cup, answers, it = _cup_world()
+    assert [c["track"] for c in world.conflicts] == ["c2"]          # the compiler's conflict
+    d = world.row_places[("v", "a1", 2)]                            # the audit's decision
+    assert (d.qid, d.fixture, d.g0, d.g1) == ("q1", "sink", 32.0, 50.0)
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    moves = [(o.action["type"], o.action["args"], o.time, o.provenance["refs"].get("rule"))
+             for o in b.out.ops if o.action["args"][:1] == ["cup"]]
+    # the second track is not compiled; before the third is picked up the cup is moved
+    # where q1 puts it (curated), and the third track is taken from the sink
+    assert moves[2:] == [
+        ("pick_up", ["cup", "table"], 50.0, "moved_in_a_track_not_compiled:c2"),
+        ("put_in_sink", ["cup", "sink"], 50.0, "moved_in_a_track_not_compiled:c2"),
+        ("take_from_sink", ["cup", "sink"], 50.0, None),
+        ("put_in_appliance", ["cup", "dishwasher"], 52.0, None)]
+    take = next(o for o in b.out.ops if o.action["type"] == "take_from_sink")
+    assert take.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{ROW_RULE}:" \
+        "3d_perception_object_location.json q1"
+    # before (no row decides: the rows as the compiler binds them), the cup stays on the
+    # table where the chain default put it, and the third track takes it from there
+    world.row_places = {}
+    before = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    assert [(o.action["type"], o.action["args"]) for o in before.out.ops if o.time == 50.0] == [
+        ("pick_up", ["cup", "table"])]
+    # without the yield the pick-up's origin (the table) is what the audit flags
+    ds, rows = decisions("v", [cup], answers, [it], world.fixture_ids, {("v", "a1"): "cup"}, 0.0, 100.0)
+    recs = [{"group_id": "v/g0000", "operations": [
+        {"type": o.action["type"], "args": o.action["args"], "provenance": o.provenance} for o in b.out.ops]}]
+    res = audit_rows(ds, rows, world.facts, recs, [], {"cup": ("v", "a1")}, track_index([cup]))
+    assert res.contradictions == [] and len(res.checks) >= 4
+    old = [dict(op) for op in recs[0]["operations"]]
+    k = next(i for i, op in enumerate(old) if op["type"] == "take_from_sink")
+    old[k] = {**old[k], "type": "pick_up", "args": ["cup", "table"]}
+    res = audit_rows(ds, rows, world.facts, [{"group_id": "v/g0000", "operations": old}], [],
+                     {"cup": ("v", "a1")}, track_index([cup]))
+    assert [(c["kind"], c["id"]) for c in res.contradictions] == [("operation", f"v/g0000/o{k:03d}")]
+
+
+def test_table_3_counts_the_row_audit():
+    from types import SimpleNamespace as NS
+    from analysis.report.audit import validation_audit
+    mug, ent = _mug(), {("v", "a1"): "mug"}
+    rows_in = [LocationAnswer("q1", "v", "take", 12.0, "cupboard"), LocationAnswer("q2", "v", "put", 10.0, "sink")]
+    ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
+    groups, facts, tasks = _episode("counter")
+    recs = row_audit_records({"v": audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")},
+                                              track_index([mug]))})
+    export = NS(records_of=lambda kind: recs if kind == "audit" else [])
+    data = validation_audit(export).data.set_index("check")
+    assert list(data.index) == ["row_operation", "row_initial_fact", "row_condition", "row_rows", "row_audit"]
+    assert list(data.result) == ["1/2", "1/1", "0/1", "1/1", "0/1"]
+    assert data.loc["row_audit", "what"].startswith("row audit: no compiled fact contradicted")

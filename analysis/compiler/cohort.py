@@ -282,6 +282,13 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         if mine:
             ds, rows, wfacts, first_assoc, index = rows_of[eid]
             row_results[eid] = audit_rows(ds, rows, wfacts, grecs, mine, first_assoc, index)
+    bad_rows = [(eid, c) for eid, r in sorted(row_results.items()) for c in r.contradictions]
+    if bad_rows:
+        # 0 contradictions with an unambiguous raw row are allowed: a curated fallback
+        # yields to the row deciding it (worlds.ROW_RULE), so one left is a compiler bug
+        raise RuntimeError(f"row audit: {len(bad_rows)} compiled facts contradicted by an unambiguous raw "
+                           "row; nothing written. First: " + "; ".join(
+                               f"{eid} {c['id']}: {c['detail']}" for eid, c in bad_rows[:3]))
     audit += row_audit_records(row_results)
     audit += executor_crosscheck(episodes)
     audit.append({"check": "observed_conflicts", "task_id": None, "condition_id": None, "passed": True,
