@@ -754,8 +754,8 @@ def test_an_object_moved_in_a_track_not_compiled_is_caught_up_to_where_the_rows_
     from analysis.compiler.operations import OpBuilder
     from analysis.compiler.readers import LocationAnswer
 
-    def pick_c2(conflict=None):
-        world, vocab = _tray_world(extra_answers=[LocationAnswer("q2", "v", "take", 32.0, "table")])
+    def pick_c2(conflict=None, extra=()):
+        world, vocab = _tray_world(extra_answers=[LocationAnswer("q2", "v", "take", 32.0, "table"), *extra])
         c1, c2 = (next(t for t in world.tracks if t.track_id == k) for k in ("c1", "c2"))
         c1.conflict = conflict
         b = OpBuilder(world, Sim(vocab))
@@ -770,11 +770,22 @@ def test_an_object_moved_in_a_track_not_compiled_is_caught_up_to_where_the_rows_
         ("pick_up", ["cup", "table"], "observed")]
     assert {p["refs"]["rule"] for _, _, p in ops[:2]} == {"moved_in_a_track_not_compiled:c1"}
     assert ops[2][2]["refs"]["args"][1]["refs"]["id"] == "q2"
-    # c1 dropped because its observed sources disagree: where it left the cup is contested
-    # and a conflict compiles neither side: no catch-up, the pick-up's place is curated
-    ops = pick_c2(conflict="q3: counter; itinerary 9: sink")
+    # c1 dropped because its observed sources disagree (q3 puts the cup on the counter,
+    # q2 takes it from the table): where it left the cup is contested, no row decides it
+    # (row_audit.uncontested), and a conflict compiles neither side: no catch-up, the
+    # pick-up's place is curated
+    q3 = LocationAnswer("q3", "v", "put", 12.0, "counter")
+    ops = pick_c2(conflict="q3: counter; q2: table", extra=[q3])
     assert [(t, a, p["source"]) for t, a, p in ops] == [("take_from_appliance", ["cup", "dishwasher"], "curated")]
     assert ops[0][2]["refs"]["args"][1]["refs"]["rule"] == "place_after_a_track_not_compiled"
+    # a track dropped for a conflict that no row of the gap before c2 shares: q2 alone
+    # decides that gap, and the curated fallback yields to it (issue 34): caught up to the
+    # table, curated, citing the row
+    ops = pick_c2(conflict="q4: counter; itinerary 9: sink")
+    assert [(t, a) for t, a, _ in ops] == [("take_from_appliance", ["cup", "dishwasher"]),
+                                          ("put_on", ["cup", "table"]), ("pick_up", ["cup", "table"])]
+    assert ops[2][2]["refs"]["args"][1]["refs"]["rule"] == (
+        "place_of_cup:place_decided_by_a_row_the_compiler_set_aside:3d_perception_object_location.json q2")
 
 
 def test_a_food_cut_after_its_placement_leaves_no_end_state():
