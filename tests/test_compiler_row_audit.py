@@ -127,13 +127,12 @@ def test_rows_that_decide_one_gap_differently_are_contested_and_decide_nothing()
 
 
 # ------------------------------------------------------------------ fallbacks yield
-def _cup_world(with_vqa: bool = True):
-    """One video, a cup tracked 10-12, 30-32 and 50-52 s; itinerary i1 (2 moves for 3
-    tracks: only its first 'from' and final 'to' are observed) cupboard -> table ->
-    dishwasher; VQA q1 says the second track put the cup in the sink, a fixture the
-    itinerary never visits: the compiler sets that row aside as a conflict (the second
-    track is not compiled), while it is the one row deciding where the cup stood between
-    its second and third tracks."""
+def _cup_world(moves=(("cupboard", "table"), ("table", "counter"), ("counter", "dishwasher")),
+               vqa=("q1", "put", 10.0, "sink")):
+    """One video, a cup tracked 10-12, 30-32 and 50-52 s; itinerary i1 (seen at 31 s, the
+    end of the second track) with ``moves``; VQA ``vqa``. With the defaults: one move per
+    track, and q1 puts the cup after its first track in the sink, a fixture the itinerary
+    never visits: the compiler drops the first track as a conflict."""
     from analysis.compiler.readers import ClassTable
     from analysis.compiler.vocabulary import Vocabulary
     from analysis.compiler.worlds import build_world
@@ -143,53 +142,73 @@ def _cup_world(with_vqa: bool = True):
                 {"id": "sink", "type": "sink"}]
     cup = Association("v", "a1", "cup", "cup", (Track("c1", 10.0, 12.0), Track("c2", 30.0, 32.0),
                                                  Track("c3", 50.0, 52.0)))
-    it = Itinerary("i1", "v", 10.0, (("cupboard", "table"), ("table", "dishwasher")))
-    answers = [LocationAnswer("q1", "v", "put", 30.0, "sink")] if with_vqa else []
+    it = Itinerary("i1", "v", 32.0, tuple(moves))
+    answers = [LocationAnswer(vqa[0], "v", vqa[1], vqa[2], vqa[3])] if vqa else []
     world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [cup]}, answers, [it], {},
                         ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
     return world, vocab, cup, answers, it
 
 
-def test_a_curated_fallback_yields_to_the_row_that_decides_it():
+def _cup_ops(world, vocab):
     from analysis.compiler.grounding import ground
     from analysis.compiler.operations import build_operations
     from analysis.compiler.sim import Sim
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    return b, [(o.action["type"], o.action["args"], o.time) for o in b.out.ops if o.action["args"][:1] == ["cup"]]
+
+
+def test_a_curated_fallback_yields_to_the_row_that_decides_it():
     from analysis.compiler.worlds import ROW_RULE
     world, vocab, cup, answers, it = _cup_world()
-    assert [c["track"] for c in world.conflicts] == ["c2"]          # the compiler's conflict
-    d = world.row_places[("v", "a1", 2)]                            # the audit's decision
-    assert (d.qid, d.fixture, d.g0, d.g1) == ("q1", "sink", 32.0, 50.0)
-    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
-    moves = [(o.action["type"], o.action["args"], o.time, o.provenance["refs"].get("rule"))
-             for o in b.out.ops if o.action["args"][:1] == ["cup"]]
-    # the second track is not compiled; before the third is picked up the cup is moved
-    # where q1 puts it (curated), and the third track is taken from the sink
-    assert moves[2:] == [
-        ("pick_up", ["cup", "table"], 50.0, "moved_in_a_track_not_compiled:c2"),
-        ("put_in_sink", ["cup", "sink"], 50.0, "moved_in_a_track_not_compiled:c2"),
-        ("take_from_sink", ["cup", "sink"], 50.0, None),
-        ("put_in_appliance", ["cup", "dishwasher"], 52.0, None)]
-    take = next(o for o in b.out.ops if o.action["type"] == "take_from_sink")
-    assert take.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{ROW_RULE}:" \
-        "3d_perception_object_location.json q1"
-    # before (no row decides: the rows as the compiler binds them), the cup stays on the
-    # table where the chain default put it, and the third track takes it from there
+    assert [(c["track"], c["side"]) for c in world.conflicts] == [("c1", "dst")]   # q1 vs i1
+    # the row audit: q1 decides nothing (off the itinerary), i1 decides every gap
+    d = world.row_places[("v", "a1", 1)]
+    assert (d.qid, d.fixture, d.g0, d.g1) == ("i1", "table", 12.0, 30.0)
+    # the compiler set i1's move 1 aside with the conflict (c1 is not compiled): before
+    # the row audit, the cup stayed in the cupboard and c2 was taken from there, although
+    # i1 says c1 put it on the table; now the fallback yields to i1 (curated, citing it)
     world.row_places = {}
-    before = build_operations(world, ground(world, {}, vocab), Sim(vocab))
-    assert [(o.action["type"], o.action["args"]) for o in before.out.ops if o.time == 50.0] == [
-        ("pick_up", ["cup", "table"])]
-    # without the yield the pick-up's origin (the table) is what the audit flags
+    _, before = _cup_ops(world, vocab)
+    assert before[0] == ("take_from_storage", ["cup", "cupboard"], 30.0)
+    world, vocab, cup, answers, it = _cup_world()
+    b, ops = _cup_ops(world, vocab)
+    assert ops[:3] == [("take_from_storage", ["cup", "cupboard"], 30.0), ("put_on", ["cup", "table"], 30.0),
+                       ("pick_up", ["cup", "table"], 30.0)]
+    pick = next(o for o in b.out.ops if o.action["type"] == "pick_up" and o.action["args"][0] == "cup")
+    assert pick.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{ROW_RULE}:" \
+        "object_motion_object_movement_itinerary.json i1"
+    # the audit of the compiled operations: nothing contradicted; the old pick-up from the
+    # cupboard is what it flags
     ds, rows = decisions("v", [cup], answers, [it], world.fixture_ids, {("v", "a1"): "cup"}, 0.0, 100.0)
     recs = [{"group_id": "v/g0000", "operations": [
         {"type": o.action["type"], "args": o.action["args"], "provenance": o.provenance} for o in b.out.ops]}]
     res = audit_rows(ds, rows, world.facts, recs, [], {"cup": ("v", "a1")}, track_index([cup]))
-    assert res.contradictions == [] and len(res.checks) >= 4
+    assert res.contradictions == [] and res.contested == 1 and len(res.checks) >= 5
     old = [dict(op) for op in recs[0]["operations"]]
-    k = next(i for i, op in enumerate(old) if op["type"] == "take_from_sink")
-    old[k] = {**old[k], "type": "pick_up", "args": ["cup", "table"]}
+    k = next(i for i, op in enumerate(old) if op["type"] == "pick_up" and op["args"][0] == "cup")
+    old[k] = {**old[k], "type": "take_from_storage", "args": ["cup", "cupboard"]}
     res = audit_rows(ds, rows, world.facts, [{"group_id": "v/g0000", "operations": old}], [],
                      {"cup": ("v", "a1")}, track_index([cup]))
     assert [(c["kind"], c["id"]) for c in res.contradictions] == [("operation", f"v/g0000/o{k:03d}")]
+
+
+def test_a_vqa_answer_off_the_objects_itinerary_decides_nothing():
+    # itinerary i1 (2 moves over 3 tracks: only its first 'from' and final 'to' decide)
+    # visits cupboard, table, dishwasher; VQA q1 puts the cup in the sink: the two rows
+    # disagree (the compiler's conflict), so q1 decides no gap and nothing yields to it;
+    # an answer on the chain (q2, the table) decides
+    from analysis.compiler.row_audit import uncontested
+    two = (("cupboard", "table"), ("table", "dishwasher"))
+    world, vocab, cup, answers, it = _cup_world(moves=two, vqa=("q1", "put", 30.0, "sink"))
+    ents = {("v", "a1"): "cup"}
+    ds, _ = decisions("v", [cup], answers, [it], world.fixture_ids, ents, 0.0, 100.0)
+    keep, contested = uncontested(ds)
+    assert [(d.qid, d.gap) for d in keep] == [("i1", 0), ("i1", 3)] and [d.qid for d in contested] == ["q1"]
+    assert ("v", "a1", 2) not in world.row_places
+    q2 = LocationAnswer("q2", "v", "put", 30.0, "table")
+    ds, _ = decisions("v", [cup], [q2], [it], world.fixture_ids, ents, 0.0, 100.0)
+    assert [(d.qid, d.gap, d.fixture) for d in uncontested(ds)[0]] == [
+        ("q2", 2, "table"), ("i1", 0, "cupboard"), ("i1", 3, "dishwasher")]
 
 
 def test_table_3_counts_the_row_audit():
@@ -206,3 +225,4 @@ def test_table_3_counts_the_row_audit():
     assert list(data.index) == ["row_operation", "row_initial_fact", "row_condition", "row_rows", "row_audit"]
     assert list(data.result) == ["1/2", "1/1", "0/1", "1/1", "0/1"]
     assert data.loc["row_audit", "what"].startswith("row audit: no compiled fact contradicted")
+

@@ -59,6 +59,7 @@ class Decision:
     phrase: str
     g0: float
     g1: float
+    chain: tuple = ()      # an itinerary's fixtures (every move), when all are the scene's
 
     @property
     def row(self) -> str:
@@ -93,7 +94,7 @@ def decisions(video: str, assocs: list[Association], answers: list[LocationAnswe
         g1 = a.tracks[g].start if g < len(a.tracks) else end - offset
         return round(g0 + offset, 5), round(g1 + offset, 5)
 
-    def one(file, qid, time, key, moves_of):
+    def one(file, qid, time, key, moves_of, chain=()):
         cands = _candidates(tracks, time, key)
         if not cands:
             rows["no_candidate"] += 1
@@ -112,7 +113,7 @@ def decisions(video: str, assocs: list[Association], answers: list[LocationAnswe
             if fx not in fixture_ids:
                 continue
             g0, g1 = gap_span(a, g)
-            got.append(Decision(file, qid, video, a.assoc_id, g, ent, fx, phrase, g0, g1))
+            got.append(Decision(file, qid, video, a.assoc_id, g, ent, fx, phrase, g0, g1, chain))
         rows["decided" if got else "fixture_not_in_scene"] += 1
         out.extend(got)
 
@@ -132,16 +133,30 @@ def decisions(video: str, assocs: list[Association], answers: list[LocationAnswe
             if len(it.moves) == n:
                 return [(i + s, ph) for i, mv in enumerate(it.moves) for s, ph in ((0, mv[0]), (1, mv[1]))]
             return [(0, it.moves[0][0]), (n, it.moves[-1][1])]
-        one(ITIN_FILE, it.vqa_id, it.time, "either", moves_of)
+        fxs = {fixture_id(p) for mv in it.moves for p in mv}
+        one(ITIN_FILE, it.vqa_id, it.time, "either", moves_of,
+            tuple(sorted(fxs)) if fxs <= set(fixture_ids) else ())
     return out, rows
 
 
 def uncontested(ds: list[Decision]) -> tuple[list[Decision], list[Decision]]:
-    """``(deciding, contested)``: rows deciding one gap differently decide nothing."""
-    by_gap: dict = {}
+    """``(deciding, contested)``: rows deciding one gap differently decide nothing, and
+    neither does a VQA answer naming a fixture that the object's own itinerary never
+    visits (the itinerary covers the object's moves throughout the video: the compiler's
+    conflict rule, ``worlds._link_answers``)."""
+    chains: dict = {}
     for d in ds:
+        if d.chain:
+            chains.setdefault((d.video, d.assoc), set()).update(d.chain)
+    by_gap: dict = {}
+    off_chain = []
+    for d in ds:
+        ch = chains.get((d.video, d.assoc))
+        if d.file == VQA_FILE and ch and d.fixture not in ch:
+            off_chain.append(d)
+            continue
         by_gap.setdefault((d.video, d.assoc, d.gap), []).append(d)
-    keep, contested = [], []
+    keep, contested = [], off_chain
     for xs in by_gap.values():
         (keep if len({d.fixture for d in xs}) == 1 else contested).extend(xs)
     return keep, contested
