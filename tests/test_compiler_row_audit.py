@@ -108,6 +108,12 @@ def test_the_audit_catches_a_contradicted_operation_fact_and_condition():
     groups, facts, tasks = _episode("sink", initial="table")
     assert [c["kind"] for c in audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, idx).contradictions] == [
         "operation", "initial_fact"]
+    # the compile refuses it, naming the fact and the row
+    import pytest
+    from analysis.compiler.row_audit import RowContradiction, refuse_contradictions
+    refuse_contradictions({"v": ok})
+    with pytest.raises(RowContradiction, match=r"2 compiled facts contradicted .* v v/g0000/o001: put_on"):
+        refuse_contradictions({"v": bad})
     # the exported records: one per checked fact, one per episode, one total that fails
     recs = row_audit_records({"v": bad})
     assert [(r["check"], r["passed"]) for r in recs] == [

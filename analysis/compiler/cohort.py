@@ -18,7 +18,7 @@ from pathlib import Path
 from . import readers as R
 from .admission import admit, replay
 from .audit import audit_episode
-from .row_audit import audit_rows, decisions, row_audit_records, track_index
+from .row_audit import audit_rows, decisions, refuse_contradictions, row_audit_records, track_index
 from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, episode_segments, group_records
@@ -282,13 +282,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         if mine:
             ds, rows, wfacts, first_assoc, index = rows_of[eid]
             row_results[eid] = audit_rows(ds, rows, wfacts, grecs, mine, first_assoc, index)
-    bad_rows = [(eid, c) for eid, r in sorted(row_results.items()) for c in r.contradictions]
-    if bad_rows:
-        # 0 contradictions with an unambiguous raw row are allowed: a curated fallback
-        # yields to the row deciding it (worlds.ROW_RULE), so one left is a compiler bug
-        raise RuntimeError(f"row audit: {len(bad_rows)} compiled facts contradicted by an unambiguous raw "
-                           "row; nothing written. First: " + "; ".join(
-                               f"{eid} {c['id']}: {c['detail']}" for eid, c in bad_rows[:3]))
+    refuse_contradictions(row_results)          # before anything is written
     audit += row_audit_records(row_results)
     audit += executor_crosscheck(episodes)
     audit.append({"check": "observed_conflicts", "task_id": None, "condition_id": None, "passed": True,

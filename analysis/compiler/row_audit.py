@@ -267,6 +267,21 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
     return RowAudit(rows, len(contested), checks)
 
 
+class RowContradiction(RuntimeError):
+    """A compiled fact contradicted by an unambiguous raw row: the compile writes nothing."""
+
+
+def refuse_contradictions(results: dict) -> None:
+    """Raise :class:`RowContradiction` naming the first contradictions of ``{episode:
+    RowAudit}``. 0 are allowed: a curated fallback yields to the row deciding it
+    (``worlds.ROW_RULE``), so a contradiction left is a compiler bug, not a fact to drop."""
+    bad = [(eid, c) for eid, r in sorted(results.items()) for c in r.contradictions]
+    if bad:
+        raise RowContradiction(
+            f"row audit: {len(bad)} compiled facts contradicted by an unambiguous raw row; nothing "
+            "written. First: " + "; ".join(f"{eid} {c['id']}: {c['detail']}" for eid, c in bad[:3]))
+
+
 CHECK_OF = {"operation": "row_operation", "initial_fact": "row_initial_fact", "condition": "row_condition"}
 
 
