@@ -12,14 +12,17 @@ one rule of its own, and checks the compiled episode against it:
   object stood in the gap *before* its track, a "put" answer the gap *after* it; an
   itinerary with one move per track decides every gap, else its first "from" (before the
   first track) and its final "to" (after the last). Two rows deciding one gap differently
-  are **contested** and decide nothing.
+  are **contested** and decide nothing, and so is a VQA answer naming a fixture the
+  object's own itinerary never visits.
 * **Checked**: every reference operation that takes an object from, or puts it on, a
   fixture (a track's pick-up against the gap before that track, its put-down against the
   gap after it; a curated move not bound to a track against the gap its time lies in),
   every initial ``at`` fact (against the gap before the first track of the object's
   association), and every ``at`` condition of an admitted task (against every gap between its
   witnessing operation and the task's end). A checked fact naming another fixture than
-  the deciding row is a **contradiction**.
+  the deciding row is a **contradiction**; the compile refuses one
+  (:func:`refuse_contradictions`), since every curated fallback yields to the row that
+  decides it (``worlds.ROW_RULE``).
 
 >>> from analysis.compiler.readers import Association, LocationAnswer, Track
 >>> mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0), Track("t2", 30.0, 31.0)))
