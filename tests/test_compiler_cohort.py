@@ -558,3 +558,18 @@ def test_no_task_holds_more_observed_end_states_than_its_unit_has_evidence():
     assert len(out) == 5 and out[-1].startswith("compiled tasks above their unit's strict count: 0 of ")
     for line in out:
         assert line in doc, line
+
+
+def test_no_compiled_fact_is_contradicted_by_an_unambiguous_raw_row(compiled):
+    # issue 34: every reference operation's origin and destination, every initial place and
+    # every placement condition against every location row of its videos (set-aside rows
+    # included); the compile refuses a contradiction, and the audit file records the checks
+    a, _ = compiled
+    audit = read_records(a / "cohort" / "audit.jsonl")
+    total = [r for r in audit if r["check"] == "row_audit"]
+    assert len(total) == 1 and total[0]["passed"], total
+    assert total[0]["detail"].startswith("0 contradictions with an unambiguous raw row")
+    checked = [r for r in audit if r["check"] in ("row_operation", "row_initial_fact", "row_condition")]
+    assert {r["check"] for r in checked} == {"row_operation", "row_initial_fact", "row_condition"}
+    assert len(checked) > 1000 and all(r["passed"] for r in checked)
+    assert all("agrees with" in r["detail"] for r in checked)

@@ -18,6 +18,7 @@ from pathlib import Path
 from . import readers as R
 from .admission import admit, replay
 from .audit import audit_episode
+from .row_audit import audit_rows, decisions, refuse_contradictions, row_audit_records, track_index
 from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, episode_segments, group_records
@@ -162,6 +163,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     dropped_of: dict[str, list[dict]] = {}
     conflicts_all: list[dict] = []
     checks_of: dict[str, list[dict]] = {}
+    rows_of: dict = {}
     for n, eid in enumerate(episode_ids, 1):
         progress(f"episode {n}/{len(episode_ids)} {eid}")
         s = eid[:3]
@@ -214,6 +216,22 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
                 rejected.append({"task_id": c["task_id"], "episode_id": eid, "reason": reason,
                                  "detail": f"{c['title']}: {detail}"})
         per_ep[eid] = (admitted, objects, init, grecs)
+        # the row audit's decisions: every location row of the episode's videos, including
+        # those the compiler set aside (analysis/compiler/row_audit.py)
+        entity_of = {(tr.assoc.video, tr.assoc.assoc_id): tr.entity for tr in world.tracks}
+        ds, rows = [], Counter()
+        vas = []
+        for v in vids:
+            d_, r_ = decisions(v, assocs.get(v, []), answers, itins, world.fixture_ids, entity_of,
+                               offsets[v], offsets[v] + durations[v])
+            ds += d_
+            rows += r_
+            vas += assocs.get(v, [])
+        first_assoc = {}
+        for tr in world.tracks:
+            if tr.same_as is None:
+                first_assoc.setdefault(tr.entity, (tr.assoc.video, tr.assoc.assoc_id))
+        rows_of[eid] = (ds, rows, dict(world.facts), first_assoc, track_index(vas))
 
     # suites
     mem_eps = memory_episodes(mem_cands, {e: sum(c["tier"] == "terminal" for c in per_ep[e][0])
@@ -258,6 +276,15 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         mine = [c for c in admitted if c["task_id"] in chosen_ids]
         if mine:
             audit += audit_episode(sim, objects, init, grecs, mine, stress_ids)
+    row_results = {}
+    for eid in episode_ids:
+        admitted, objects, init, grecs = per_ep[eid]
+        mine = [c for c in admitted if c["task_id"] in chosen_ids]
+        if mine:
+            ds, rows, wfacts, first_assoc, index = rows_of[eid]
+            row_results[eid] = audit_rows(ds, rows, wfacts, grecs, mine, first_assoc, index)
+    refuse_contradictions(row_results)          # before anything is written
+    audit += row_audit_records(row_results)
     audit += executor_crosscheck(episodes)
     audit.append({"check": "observed_conflicts", "task_id": None, "condition_id": None, "passed": True,
                   "detail": f"{len(conflicts_all)} tracks whose observed sources (VQA answers, itineraries) "

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from .grounding import Grounding, Planned
 from .sim import Sim
-from .worlds import UNLOAD_RULE, EpisodeWorld, align_chain
+from .worlds import ROW_RULE, UNLOAD_RULE, EpisodeWorld, align_chain, row_rule
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
 #: head nouns of what is worn on a hand, not held in it (a washing-up glove tracked for
@@ -321,9 +321,20 @@ class OpBuilder:
         """``(fixture, provenance)`` where the rows put ``tr``'s object just before ``tr``
         when tracks not compiled handled it since its place was set: ``tr``'s own observed
         source (its VQA take answer, its itinerary move), else the observed destination of
-        the last such track, else that track's curated place in its itinerary chain;
-        ``(None, None)`` when the rows do not say."""
+        the last such track, else the row that decides the gap before ``tr`` (the row
+        audit's rule, a row the compiler set aside included: curated ``ROW_RULE``), else
+        the last such track's curated place in its itinerary chain; ``(None, None)`` when
+        the rows do not say."""
         moves = self.unseen_moves(tr.entity)
+        got = self._observed_place_before(tr, moves)
+        if moves and (got[0] is None or got[1]["source"] == "curated"):
+            # a curated fallback yields to the row that decides the place (issue 34)
+            d = self.w.row_places.get(gap_key(tr, after=False))
+            if d is not None:
+                return d.fixture, cur(row_rule(d))
+        return got
+
+    def _observed_place_before(self, tr, moves):
         if not moves or any(m.conflict for m in moves):
             # a track dropped because its observed sources disagree: where it left the
             # object is contested, and a conflict compiles neither side (draw 14: bowl2's
@@ -455,6 +466,11 @@ class OpBuilder:
                                   next_track=f"{ntr.assoc.video}/{ntr.assoc.assoc_id}/{ntr.track_id}",
                                   next_track_span=[round(ntr.start - ntr.offset, 5), round(ntr.end - ntr.offset, 5)],
                                   **(extra or {}))
+        elif gap_key(tr, after=True) in self.w.row_places:
+            # a row the compiler set aside decides where the object stood after this
+            # track (the row audit's rule): the curated defaults below yield to it
+            d = self.w.row_places[gap_key(tr, after=True)]
+            dst, prov = d.fixture, cur(row_rule(d))
         elif tr.chain_dst:
             # no observed destination for this track, but the object's itinerary gives
             # its chain of fixtures: the chain's moves aligned from the object's first
@@ -688,6 +704,13 @@ def realign_chains(chosen, next_src: dict, fixture_ids) -> None:
 
 
 OUT_RULE = "out_on_the_work_counter_after_a_track_not_compiled"
+
+
+def gap_key(tr, after: bool) -> tuple:
+    """``(video, association, gap)`` of the gap before (or after) ``tr`` among its
+    association's tracks: the key of ``EpisodeWorld.row_places``."""
+    k = next(i for i, t in enumerate(tr.assoc.tracks) if t.track_id == tr.track_id)
+    return (tr.assoc.video, tr.assoc.assoc_id, k + 1 if after else k)
 
 
 def out_after_uncompiled_first_track(world: EpisodeWorld, chosen) -> list[str]:

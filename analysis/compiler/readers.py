@@ -45,6 +45,11 @@ SUMS = "SHA256SUMS"
 # while track times have 5: a frame-late answer is then up to 1/30 + 0.0005 s away (the
 # audit of 57fc3c9a found 13 answers at 0.0337 s, one frame plus rounding, dropped).
 FRAME = 1.0 / 30.0 + 0.0005 + 1e-6
+# The binding window of a time-keyed answer (issue 34): two frames plus the same rounding.
+# A question's frame and the track's boundary frame are annotated separately, and a single
+# candidate track 43 ms (more than one frame) from the question's time was refused although
+# nothing else was near it; a second object within this window still makes it ambiguous.
+TWO_FRAMES = 2.0 / 30.0 + 0.0005 + 1e-6
 
 _VIDEO_RE = re.compile(r"^P\d\d-\d{8}-\d{6}$")
 # "Track 12", "Track 12 (skipped)", "new track 3": the annotators never named the object.

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from .grounding import CONTAINER_WORDS, PART_WORDS, name_head, strip_postposed, words
 from .normalise import canonical_object, fixture_id, resolve_noun
-from .readers import FRAME, Association, Itinerary, LocationAnswer, Recipe
+from .readers import FRAME, TWO_FRAMES, Association, Itinerary, LocationAnswer, Recipe
 from .vocabulary import Vocabulary
 
 
@@ -65,6 +65,10 @@ class EpisodeWorld:
     dropped: list = field(default_factory=list)          # answers not bound (unique binding)
     conflicts: list = field(default_factory=list)        # observed sources that disagree
     identities: dict = field(default_factory=dict)       # "<video>/<assoc>" -> identity record (curated)
+    # (video, association, gap) -> the uncontested row deciding where the object stood in
+    # that gap of its tracks (row_audit.decisions, set-aside rows included): a curated
+    # fallback yields to it (ROW_RULE)
+    row_places: dict = field(default_factory=dict)
 
 
 IDENTITY_RULE = "same_name_across_videos_of_the_episode"
@@ -82,7 +86,26 @@ def identity_name(name: str | None) -> str:
     return re.sub(r"\s+", " ", (name or "").strip().lower())
 
 
-AMBIGUITY = 0.05      # seconds: two tracks this close to an answer's time make it ambiguous
+# seconds: the candidates of a time-keyed answer are the objects with a track boundary this
+# close to its time (two frames plus rounding, ``readers.TWO_FRAMES``); one candidate binds,
+# two are ambiguous. Tracks of one association are one candidate (the nearest is bound).
+AMBIGUITY = TWO_FRAMES
+
+
+def _nearest_per_object(hits: list) -> list:
+    """``[(association, track, distance)]`` with one entry per association (its nearest
+    track): tracks of one object instance are one candidate of a time-keyed answer.
+
+    >>> from analysis.compiler.readers import Association, Track
+    >>> mug = Association("v", "a1", "mug", "mug", (Track("t1", 9.0, 10.0), Track("t2", 10.04, 12.0)))
+    >>> [(a.assoc_id, t.track_id) for a, t, _ in _nearest_per_object([(mug, mug.tracks[0], 0.0), (mug, mug.tracks[1], 0.04)])]
+    [('a1', 't1')]
+    """
+    best: dict = {}
+    for a, t, d in hits:
+        if a.assoc_id not in best or d < best[a.assoc_id][2]:
+            best[a.assoc_id] = (a, t, d)
+    return sorted(best.values(), key=lambda h: (h[2], h[0].assoc_id, h[1].track_id))
 
 
 def _link_answers(video: str, assocs: list[Association], answers: list[LocationAnswer],
@@ -98,7 +121,7 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
     with ``ref = (file, question, how)``; ``initial[assoc_id]`` the first "from" of the
     object's itinerary. Unique binding: a time-keyed answer binds only when exactly one
     track of the video (named or not) starts (put) or ends (take), or exactly one object
-    has a track starting or ending (itinerary: "the object seen at T"), within one frame
+    has a track starting or ending (itinerary: "the object seen at T"), within two frames (tracks of one association are one candidate)
     of its time; otherwise it is dropped with the reason. One exception, where the
     binding does not matter: *n* VQA questions of one kind at one moment, *n* named
     tracks of *n* objects there, and one answer for all (each track gets it). The whole
@@ -119,14 +142,13 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
             cand.setdefault((a.assoc_id, t.track_id, side), []).append((fx, ref, phrase))
 
     def unique(hits, what, qid, time, file):
-        # a second track within AMBIGUITY of the time makes the answer ambiguous; the one
-        # bound track must lie within a frame of it
-        if len(hits) == 1 and hits[0][0].name and hits[0][2] <= FRAME:
+        # one candidate object (its nearest track) within two frames binds; a second
+        # object there makes the answer ambiguous
+        if len(hits) == 1 and hits[0][0].name and hits[0][2] <= AMBIGUITY:
             return hits[0][:2]
         why = ("no track starts/ends at the question's time" if not hits else
                "the only matching track is unnamed" if len(hits) == 1 and not hits[0][0].name else
-               "the nearest track is more than a frame away" if len(hits) == 1 else
-               f"{len(hits)} tracks start/end within {AMBIGUITY} s of the question's time: " +
+               f"{len(hits)} objects' tracks start/end within two frames ({AMBIGUITY:.4f} s) of the question's time: " +
                ", ".join(f"{a.raw_name} ({t.track_id})" for a, t, _ in hits))
         dropped.append({"kind": "source", "what": f"{file} {qid} ({what})",
                         "reason": f"unique binding: {why}; not bound", "time": round(time + offset, 5),
@@ -139,15 +161,15 @@ def _link_answers(video: str, assocs: list[Association], answers: list[LocationA
         # "take ... from before putting it at T": T is the track's end; the answer is
         # where the track started. "put ... after taking it at T": T is the start.
         key = "end" if ans.kind == "take" else "start"
-        hits = [(a, t, abs(getattr(t, key) - ans.time)) for a, t in alltracks
-                if abs(getattr(t, key) - ans.time) <= AMBIGUITY]
+        hits = _nearest_per_object([(a, t, abs(getattr(t, key) - ans.time)) for a, t in alltracks
+                                    if abs(getattr(t, key) - ans.time) <= AMBIGUITY])
         peers = sorted((b for b in answers if b.video == video and b.kind == ans.kind
                         and abs(b.time - ans.time) <= FRAME), key=lambda b: b.vqa_id)
         how = ("VQA: where the object was taken from" if ans.kind == "take" else
                "VQA: where the object was put")
         if (len(hits) > 1 and len(peers) == len(hits) == len({a.assoc_id for a, _, _ in hits})
                 and len({fixture_id(b.phrase) for b in peers}) == 1
-                and all(a.name and d <= FRAME for a, _, d in hits)):
+                and all(a.name and d <= AMBIGUITY for a, _, d in hits)):
             # as many questions as tracks at that moment, one per object (their boxes
             # differ), and every answer the same fixture: each track gets it, whichever
             # question is about which object (two cups put on the table together)
@@ -531,6 +553,8 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
             last_of_name[nm] = (video, cnt, got[0] if got and cnt == 1 else None, got[1] if got else None)
     tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
 
+    row_places = decided_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets)
+    yield_initial_places(facts, tracks, row_places, identities)
     facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
     facts[("hand-empty",)] = curated("agent_starts_hand_empty")
     unnamed = [a for v in videos for a in assocs.get(v, [])
@@ -538,7 +562,49 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(objects.items())), facts,
                         tracks, work_counter, {}, dict(sorted(substances.items())),
                         names, frozenset(fixture_ids), notes, unnamed, dict(offsets),
-                        wdropped, wconflicts, identities)
+                        wdropped, wconflicts, identities, row_places)
+
+
+#: a curated place that yields to the row deciding it: ``<ROW_RULE>:<file> <question>``
+ROW_RULE = "place_decided_by_a_row_the_compiler_set_aside"
+
+
+def decided_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets) -> dict:
+    """``{(video, association, gap): Decision}``: the uncontested rows of the row audit
+    (``row_audit.decisions``) over the episode's videos, for the world's entities."""
+    from .row_audit import decisions, uncontested
+    entity_of = {(t.assoc.video, t.assoc.assoc_id): t.entity for t in tracks}
+    ds = []
+    for v in videos:
+        off = offsets.get(v, 0.0)
+        ds += decisions(v, assocs.get(v, []), answers, itineraries, fixture_ids, entity_of, off,
+                        float("inf"))[0]
+    return {(d.video, d.assoc, d.gap): d for d in uncontested(ds)[0]}
+
+
+def row_rule(d) -> str:
+    return f"{ROW_RULE}:{d.file} {d.qid}"
+
+
+def yield_initial_places(facts: dict, tracks: list, row_places: dict, identities: dict) -> list[str]:
+    """An object whose initial place is a curated default while a row decides where it
+    stood before its first track (the gap before it: a take answer, an itinerary's first
+    'from' the compiler set aside) starts there instead (curated ``ROW_RULE``, citing the
+    row). Changes ``facts``; returns the entities changed."""
+    first: dict = {}
+    for tr in tracks:                      # time order
+        if tr.same_as is None:
+            first.setdefault(tr.entity, tr)
+    changed = []
+    for ent, tr in sorted(first.items()):
+        d = row_places.get((tr.assoc.video, tr.assoc.assoc_id, 0))
+        atom = next((a for a in facts if a[0] == "at" and a[1] == ent), None)
+        if d is None or atom is None or facts[atom]["source"] != "curated" or atom[2] == d.fixture:
+            continue
+        del facts[atom]
+        facts[("at", ent, d.fixture)] = curated(row_rule(d))
+        changed.append(ent)
+    return changed
 
 
 def _fill_links(info: TrackInfo, lk: dict, conflict: dict | None) -> None:

@@ -11,7 +11,8 @@ __all__ = ["validation_audit", "AUDIT_ORDER"]
 AUDIT_ORDER = ("reference_pass", "initial_fail", "nontrivial", "negative_suite",
                "stress_replay", "stress_witness", "stress_repeat", "stress_immutability",
                "stress_initial_fails", "stress_partial_fails", "stress_wrong_binding_fails",
-               "stress_missing_state_fails", "stress_commute")
+               "stress_missing_state_fails", "stress_commute", "row_operation", "row_initial_fact",
+               "row_condition", "row_rows", "row_audit")
 _WHAT = {
     "reference_pass": "reference replay satisfies the contract",
     "initial_fail": "recorded initial state fails the contract",
@@ -28,6 +29,11 @@ _WHAT = {
     "stress_commute": "stress: independent updates commute",
     "stress_commute_no_pair": "stress: no independent update pair found (not counted)",
     "executor_replay": "every reference operation of every episode accepted by the executor",
+    "row_operation": "row audit: a reference take/put-down's fixture agrees with every deciding raw row",
+    "row_initial_fact": "row audit: an initial place agrees with every deciding raw row",
+    "row_condition": "row audit: a placement condition agrees with every deciding raw row",
+    "row_rows": "row audit: location rows read per episode (informational)",
+    "row_audit": "row audit: no compiled fact contradicted by an unambiguous raw row",
 }
 
 

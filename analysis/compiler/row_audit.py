@@ -1,0 +1,333 @@
+"""Every compiled fact against every raw location row (issue 34, docs/compiler.md "Row audit").
+
+The compiler binds a VQA object-location answer or an itinerary to a track only when its
+rules allow, and sets the others aside (ambiguous, a conflict, a track the one-hand model
+does not compile). This audit reads *every* such row of an episode's videos again, with
+one rule of its own, and checks the compiled episode against it:
+
+* A row **decides** a place when it is unambiguous: exactly one object (an association;
+  its tracks are one candidate) has a track boundary within two frames
+  (``readers.TWO_FRAMES``) of the question's time, that object is an entity of the world,
+  and the answer's phrase is a fixture of the scene. A "take" answer decides where the
+  object stood in the gap *before* its track, a "put" answer the gap *after* it; an
+  itinerary with one move per track decides every gap, else its first "from" (before the
+  first track) and its final "to" (after the last). Two rows deciding one gap differently
+  are **contested** and decide nothing, and so is a VQA answer naming a fixture the
+  object's own itinerary never visits.
+* **Checked**: every reference operation that takes an object from, or puts it on, a
+  fixture (a track's pick-up against the gap before that track, its put-down against the
+  gap after it; a curated move not bound to a track against the gap its time lies in),
+  every initial ``at`` fact (against the gap before the first track of the object's
+  association), and every ``at`` condition of an admitted task (against every gap between its
+  witnessing operation and the task's end). A checked fact naming another fixture than
+  the deciding row is a **contradiction**; the compile refuses one
+  (:func:`refuse_contradictions`), since every curated fallback yields to the row that
+  decides it (``worlds.ROW_RULE``).
+
+>>> from analysis.compiler.readers import Association, LocationAnswer, Track
+>>> mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0), Track("t2", 30.0, 31.0)))
+>>> ds, rows = decisions("v", [mug], [LocationAnswer("q1", "v", "put", 10.05, "sink")], [],
+...                      frozenset({"sink"}), {("v", "a1"): "mug"}, 0.0, 100.0)
+>>> [(d.entity, d.fixture, d.g0, d.g1) for d in ds], dict(rows)
+([('mug', 'sink', 12.0, 30.0)], {'decided': 1})
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from .normalise import fixture_id
+from .readers import TWO_FRAMES, Association, Itinerary, LocationAnswer
+
+VQA_FILE = "3d_perception_object_location.json"
+ITIN_FILE = "object_motion_object_movement_itinerary.json"
+TAKE_TYPES = frozenset({"pick_up", "take_from_storage", "take_from_appliance", "pick_up_from_appliance",
+                        "take_from_sink", "take_out_of_container"})
+PUT_TYPES = frozenset({"put_on", "put_in_storage", "put_in_appliance", "place_on_appliance",
+                       "put_in_sink", "throw_away"})
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One row's decision: ``entity`` stood at ``fixture`` between its tracks, in the gap
+    ``(g0, g1)`` (episode time) numbered ``gap`` (gap ``k`` lies before the association's
+    track ``k``; the last one after its last track)."""
+    file: str
+    qid: str
+    video: str
+    assoc: str
+    gap: int
+    entity: str
+    fixture: str
+    phrase: str
+    g0: float
+    g1: float
+    chain: tuple = ()      # an itinerary's fixtures (every move), when all are the scene's
+
+    @property
+    def row(self) -> str:
+        return f"{self.file} {self.qid}"
+
+
+def _candidates(tracks, time: float, key: str) -> list:
+    """Nearest track per association within two frames of ``time`` (``key``: the track
+    boundary the row's time is: "start", "end" or "either")."""
+    best: dict = {}
+    for a, k, t in tracks:
+        d = (min(abs(t.start - time), abs(t.end - time)) if key == "either"
+             else abs(getattr(t, key) - time))
+        if d <= TWO_FRAMES and (a.assoc_id not in best or d < best[a.assoc_id][2]):
+            best[a.assoc_id] = (a, k, d)
+    return list(best.values())
+
+
+def decisions(video: str, assocs: list[Association], answers: list[LocationAnswer],
+              itineraries: list[Itinerary], fixture_ids, entity_of: dict, offset: float,
+              end: float) -> tuple[list[Decision], Counter]:
+    """``(decisions, row counts)`` of one video (``end``: the video's end in episode time;
+    ``entity_of[(video, association)]``: the world's entity). Row counts: ``decided``,
+    ``ambiguous`` (two or more objects), ``no_candidate``, ``not_an_entity`` (the one
+    object is unnamed, vague or not compiled), ``fixture_not_in_scene``."""
+    tracks = [(a, k, t) for a in assocs for k, t in enumerate(a.tracks)]
+    rows: Counter = Counter()
+    out: list[Decision] = []
+
+    def gap_span(a: Association, g: int) -> tuple[float, float]:
+        g0 = a.tracks[g - 1].end if g > 0 else 0.0
+        g1 = a.tracks[g].start if g < len(a.tracks) else end - offset
+        return round(g0 + offset, 5), round(g1 + offset, 5)
+
+    def one(file, qid, time, key, moves_of, chain=()):
+        cands = _candidates(tracks, time, key)
+        if not cands:
+            rows["no_candidate"] += 1
+            return
+        if len(cands) > 1:
+            rows["ambiguous"] += 1
+            return
+        a, k, _ = cands[0]
+        ent = entity_of.get((video, a.assoc_id))
+        if ent is None:
+            rows["not_an_entity"] += 1
+            return
+        got = []
+        for g, phrase in moves_of(a, k):
+            fx = fixture_id(phrase)
+            if fx not in fixture_ids:
+                continue
+            g0, g1 = gap_span(a, g)
+            got.append(Decision(file, qid, video, a.assoc_id, g, ent, fx, phrase, g0, g1, chain))
+        rows["decided" if got else "fixture_not_in_scene"] += 1
+        out.extend(got)
+
+    for ans in answers:
+        if ans.video != video:
+            continue
+        # "take ... before putting it at T": T ends the track, the answer is the gap before
+        # it; "put ... after taking it at T": T starts the track, the answer the gap after
+        one(VQA_FILE, ans.vqa_id, ans.time, "end" if ans.kind == "take" else "start",
+            lambda a, k, ans=ans: [(k if ans.kind == "take" else k + 1, ans.phrase)])
+    for it in itineraries:
+        if it.video != video or not it.moves:
+            continue
+
+        def moves_of(a, k, it=it):
+            n = len(a.tracks)
+            if len(it.moves) == n:
+                return [(i + s, ph) for i, mv in enumerate(it.moves) for s, ph in ((0, mv[0]), (1, mv[1]))]
+            return [(0, it.moves[0][0]), (n, it.moves[-1][1])]
+        fxs = {fixture_id(p) for mv in it.moves for p in mv}
+        one(ITIN_FILE, it.vqa_id, it.time, "either", moves_of,
+            tuple(sorted(fxs)) if fxs <= set(fixture_ids) else ())
+    return out, rows
+
+
+def uncontested(ds: list[Decision]) -> tuple[list[Decision], list[Decision]]:
+    """``(deciding, contested)``: rows deciding one gap differently decide nothing, and
+    neither does a VQA answer naming a fixture that the object's own itinerary never
+    visits (the itinerary covers the object's moves throughout the video: the compiler's
+    conflict rule, ``worlds._link_answers``)."""
+    chains: dict = {}
+    for d in ds:
+        if d.chain:
+            chains.setdefault((d.video, d.assoc), set()).update(d.chain)
+    by_gap: dict = {}
+    off_chain = []
+    for d in ds:
+        ch = chains.get((d.video, d.assoc))
+        if d.file == VQA_FILE and ch and d.fixture not in ch:
+            off_chain.append(d)
+            continue
+        by_gap.setdefault((d.video, d.assoc, d.gap), []).append(d)
+    keep, contested = [], off_chain
+    for xs in by_gap.values():
+        (keep if len({d.fixture for d in xs}) == 1 else contested).extend(xs)
+    return keep, contested
+
+
+def _track_key(p: dict):
+    r = (p or {}).get("refs", {})
+    if r.get("file") != "assoc_info.json":
+        return None
+    parts = str(r.get("id", "")).split("/")
+    return tuple(parts) if len(parts) == 3 else None
+
+
+def _fixture_arg(op: dict) -> str:
+    # take_out_of_container(item, container, fixture): the item stood where its container did
+    return op["args"][2] if op["type"] == "take_out_of_container" else op["args"][1]
+
+
+@dataclass
+class RowAudit:
+    """One episode's result: the rows read (counts by outcome), the contested rows, and one
+    entry per checked fact: ``{kind, id, condition_id, passed, detail}`` with ``kind``
+    ``operation``, ``initial_fact`` or ``condition``."""
+    rows: Counter
+    contested: int
+    checks: list
+
+    @property
+    def contradictions(self) -> list:
+        return [c for c in self.checks if not c["passed"]]
+
+
+def track_index(assocs: list[Association]) -> dict:
+    """``{(video, association, track): position of the track in its association}``
+    (the gap before track ``k`` is gap ``k``)."""
+    return {(a.video, a.assoc_id, t.track_id): k for a in assocs for k, t in enumerate(a.tracks)}
+
+
+def _detail(what: str, compiled: str, prov: str, hits: list) -> str:
+    wrong = [d for d in hits if d.fixture != compiled]
+    rows = "; ".join(f"{d.row} ({d.phrase!r}: {d.fixture})" for d in (wrong or hits))
+    return (f"{what} [{prov}]: " + (f"CONTRADICTED by {rows}" if wrong else f"agrees with {rows}"))
+
+
+def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
+               tasks: list, first_assoc: dict, index: dict) -> RowAudit:
+    """Check the compiled episode (initial ``facts`` with provenance, ``group_recs``, the
+    admitted ``tasks``) against the decisions ``ds`` (see the module docstring);
+    ``first_assoc``: ``{entity: (video, association)}`` of the association that gave the
+    entity its initial place; ``index``: :func:`track_index`."""
+    keep, contested = uncontested(ds)
+    by_ent: dict = {}
+    by_gap: dict = {}
+    for d in keep:
+        by_ent.setdefault(d.entity, []).append(d)
+        by_gap.setdefault((d.video, d.assoc, d.gap), []).append(d)
+    checks: list[dict] = []
+    tol = TWO_FRAMES
+
+    def add(kind, ident, cid, what, compiled, prov, hits):
+        checks.append({"kind": kind, "id": ident, "condition_id": cid,
+                       "passed": all(d.fixture == compiled for d in hits),
+                       "detail": _detail(what, compiled, prov, hits)})
+
+    for g in group_recs:
+        for k, op in enumerate(g["operations"]):
+            refs = op["provenance"]["refs"]
+            t = refs["time"]
+            if op["type"] not in TAKE_TYPES | PUT_TYPES:
+                continue
+            ent, fx = op["args"][0], _fixture_arg(op)
+            if ent not in by_ent:
+                continue
+            args = refs.get("args", [])
+            key = _track_key(args[0] if args else None)
+            side = "origin" if op["type"] in TAKE_TYPES else "destination"
+            if key is not None and refs.get("rule") is None:
+                # the track's own pick-up (gap before it) or put-down (gap after it)
+                idx = index.get(key)
+                gap = None if idx is None else (idx if side == "origin" else idx + 1)
+                hits = by_gap.get((key[0], key[1], gap), [])
+            else:
+                hits = [d for d in by_ent[ent] if d.g0 + tol < t < d.g1 - tol]
+            if hits:
+                add("operation", f"{g['group_id']}/o{k:03d}", None,
+                    f"{op['type']}({', '.join(op['args'])}) {side} at {t}", fx,
+                    _why(args[-1] if args else None), hits)
+    for atom, prov in sorted(facts.items()):
+        if atom[0] != "at" or atom[1] not in first_assoc:
+            continue
+        # the initial fact says where the object is before anything happens: the gap
+        # before the first track of its (first) association
+        hits = by_gap.get((*first_assoc[atom[1]], 0), [])
+        if hits:
+            add("initial_fact", f"at({atom[1]})", None, f"initial at({atom[1]}, {atom[2]})", atom[2],
+                _why(prov), hits)
+    for t in tasks:
+        t_end = max((op["provenance"]["refs"]["time"] for op in group_recs[t["last"]]["operations"]),
+                    default=0.0)
+        for c in t["conditions"]:
+            if c["kind"] != "atom" or c["atom"][0] != "at" or c["atom"][1] not in by_ent:
+                continue
+            tw = t["provenance"]["conditions"][c["id"]]["refs"]["time"]
+            hits = [d for d in by_ent[c["atom"][1]] if d.g0 - tol <= max(t_end, tw) and d.g1 - tol > tw]
+            if hits:
+                add("condition", t["task_id"], c["id"], f"condition at({', '.join(c['atom'][1:])}) "
+                    f"from {tw} to the task's end {t_end}", c["atom"][2], "observed", hits)
+    return RowAudit(rows, len(contested), checks)
+
+
+class RowContradiction(RuntimeError):
+    """A compiled fact contradicted by an unambiguous raw row: the compile writes nothing."""
+
+
+def refuse_contradictions(results: dict) -> None:
+    """Raise :class:`RowContradiction` naming the first contradictions of ``{episode:
+    RowAudit}``. 0 are allowed: a curated fallback yields to the row deciding it
+    (``worlds.ROW_RULE``), so a contradiction left is a compiler bug, not a fact to drop."""
+    bad = [(eid, c) for eid, r in sorted(results.items()) for c in r.contradictions]
+    if bad:
+        raise RowContradiction(
+            f"row audit: {len(bad)} compiled facts contradicted by an unambiguous raw row; nothing "
+            "written. First: " + "; ".join(f"{eid} {c['id']}: {c['detail']}" for eid, c in bad[:3]))
+
+
+CHECK_OF = {"operation": "row_operation", "initial_fact": "row_initial_fact", "condition": "row_condition"}
+
+
+def row_audit_records(results: dict) -> list[dict]:
+    """Audit records (docs/FORMAT.md, audit.jsonl) from ``{episode: RowAudit}``: one per
+    checked fact (``row_operation`` with ``task_id`` ``<group>/o<k>``, ``row_initial_fact``
+    with ``<episode>/at(<entity>)``, ``row_condition`` with the task and condition), one
+    ``row_rows`` per episode (the rows read, informational) and one ``row_audit`` total
+    (``task_id`` null; passed when no checked fact is contradicted)."""
+    out = []
+    total: Counter = Counter()
+    bad: Counter = Counter()
+    rows_all: Counter = Counter()
+    contested = 0
+    for eid in sorted(results):
+        r = results[eid]
+        for c in r.checks:
+            ident = c["id"] if c["kind"] != "initial_fact" else f"{eid}/{c['id']}"
+            out.append({"check": CHECK_OF[c["kind"]], "task_id": ident, "condition_id": c["condition_id"],
+                        "passed": c["passed"], "detail": c["detail"]})
+            total[c["kind"]] += 1
+            bad[c["kind"]] += not c["passed"]
+        rows_all += r.rows
+        contested += r.contested
+        out.append({"check": "row_rows", "task_id": eid, "condition_id": None, "passed": True,
+                    "detail": _rows_text(r.rows, r.contested)})
+    n_bad = sum(bad.values())
+    out.append({"check": "row_audit", "task_id": None, "condition_id": None, "passed": n_bad == 0,
+                "detail": (f"{n_bad} contradictions with an unambiguous raw row: "
+                           + ", ".join(f"{bad[k]} of {total[k]} {k.replace('_', ' ')}s checked"
+                                       for k in CHECK_OF) + "; rows: " + _rows_text(rows_all, contested))})
+    return out
+
+
+def _rows_text(rows: Counter, contested: int) -> str:
+    keys = ("decided", "ambiguous", "no_candidate", "not_an_entity", "fixture_not_in_scene")
+    return ", ".join(f"{k.replace('_', ' ')} {rows.get(k, 0)}" for k in keys) + \
+        f" (location rows and itineraries of the episodes' videos); contested decisions {contested}"
+
+
+def _why(prov: dict | None) -> str:
+    if not prov:
+        return "unknown"
+    if prov.get("source") == "observed":
+        return "observed " + " ".join(str(prov.get("refs", {}).get(k, "")) for k in ("file", "id")).strip()
+    return "curated " + str(prov.get("refs", {}).get("rule", ""))

@@ -1,0 +1,234 @@
+"""Issue 34 item 2: every compiled fact against every raw location row, and the binding
+window (two frames; tracks of one object are one candidate). Synthetic sources, checked
+by hand."""
+from analysis.compiler.readers import TWO_FRAMES, Association, Itinerary, LocationAnswer, Track
+from analysis.compiler.row_audit import audit_rows, decisions, row_audit_records, track_index
+from analysis.compiler.worlds import _link_answers
+
+FX = frozenset({"sink", "counter", "table", "cupboard", "hob"})
+
+
+def _mug():
+    return Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0), Track("t2", 30.0, 31.0)))
+
+
+def _op(typ, args, time, track=None, rule=None, fixture_prov=None):
+    """A compiled operation record as ``groups.group_records`` writes it."""
+    own = ({"source": "observed", "refs": {"file": "assoc_info.json", "id": f"v/a1/{track}", "time": time}}
+           if track else {"source": "curated", "refs": {"rule": rule}})
+    refs = {"time": time, "args": [own, fixture_prov or {"source": "curated", "refs": {"rule": "x"}}]}
+    if rule:
+        refs["rule"] = rule
+    return {"type": typ, "args": args, "provenance": {"source": "observed", "refs": refs}}
+
+
+# ------------------------------------------------------------------ binding window
+def test_a_single_candidate_43_ms_away_binds_within_two_frames():
+    # one frame at 30 fps is 33 ms: the mug's track starting 43 ms before the question was
+    # refused under the one-frame rule; two frames (plus the 3-decimal rounding) bind it
+    assert abs(TWO_FRAMES - (2 / 30 + 0.0005 + 1e-6)) < 1e-12
+    ans = [LocationAnswer("q1", "v", "put", 10.043, "sink")]
+    per_track, _, dropped, _, _ = _link_answers("v", [_mug()], ans, [], FX)
+    assert per_track[("a1", "t1")]["dst"][0] == "sink" and dropped == []
+    # 68 ms is more than two frames and the rounding: no candidate, dropped with the reason
+    far = [LocationAnswer("q2", "v", "put", 10.068, "sink")]
+    per_track, _, dropped, _, _ = _link_answers("v", [_mug()], far, [], FX)
+    assert per_track == {} and "no track starts/ends at the question's time" in dropped[0]["reason"]
+    # a second object's track 60 ms away (within two frames) makes the answer ambiguous
+    pan = Association("v", "a2", "pan", "pan", (Track("t3", 10.1, 15.0),))
+    per_track, _, dropped, _, _ = _link_answers("v", [_mug(), pan], ans, [], FX)
+    assert per_track == {} and "2 objects' tracks start/end within two frames" in dropped[0]["reason"]
+
+
+def test_two_tracks_of_one_object_are_one_candidate():
+    # the mug's annotation has two tracks starting 20 ms apart (10.00 and 10.02 s): one
+    # object, so the put answer binds its nearest track instead of being ambiguous
+    mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 10.01), Track("t1b", 10.02, 12.0)))
+    ans = [LocationAnswer("q1", "v", "put", 10.02, "sink")]
+    per_track, _, dropped, _, _ = _link_answers("v", [mug], ans, [], FX)
+    assert list(per_track) == [("a1", "t1b")] and dropped == []
+    # the audit's own rule counts candidates the same way
+    ds, rows = decisions("v", [mug], ans, [], FX, {("v", "a1"): "mug"}, 0.0, 100.0)
+    assert dict(rows) == {"decided": 1} and [(d.gap, d.fixture) for d in ds] == [(2, "sink")]
+    # two objects there are two candidates
+    pan = Association("v", "a2", "pan", "pan", (Track("t3", 10.03, 15.0),))
+    ds, rows = decisions("v", [mug, pan], ans, [], FX, {("v", "a1"): "mug", ("v", "a2"): "pan"}, 0.0, 100.0)
+    assert ds == [] and dict(rows) == {"ambiguous": 1}
+
+
+# ------------------------------------------------------------------ decisions
+def test_rows_decide_the_gaps_between_an_objects_tracks():
+    mug, ent = _mug(), {("v", "a1"): "mug"}
+    rows_in = [LocationAnswer("q1", "v", "take", 12.0, "cupboard"),     # before t1: gap 0
+               LocationAnswer("q2", "v", "put", 30.0, "table")]         # after t2: gap 2
+    ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 5.0, 105.0)  # video starts at 5 s
+    assert [(d.qid, d.gap, d.fixture, d.g0, d.g1) for d in ds] == [
+        ("q1", 0, "cupboard", 5.0, 15.0), ("q2", 2, "table", 36.0, 105.0)]
+    # an itinerary with one move per track decides every gap; the object must be an entity
+    it = Itinerary("i1", "v", 31.0, (("hob", "sink"), ("sink", "counter")))
+    ds, rows = decisions("v", [mug], [], [it], FX, ent, 0.0, 100.0)
+    assert [(d.gap, d.fixture) for d in ds] == [(0, "hob"), (1, "sink"), (1, "sink"), (2, "counter")]
+    assert decisions("v", [mug], [], [it], FX, {}, 0.0, 100.0)[1] == {"not_an_entity": 1}
+    # a phrase that is no fixture of the scene decides nothing
+    odd = [LocationAnswer("q3", "v", "put", 10.0, "moon")]
+    assert decisions("v", [mug], odd, [], FX, ent, 0.0, 100.0)[1] == {"fixture_not_in_scene": 1}
+
+
+def _episode(put_to: str, initial: str = "cupboard", cond_fixture: str | None = None):
+    """The mug taken from ``initial`` (track t1, 10-12 s), put on ``put_to``; a task whose
+    condition is at(mug, cond_fixture) witnessed by that put-down."""
+    groups = [{"group_id": "v/g0000", "operations": [
+        _op("take_from_storage", ["mug", initial], 10.0, track="t1"),
+        _op("put_on", ["mug", put_to], 12.0, track="t1")]}]
+    facts = {("at", "mug", initial): {"source": "curated", "refs": {"rule": "default_locations:cup"}}}
+    task = {"task_id": "v/t000", "last": 0, "conditions": [
+        {"id": "c1", "kind": "atom", "atom": ["at", "mug", cond_fixture or put_to]}],
+        "provenance": {"conditions": {"c1": {"refs": {"time": 12.0}}}}}
+    return groups, facts, [task]
+
+
+def test_the_audit_catches_a_contradicted_operation_fact_and_condition():
+    mug, ent = _mug(), {("v", "a1"): "mug"}
+    rows_in = [LocationAnswer("q1", "v", "take", 12.0, "cupboard"),
+               LocationAnswer("q2", "v", "put", 10.0, "sink")]          # after t1: gap 1, 12-30 s
+    ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
+    idx = track_index([mug])
+    # the compiled world agrees: nothing contradicted, 2 operations + 1 fact + 1 condition checked
+    groups, facts, tasks = _episode("sink")
+    ok = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, idx)
+    assert [(c["kind"], c["passed"]) for c in ok.checks] == [
+        ("operation", True), ("operation", True), ("initial_fact", True), ("condition", True)]
+    # the put-down on the counter contradicts VQA q2 (the sink), and so does the condition
+    groups, facts, tasks = _episode("counter")
+    bad = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, idx)
+    assert [(c["kind"], c["id"]) for c in bad.contradictions] == [("operation", "v/g0000/o001"),
+                                                                 ("condition", "v/t000")]
+    assert "CONTRADICTED by 3d_perception_object_location.json q2 ('sink': sink)" in bad.contradictions[0]["detail"]
+    # an initial place other than the take answer's is a contradicted world fact
+    groups, facts, tasks = _episode("sink", initial="table")
+    assert [c["kind"] for c in audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, idx).contradictions] == [
+        "operation", "initial_fact"]
+    # the compile refuses it, naming the fact and the row
+    import pytest
+    from analysis.compiler.row_audit import RowContradiction, refuse_contradictions
+    refuse_contradictions({"v": ok})
+    with pytest.raises(RowContradiction, match=r"2 compiled facts contradicted .* v v/g0000/o001: put_on"):
+        refuse_contradictions({"v": bad})
+    # the exported records: one per checked fact, one per episode, one total that fails
+    recs = row_audit_records({"v": bad})
+    assert [(r["check"], r["passed"]) for r in recs] == [
+        ("row_operation", True), ("row_operation", False), ("row_initial_fact", True),
+        ("row_condition", False), ("row_rows", True), ("row_audit", False)]
+    assert recs[-1]["detail"].startswith("2 contradictions with an unambiguous raw row: 1 of 2 operations")
+
+
+def test_rows_that_decide_one_gap_differently_are_contested_and_decide_nothing():
+    mug, ent = _mug(), {("v", "a1"): "mug"}
+    rows_in = [LocationAnswer("q2", "v", "put", 10.0, "sink"),          # after t1
+               LocationAnswer("q3", "v", "take", 31.0, "table")]        # before t2: the same gap
+    ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
+    groups, facts, tasks = _episode("counter")
+    res = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, track_index([mug]))
+    assert res.contested == 2 and res.checks == []
+
+
+# ------------------------------------------------------------------ fallbacks yield
+def _cup_world(moves=(("cupboard", "table"), ("table", "counter"), ("counter", "dishwasher")),
+               vqa=("q1", "put", 10.0, "sink")):
+    """One video, a cup tracked 10-12, 30-32 and 50-52 s; itinerary i1 (seen at 31 s, the
+    end of the second track) with ``moves``; VQA ``vqa``. With the defaults: one move per
+    track, and q1 puts the cup after its first track in the sink, a fixture the itinerary
+    never visits: the compiler drops the first track as a conflict."""
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "dishwasher", "type": "dishwasher"},
+                {"id": "cupboard", "type": "cupboard"}, {"id": "table", "type": "table"},
+                {"id": "sink", "type": "sink"}]
+    cup = Association("v", "a1", "cup", "cup", (Track("c1", 10.0, 12.0), Track("c2", 30.0, 32.0),
+                                                 Track("c3", 50.0, 52.0)))
+    it = Itinerary("i1", "v", 32.0, tuple(moves))
+    answers = [LocationAnswer(vqa[0], "v", vqa[1], vqa[2], vqa[3])] if vqa else []
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [cup]}, answers, [it], {},
+                        ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
+    return world, vocab, cup, answers, it
+
+
+def _cup_ops(world, vocab):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations
+    from analysis.compiler.sim import Sim
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    return b, [(o.action["type"], o.action["args"], o.time) for o in b.out.ops if o.action["args"][:1] == ["cup"]]
+
+
+def test_a_curated_fallback_yields_to_the_row_that_decides_it():
+    from analysis.compiler.worlds import ROW_RULE
+    world, vocab, cup, answers, it = _cup_world()
+    assert [(c["track"], c["side"]) for c in world.conflicts] == [("c1", "dst")]   # q1 vs i1
+    # the row audit: q1 decides nothing (off the itinerary), i1 decides every gap
+    d = world.row_places[("v", "a1", 1)]
+    assert (d.qid, d.fixture, d.g0, d.g1) == ("i1", "table", 12.0, 30.0)
+    # the compiler set i1's move 1 aside with the conflict (c1 is not compiled): before
+    # the row audit, the cup stayed in the cupboard and c2 was taken from there, although
+    # i1 says c1 put it on the table; now the fallback yields to i1 (curated, citing it)
+    world.row_places = {}
+    _, before = _cup_ops(world, vocab)
+    assert before[0] == ("take_from_storage", ["cup", "cupboard"], 30.0)
+    world, vocab, cup, answers, it = _cup_world()
+    b, ops = _cup_ops(world, vocab)
+    assert ops[:3] == [("take_from_storage", ["cup", "cupboard"], 30.0), ("put_on", ["cup", "table"], 30.0),
+                       ("pick_up", ["cup", "table"], 30.0)]
+    pick = next(o for o in b.out.ops if o.action["type"] == "pick_up" and o.action["args"][0] == "cup")
+    assert pick.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{ROW_RULE}:" \
+        "object_motion_object_movement_itinerary.json i1"
+    # the audit of the compiled operations: nothing contradicted; the old pick-up from the
+    # cupboard is what it flags
+    ds, rows = decisions("v", [cup], answers, [it], world.fixture_ids, {("v", "a1"): "cup"}, 0.0, 100.0)
+    recs = [{"group_id": "v/g0000", "operations": [
+        {"type": o.action["type"], "args": o.action["args"], "provenance": o.provenance} for o in b.out.ops]}]
+    res = audit_rows(ds, rows, world.facts, recs, [], {"cup": ("v", "a1")}, track_index([cup]))
+    assert res.contradictions == [] and res.contested == 1 and len(res.checks) >= 5
+    old = [dict(op) for op in recs[0]["operations"]]
+    k = next(i for i, op in enumerate(old) if op["type"] == "pick_up" and op["args"][0] == "cup")
+    old[k] = {**old[k], "type": "take_from_storage", "args": ["cup", "cupboard"]}
+    res = audit_rows(ds, rows, world.facts, [{"group_id": "v/g0000", "operations": old}], [],
+                     {"cup": ("v", "a1")}, track_index([cup]))
+    assert [(c["kind"], c["id"]) for c in res.contradictions] == [("operation", f"v/g0000/o{k:03d}")]
+
+
+def test_a_vqa_answer_off_the_objects_itinerary_decides_nothing():
+    # itinerary i1 (2 moves over 3 tracks: only its first 'from' and final 'to' decide)
+    # visits cupboard, table, dishwasher; VQA q1 puts the cup in the sink: the two rows
+    # disagree (the compiler's conflict), so q1 decides no gap and nothing yields to it;
+    # an answer on the chain (q2, the table) decides
+    from analysis.compiler.row_audit import uncontested
+    two = (("cupboard", "table"), ("table", "dishwasher"))
+    world, vocab, cup, answers, it = _cup_world(moves=two, vqa=("q1", "put", 30.0, "sink"))
+    ents = {("v", "a1"): "cup"}
+    ds, _ = decisions("v", [cup], answers, [it], world.fixture_ids, ents, 0.0, 100.0)
+    keep, contested = uncontested(ds)
+    assert [(d.qid, d.gap) for d in keep] == [("i1", 0), ("i1", 3)] and [d.qid for d in contested] == ["q1"]
+    assert ("v", "a1", 2) not in world.row_places
+    q2 = LocationAnswer("q2", "v", "put", 30.0, "table")
+    ds, _ = decisions("v", [cup], [q2], [it], world.fixture_ids, ents, 0.0, 100.0)
+    assert [(d.qid, d.gap, d.fixture) for d in uncontested(ds)[0]] == [
+        ("q2", 2, "table"), ("i1", 0, "cupboard"), ("i1", 3, "dishwasher")]
+
+
+def test_table_3_counts_the_row_audit():
+    from types import SimpleNamespace as NS
+    from analysis.report.audit import validation_audit
+    mug, ent = _mug(), {("v", "a1"): "mug"}
+    rows_in = [LocationAnswer("q1", "v", "take", 12.0, "cupboard"), LocationAnswer("q2", "v", "put", 10.0, "sink")]
+    ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
+    groups, facts, tasks = _episode("counter")
+    recs = row_audit_records({"v": audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")},
+                                              track_index([mug]))})
+    export = NS(records_of=lambda kind: recs if kind == "audit" else [])
+    data = validation_audit(export).data.set_index("check")
+    assert list(data.index) == ["row_operation", "row_initial_fact", "row_condition", "row_rows", "row_audit"]
+    assert list(data.result) == ["1/2", "1/1", "0/1", "1/1", "0/1"]
+    assert data.loc["row_audit", "what"].startswith("row audit: no compiled fact contradicted")
+
