@@ -229,8 +229,7 @@ def _add_locked(root: Path, folder: Path, name: str, reexecute: bool, say) -> Ad
     # the planner and its settings stay as recorded; the name is the run's (run_name)
     named = {k: v for k, v in run.items() if k != "run_name"}
     if name != run["planner"]:
-        named = {**named, "run_id": rid, "run_name": name}
-        named = {k: named[k] for k in ("run_id", "planner", "run_name", *run) if k in named}
+        named["run_name"] = name
     if old_id != rid or named != run:
         renamed = old_id
         messages.append(f"renamed run {old_id!r} to {rid!r} in every record (planner "

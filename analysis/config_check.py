@@ -419,7 +419,8 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command(
         "run",
         "Run a planner over every episode of a suite and add its records to the export as "
-        "runs/<planner>__<suite>__<memory> (the manifest is updated in the same journaled "
+        "runs/<planner>__<suite>__<memory>, or runs/<run_name>__<suite>__<memory> with "
+        "run_name= (the manifest is updated in the same journaled "
         "step; no add_planner needed). An existing run is replaced only with overwrite=true.",
         (Key("planner", "group", "a configs/planner/<name>.yaml, or custom with planner.name",
              lambda k, v: None),

@@ -1,10 +1,13 @@
 """Naming a run: one rule, and one resolution with "did you mean".
 
-A run ID is ``<planner>__<suite>__<memory>``, where ``<planner>`` is the planner's name:
-the name of its ``configs/planner/<name>.yaml`` for a built-in planner (``planner=chat_schema``
-runs as ``chat_schema__planner__persistent``), the class's ``name`` for an import path.
+A run ID is ``<name>__<suite>__<memory>``, where ``<name>`` is the run's name: the
+``run_name=`` it was given (``analysis.run``; ``name=`` of ``analysis.add_planner``), else
+the planner's name: the name of its ``configs/planner/<name>.yaml`` for a built-in planner
+(``planner=chat_schema`` runs as ``chat_schema__planner__persistent``), the class's
+``name`` for an import path.
 Wherever a command or the API takes a run (``reexecute run=...``,
-:meth:`analysis.Export.group_records_of`), it takes a run ID or a planner name;
+:meth:`analysis.Export.group_records_of`), it takes a run ID or a run name (a planner's
+name, for a run not named apart from its planner);
 :func:`resolve_run` turns that into run IDs, or refuses with the closest names. It reads
 only the manifest, so a misspelt name is refused before any verification.
 

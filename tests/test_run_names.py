@@ -191,3 +191,19 @@ def test_verification_ties_the_run_id_to_the_name(tmp_path):
     tamper({**run, "run_name": "alpha"}, "equals the planner's name")
     with pytest.raises(SchemaError, match="run_name"):
         validate("run", {**run, "run_name": "Bad Name"})
+
+
+def test_labels_and_memory_pairs_follow_run_names():
+    """Two configurations of one planner on the memory suite: each name is its own row
+    (and its own memory study), labelled by name and memory condition."""
+    import pandas as pd
+    from analysis.report.context import _labels, memory_pairs
+    rows = [(f"{n}__memory__{m}", "chat", n, m, "memory")
+            for n in ("chat-a", "chat-b") for m in ("persistent", "reset")]
+    rows.append(("chat__planner__persistent", "chat", "chat", "persistent", "planner"))
+    tm = pd.DataFrame(rows, columns=["run_id", "planner", "run_name", "memory", "suite"])
+    assert memory_pairs(tm) == ["chat-a", "chat-b"]
+    assert _labels(tm).tolist() == ["chat-a (persistent)", "chat-a (reset)",
+                                    "chat-b (persistent)", "chat-b (reset)", "chat"]
+    # without run names (a frame made by hand), the planner names the rows as before
+    assert memory_pairs(tm.drop(columns="run_name")) == ["chat"]

@@ -225,8 +225,10 @@ def _add_my_planner(scratch: Path, tmp_path: Path) -> str:
 
 def _check_my_planner(site: Path, src_run: str) -> None:
     ov = _data(site, "data/overview.js")
-    mine = [x for x in ov["runs"] if x["planner"] == "my_planner"]
+    # the run's name is my_planner; its records still say which planner made them
+    mine = [x for x in ov["runs"] if x["run_name"] == "my_planner"]
     assert [x["run_id"] for x in mine] == ["my_planner__planner__persistent"]
+    assert (mine[0]["label"], mine[0]["planner"]) == ("my_planner", src_run.split("__")[0])
     assert mine[0]["metrics"], "the new planner has its table-4 intervals"
     src_cells = {t["task_id"]: t["cells"][src_run]["endpoint"] for t in ov["tasks"] if src_run in t["cells"]}
     new_cells = {t["task_id"]: t["cells"]["my_planner__planner__persistent"]["endpoint"]

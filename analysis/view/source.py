@@ -88,8 +88,8 @@ def open_source(export_root: str | os.PathLike, stats: dict | None = None) -> So
     results = export.results(**(stats or {}))
     tm = results.task_metrics
     labels = dict(zip(tm.run_id, tm.label))
-    runs = [{"run_id": r.run_id, "planner": r.planner, "memory": r.memory, "suite": r.suite,
-             "label": labels.get(r.run_id, r.run_id)}
+    runs = [{"run_id": r.run_id, "planner": r.planner, "run_name": r.run_name,
+             "memory": r.memory, "suite": r.suite, "label": labels.get(r.run_id, r.run_id)}
             for r in export.runs.sort_values("run_id").itertuples()]
     suites = {s: sorted(part.task_id) for s, part in export.suites.groupby("suite")}
     tasks = sorted(export.frozen.records_of("task"), key=lambda t: t["task_id"])

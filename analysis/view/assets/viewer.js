@@ -398,9 +398,12 @@
   }
   function visibleRuns() {
     return D.runs.filter(function (r) {
-      return (!state.planner || r.planner === state.planner) && (!state.suite || r.suite === state.suite);
+      // the planner filter takes a run's name: a planner's, or the name a run was given
+      // apart from it (several configurations of one planner are told apart)
+      return (!state.planner || nameOf(r) === state.planner) && (!state.suite || r.suite === state.suite);
     });
   }
+  function nameOf(r) { return r.run_name || r.planner; }
   function writeHash() {
     var parts = [];
     ["planner", "suite", "tier", "endpoint", "episode", "solved", "unsolved", "q", "sort"].forEach(function (k) {
@@ -516,7 +519,7 @@
   function renderOverview() {
     var h = parseHash();
     Object.keys(state).forEach(function (k) { if (h[k] !== undefined && k !== "dir" && k !== "limit") state[k] = h[k]; });
-    var known = {planner: D.runs.map(function (r) { return r.planner; }), suite: D.runs.map(function (r) { return r.suite; }),
+    var known = {planner: D.runs.map(nameOf), suite: D.runs.map(function (r) { return r.suite; }),
       tier: D.tasks.map(function (t) { return t.tier; }), episode: D.tasks.map(function (t) { return t.episode_id; }),
       endpoint: [GOAL_NOT_REACHED].concat(D.endpoints.map(function (e) { return e.key; })),
       solved: D.runs.map(function (r) { return r.run_id; }), unsolved: D.runs.map(function (r) { return r.run_id; }),
@@ -547,10 +550,14 @@
         return el("option", {value: o[0], selected: state[key] === o[0], text: o[1]});
       })))]);
     }
-    var planners = uniq(D.runs.map(function (r) { return r.planner; }));
+    var planners = uniq(D.runs.map(nameOf));
     var eps = uniq(D.tasks.map(function (t) { return t.episode_id; }));
     var filters = el("form", {cls: "filters", id: "filters", onsubmit: function (e) { e.preventDefault(); }}, [
-      sel("planner", "planner", planners.map(function (p) { return [p, p]; })),
+      sel("planner", "planner", planners.map(function (p) {
+        var of = uniq(D.runs.filter(function (r) { return nameOf(r) === p && r.planner !== p; })
+          .map(function (r) { return r.planner; }));
+        return [p, of.length ? p + " (planner " + of.join(", ") + ")" : p];
+      })),
       sel("suite", "suite", uniq(D.runs.map(function (r) { return r.suite; })).map(function (s) { return [s, s]; })),
       sel("tier", "tier", uniq(D.tasks.map(function (t) { return t.tier; })).map(function (s) { return [s, s]; })),
       sel("endpoint", "endpoint", [[GOAL_NOT_REACHED, "completed, goal not reached (none or some met)"]].concat(
