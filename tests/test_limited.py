@@ -108,3 +108,34 @@ def test_allow_limited_lets_the_limited_runs_through():
     with pytest.raises(LimitedRunsError, match=r"1 limited run \(b__planner__persistent: "
                                                r"first 3 episodes only"):
         check_limited(runs, False)
+
+
+def test_allow_limited_tabulates_a_limited_run_on_its_own_tasks_outside_the_contrasts(tmp_path):
+    """The statistics behind the tables: a limited run (its first 2 of 3 episodes) counts
+    the 3 tasks it covers; the contrasts and the memory study, which pair every task,
+    leave it out and say so. Built by hand from tests/export_factory.py's export."""
+    from analysis.frozen import load
+    from analysis.frozen.io import write_record, write_records
+    from analysis.frozen.manifest import update_manifest
+    from analysis.report import compute
+    from export_factory import EPISODES, build_export
+    root = build_export(tmp_path / "ex", planners=("alpha", "beta", "gamma"))
+    rid = "gamma__planner__persistent"
+    folder = root / "runs" / rid
+    first = sorted(EPISODES)[:2]
+    run_rec = read_records(folder / "run.json")[0]
+    write_record(folder / "run.json", {**run_rec, "episode_limit": 2})
+    write_records(folder / "groups.jsonl.gz", [g for g in read_records(folder / "groups.jsonl.gz")
+                                               if g["episode_id"] in first])
+    write_records(folder / "tasks.jsonl", [t for t in read_records(folder / "tasks.jsonl")
+                                           if t["episode_id"] in first])
+    update_manifest(root, {f"runs/{rid}/{n}": t for n, t in (
+        ("run.json", "run"), ("groups.jsonl.gz", "group_record"), ("tasks.jsonl", "task_record"))})
+    with pytest.warns(Warning):   # three episodes: few-episode warnings
+        res = compute(load(root), {"stats": {"n_resamples": 200}})
+    counts = res.planner_tasks.groupby("label").task_id.nunique().to_dict()
+    assert counts == {"alpha": 4, "beta": 4, "gamma": 3}   # t1, t2 (P01-ep1), t3 (P01-ep2)
+    assert res.skipped["pairwise_limited"] == ("left out of the contrasts (limited runs, "
+                                               "fewer tasks): gamma")
+    t = res.pairwise.table
+    assert sorted(set(t.planner_a) | set(t.planner_b)) == ["alpha", "beta"]
