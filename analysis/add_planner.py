@@ -280,8 +280,29 @@ def _body(cfg) -> int:
     for m in res.messages:
         print(m)
     print(f"added {res.run_id}: {res.n_groups} groups, {res.n_tasks} tasks -> {res.path}; "
-          "run python -m analysis.tables to include it in the tables and figures")
+          f"run {tables_command(resolve_path(cfg.export_root))} to include it in the tables "
+          "and figures")
     return 0
+
+
+def tables_command(export_root) -> str:
+    """The ``python -m analysis.tables`` command that tabulates ``export_root``: bare for
+    the export it reads by default (a clone's frozen_exports), else with that
+    ``export_root=`` and an ``out_dir=`` beside it (never the clone's own tables/).
+
+    >>> tables_command("/tmp/scratch")
+    'python -m analysis.tables export_root=/tmp/scratch out_dir=/tmp/scratch_tables'
+    """
+    import shlex
+    from pathlib import Path
+
+    from .resources import default_export_root
+    root = Path(export_root)
+    if root.resolve() == default_export_root().resolve():
+        return "python -m analysis.tables"
+    out = root.parent / f"{root.name}_tables"
+    return (f"python -m analysis.tables export_root={shlex.quote(str(root))} "
+            f"out_dir={shlex.quote(str(out))}")
 
 
 def main(argv=None) -> None:

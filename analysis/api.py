@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 import os
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -278,8 +279,39 @@ class Export:
                            for k, v in cfg["stats"].items()))
         if key not in self._results:
             from .report import compute
-            self._results[key] = Results(self, compute(self.frozen, cfg))
+            with _warnings_once():
+                self._results[key] = Results(self, compute(self.frozen, cfg))
         return self._results[key]
+
+
+#: The few-episode warnings (analysis.stats.FewClustersWarning) already said in this
+#: process: Export.results and Results.artefact say each text once, not on every call
+#: (a notebook shows a warning again for every new cell it is raised from).
+_SAID: set[str] = set()
+_SAID_LOCK = threading.Lock()
+
+
+@contextmanager
+def _warnings_once():
+    """Run the block; re-issue its few-episode warnings whose text was not said yet in
+    this process (other warnings pass through unchanged)."""
+    import warnings
+
+    from .stats import FewClustersWarning
+    caught: list = []
+    try:
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always", FewClustersWarning)
+            caught = got
+            yield
+    finally:  # also when the block raised (a skipped artefact): what it warned is said
+        for w in caught:
+            if issubclass(w.category, FewClustersWarning):
+                with _SAID_LOCK:
+                    if str(w.message) in _SAID:
+                        continue
+                    _SAID.add(str(w.message))
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 class UnknownName(KeyError):
@@ -406,12 +438,13 @@ class Results:
         if full not in self._built:
             build = next(b[3] for b in BUILDERS if b[0] == full)
             try:
-                if full.startswith("fig"):
-                    from .report import figure_style
-                    with figure_style():
+                with _warnings_once():
+                    if full.startswith("fig"):
+                        from .report import figure_style
+                        with figure_style():
+                            self._built[full] = build(self.export.frozen, self.context)
+                    else:
                         self._built[full] = build(self.export.frozen, self.context)
-                else:
-                    self._built[full] = build(self.export.frozen, self.context)
             except Skip as exc:
                 self._built[full] = LookupError(f"{full}: not produced from this export: {exc}")
         got = self._built[full]

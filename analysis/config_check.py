@@ -389,6 +389,9 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         (EXPORT_ROOT,
          Key("out_dir", "path", "folder receiving tables/ and figures/ (refused when it is a "
              "file or not writable)", writable_out_dir),
+         Key("allow_limited", "bool", "tabulate runs made with run limit=N (the first N "
+             "episodes of a suite; refused by default: the tables compare whole suites)",
+             boolean),
          *STATS),
         ("python -m analysis.tables",
          "python -m analysis.tables export_root=/tmp/scratch out_dir=/tmp/scratch_out "
@@ -421,7 +424,13 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
         "Run a planner over every episode of a suite and add its records to the export as "
         "runs/<planner>__<suite>__<memory>, or runs/<run_name>__<suite>__<memory> with "
         "run_name= (the manifest is updated in the same journaled "
-        "step; no add_planner needed). An existing run is replaced only with overwrite=true.",
+        "step; no add_planner needed). An existing run is replaced only with overwrite=true. "
+        "A chat planner's model server is checked first (it answers, it serves the model). "
+        "Exit code 3: the run is incomplete (a model endpoint failed, provider_error) or "
+        "shards are missing; nothing is registered, and the same command resumes it. -m runs "
+        "one job per combination of comma-separated values (planner=a,b memory=persistent,"
+        "reset); add -m hydra/launcher=joblib_local (or submitit_local, slurm, ray_local, "
+        "ray_cluster: docs/llm.md) to run the jobs in parallel.",
         (Key("planner", "group", "a configs/planner/<name>.yaml, or custom with planner.name",
              lambda k, v: None),
          Key("planner.name", "str", "the planner: its registry name, or package.module:Class "
@@ -457,6 +466,10 @@ COMMANDS: dict[str, Command] = {c.name: c for c in (
              "(separate jobs, e.g. shard=1/4,2/4,3/4,4/4 with -m); the run is registered "
              "once, when every shard is done (analysis/shards.py); null: the whole run",
              _shard),
+         Key("limit", "int|null", "N: run only the first N episodes of the suite, a cheap "
+             "trial recorded as such in run.json (python -m analysis.tables refuses it unless "
+             "allow_limited=true); null: the whole suite",
+             lambda k, v: v is None or int_range(1, 10**6)(k, v)),
          WRITTEN_EXPORT),
         ("python -m analysis.run planner=lexicon suite=memory memory=reset "
          "export_root=/tmp/scratch",

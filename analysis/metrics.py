@@ -106,6 +106,22 @@ def _match_contract(cr: pd.DataFrame, contract: pd.DataFrame, run_tasks: pd.Data
     return cr
 
 
+def _limited_tasks(export) -> dict:
+    """``{run_id: task IDs it covers}`` for the limited runs (``episode_limit``,
+    :mod:`analysis.limited`) of an export that keeps its records; ``{}`` otherwise."""
+    records_of = getattr(export, "records_of", None)
+    if records_of is None:
+        return {}
+    runs = [r for r in records_of("run") if r.get("episode_limit") is not None]
+    if not runs:
+        return {}
+    from .limited import limited_suite
+    suites = {s["suite"]: s for s in records_of("suite")}
+    tasks = {t["task_id"]: t for t in records_of("task")}
+    return {r["run_id"]: set(limited_suite(suites[r["suite"]], r["episode_limit"], tasks)["task_ids"])
+            for r in runs}
+
+
 def task_metrics(export) -> pd.DataFrame:
     """One row per (run, task) with the metrics of docs/statistics.md ("Metrics").
 
@@ -165,6 +181,10 @@ def task_metrics(export) -> pd.DataFrame:
     if rt["task_id"].isna().any():
         missing = sorted(rt.loc[rt.task_id.isna(), "suite"].unique())
         raise ValueError(f"runs.suite {missing} not found in export.suites")
+    limited = _limited_tasks(export)
+    if limited:  # a run of run limit=N covers only the tasks of its first N episodes
+        rt = rt[[tid in limited[rid] if rid in limited else True
+                 for rid, tid in zip(rt["run_id"], rt["task_id"])]].reset_index(drop=True)
     tcols = ["task_id", "episode_id", "tier", "group_ids", "n_conditions", "reference_action_types"]
     if "scene_id" in tasks.columns:
         tcols.append("scene_id")

@@ -151,7 +151,8 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
               verify_export: bool = False, resume: bool = True,
               state_dir: str | os.PathLike | None = None,
               say=_say, shard: str | None = None,
-              run_name: str | None = None) -> tuple[RunSummary, dict]:
+              run_name: str | None = None,
+              limit: int | None = None) -> tuple[RunSummary, dict]:
     """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
 
     With ``write``, an interrupted earlier change of the export is rolled back or completed
@@ -168,6 +169,9 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
     ``run_name`` names the run apart from its planner (default: the planner's name): the
     run ID is ``<run_name>__<suite>__<memory>`` and ``run.json`` keeps ``planner``,
     ``planner_config`` and ``run_name`` apart.
+    ``limit=N`` runs only the first N episodes of the suite, a trial recorded as
+    ``episode_limit`` in ``run.json`` (:mod:`analysis.limited`: the tables refuse it
+    unless told otherwise); a limit of at least the suite's size is a whole run.
     """
     label = planner_label(planner)  # validates the name or the import path
     name = check_run_name(run_name, label)
@@ -177,6 +181,10 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         raise ValueError(f"memory={memory!r}: expected one of {list(MEMORY_MODES)}")
     if not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r}: expected a positive integer")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
+                              or limit < 1):
+        raise ValueError(f"limit={limit!r}: expected a positive number of episodes (or null "
+                         "for the whole suite)")
     root = Path(export_root)
     from .shards import parse_shard
     part = parse_shard(shard)
@@ -188,6 +196,13 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         why = state_path_problem(state_dir, "dir", root)
         if why:
             raise ValueError(f"state_dir={state_dir}: {why}")
+    check_first = getattr(planner_class(planner), "preflight", None)
+    if check_first is not None:
+        # e.g. the chat planner: its model server answers and serves the model, checked
+        # before anything is written (a ValueError naming the URL refuses the run)
+        note = check_first(seed=seed, **dict(planner_settings or {}))
+        if note:
+            say(note)
     if write:
         # parallel multirun jobs write one export: recovery and the first verification
         # must not see another job's transaction in flight
@@ -220,6 +235,13 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
                 verify(root)
             check = lambda: verify(root)  # noqa: E731
     s = cohort.suites[suite]
+    if limit is not None and limit >= len(s["episode_ids"]):
+        say(f"limit={limit}: the suite {suite!r} has {len(s['episode_ids'])} episodes; "
+            "running all of them (a whole run, not a limited one)")
+        limit = None
+    if limit is not None:
+        from .limited import limited_suite
+        s = limited_suite(s, limit, cohort.tasks)
     suite_tasks = set(s["task_ids"])
     jobs_args = []
     for eid in s["episode_ids"]:
@@ -238,6 +260,9 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
                "seed": int(seed), "attempt_limit": int(attempt_limit),
                "cohort_sha256": cohort.fingerprint,
                "planner_config": {**planner_config, "runtime": cfg}}
+    if limit is not None:
+        from .limited import LIMIT_KEY
+        run_rec[LIMIT_KEY] = int(limit)
     journal = None
     if resume and write:
         journal = RunJournal(state_dir or default_state_dir(root), rid,
@@ -381,7 +406,7 @@ def write_run(root: Path, rid: str, records: Mapping, overwrite: bool = False,
 
 def main_from_cfg(cfg) -> RunSummary:
     from ._hydra import resolve_path
-    summary, _ = run_suite(
+    summary, recs = run_suite(
         planner=cfg.planner.name, suite=cfg.suite.name, memory=cfg.memory,
         export_root=resolve_path(cfg.export_root), seed=int(cfg.seed), jobs=int(cfg.jobs),
         attempt_limit=int(cfg.attempt_limit),
@@ -389,7 +414,7 @@ def main_from_cfg(cfg) -> RunSummary:
         runtime=dict(cfg.get("runtime") or {}), progress=bool(cfg.progress),
         overwrite=bool(cfg.overwrite), verify_export=True,
         resume=bool(cfg.get("resume", True)), state_dir=cfg.get("state_dir"),
-        shard=cfg.get("shard"), run_name=cfg.get("run_name"))
+        shard=cfg.get("shard"), run_name=cfg.get("run_name"), limit=cfg.get("limit"))
     if summary.note is not None and summary.bytes_written == 0:
         print(summary.note)  # a shard that did not register the run
         return summary
@@ -397,6 +422,10 @@ def main_from_cfg(cfg) -> RunSummary:
           f"{summary.n_tasks} tasks in {summary.seconds:.1f} s -> {summary.path} "
           f"({summary.bytes_written} bytes); registered in the export's MANIFEST.json "
           "(no add_planner needed)")
+    if recs is not None and recs["run"].get("episode_limit") is not None:
+        print(f"{summary.run_id} is a limited run (first {cfg.limit} episodes): "
+              "python -m analysis.tables refuses it unless allow_limited=true; rerun without "
+              "limit= (overwrite=true) for the tables")
     return summary
 
 
@@ -506,9 +535,8 @@ def _multirun(argv: list[str]) -> int:
                 print(f"analysis.run: hydra/launcher={val!r}: expected one of {options}"
                       f"{suggest(val, options)} (nothing was done)", file=sys.stderr)
                 return 2
-            from .shards import launcher_environment
-            for name, value in launcher_environment(val).items():
-                os.environ.setdefault(name, value)
+            from .shards import prepare_launcher
+            prepare_launcher(val)   # Ray's settings and its token under the user cache dir
             if val == "ray_local" and "RAY_TMPDIR" not in os.environ:
                 # the Ray started for this command keeps its files in a temporary folder
                 # removed after the sweep (Ray's default, /tmp/ray, would stay behind)

@@ -42,7 +42,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 __all__ = ["Shard", "parse_shard", "ShardJournal", "ShardOutcome", "finish_shard",
-           "registered_stamp", "shard_call_log", "launcher_environment",
+           "registered_stamp", "shard_call_log", "launcher_environment", "prepare_launcher",
+           "ray_token_path",
            "unregistered_runs"]
 
 _SHARD = re.compile(r"\s*(\d+)\s*/\s*(\d+)\s*")
@@ -301,7 +302,50 @@ def launcher_environment(launcher: str) -> dict[str, str]:
         env["RAY_USAGE_STATS_ENABLED"] = "0"
     if launcher == "ray_local":
         env["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        # the Ray started for this command keeps its token under the user cache
+        # directory: by default Ray writes ~/.ray/auth_token, outside every folder named
+        env["RAY_AUTH_TOKEN_PATH"] = str(ray_token_path())
     return env
+
+
+def ray_token_path() -> Path:
+    """Where the Ray started by ``hydra/launcher=ray_local`` keeps its authentication
+    token: ``<user cache directory>/ray/auth_token`` (:func:`analysis.resources.user_cache_dir`).
+
+    >>> ray_token_path().parts[-2:]
+    ('ray', 'auth_token')
+    """
+    from .resources import user_cache_dir
+    return user_cache_dir() / "ray" / "auth_token"
+
+
+def prepare_launcher(launcher: str, environ=None) -> None:
+    """Set :func:`launcher_environment`'s defaults in ``environ`` (default
+    ``os.environ``; a value already set is kept) and, for ``ray_local`` with token
+    authentication (Ray's default), write the token file it names when missing (mode
+    0600, 256 random bits, as Ray's own): Ray then finds a token and writes none into
+    the home folder."""
+    import secrets
+    env = os.environ if environ is None else environ
+    ours = launcher_environment(launcher)
+    for name, value in ours.items():
+        env.setdefault(name, value)
+    if launcher != "ray_local" or env.get("RAY_AUTH_MODE", "").lower() == "disabled" \
+            or env.get("RAY_AUTH_TOKEN") or env.get("RAY_AUTH_TOKEN_PATH") != ours[
+                "RAY_AUTH_TOKEN_PATH"]:
+        return   # no token needed, or the user's own token
+    path = Path(env["RAY_AUTH_TOKEN_PATH"])
+    if path.is_file():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.write(fd, secrets.token_hex(32).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)   # whole or absent, also when two sweeps start at once
 
 
 

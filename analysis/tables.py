@@ -26,6 +26,7 @@ from ._hydra import command_main, resolve_path
 from .figure_worker import FigureWorker
 from .out_dir import SUBDIRS, OutputDirError, check_out_dir
 from .frozen import IntegrityError
+from .limited import LimitedRunsError
 from .transaction import Transaction, TransactionBusy, recover, recover_export
 
 # The loader and the report builders are imported where they are used, after the
@@ -230,6 +231,12 @@ def build_generation(export_root, cfg=None, progress=_progress,
         progress(f"verifying {export_root}")
         export = load(export_root)
         progress(export.report.summary())
+        from .limited import check_limited   # runs of run limit=N: refused unless allowed
+        limited = check_limited(export.records_of("run"),
+                                bool((cfg or {}).get("allow_limited", False)), f" {export_root}")
+        if limited:
+            progress(f"allow_limited=true: tabulating {len(limited)} limited run(s) "
+                     f"({', '.join(rid for rid, _ in limited)}) beside whole-suite runs")
         results = compute(export, cfg, progress=progress)
         artefacts, figure_files = _build_artefacts(export, results, progress, figures)
         files: dict[str, bytes] = {}
@@ -345,6 +352,8 @@ def _body(cfg) -> int:
         raise UserError(f"{exc}; nothing written") from None
     except TransactionBusy as exc:
         raise UserError(str(exc)) from None
+    except LimitedRunsError as exc:
+        raise UserError(f"refused, nothing written: {exc}") from None
     # The generation is committed (fsynced). Freeing the verified records, the tables and
     # the figures object by object at interpreter exit, with the final collection over
     # them, costs about 2 s of CPU (a third of the command); nothing else is pending but

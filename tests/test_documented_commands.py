@@ -233,8 +233,6 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                                                capture_output=True, text=True, timeout=120)
                             assert r.returncode == 0, (doc, part, r.stderr)
                         continue
-                    if argv[2] == "analysis.planners.llm.accounting":
-                        argv = argv[:3]  # its usage line (exit 2) is its help
                 if "analysis.compile" in part and not hdepic.is_dir():
                     continue  # the HD-EPIC annotations are not on this machine
                 if "/tmp/" not in part and argv[2] in ("analysis.tables", "analysis.compile"):

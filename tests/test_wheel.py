@@ -2,8 +2,12 @@
 
 The source tree is copied to a temporary folder, built into a wheel (`pip wheel
 --no-build-isolation`: the build needs no download), and installed into a fresh venv
-created with `--system-site-packages` (the dependencies are the machine's, nothing is
-downloaded). Every command then runs from a folder outside the repository with no
+layered onto the environment running this test by a `.pth` file listing its
+site-packages folders (the dependencies are the ones installed here, nothing is
+downloaded). `--system-site-packages` would not do: from inside a venv it layers onto the
+base interpreter, not the venv the dependencies were installed into (issue 37). A `.pth`
+file's own folders are not scanned for further `.pth` files, so the editable install of
+this checkout stays out and `import analysis` finds the wheel. Every command then runs from a folder outside the repository with no
 PYTHONPATH: --help of each, verify (the shipped export), tables into an out_dir (whose
 CSVs equal the committed ones: same export, same code), a scratch copy, run,
 reexecute, add_planner and the subset tool on it, and the refusals that protect the
@@ -33,6 +37,39 @@ def _digest(folder: Path) -> dict:
             for p in sorted(folder.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
 
 
+def running_site_dirs() -> list[str]:
+    """The site-packages folders of the environment running this test, in import order
+    (a venv's own, then the base interpreter's when the venv includes them)."""
+    return [p for p in dict.fromkeys(sys.path)
+            if p and Path(p).name in ("site-packages", "dist-packages") and Path(p).is_dir()]
+
+
+def layer_onto_this_environment(py: str) -> Path:
+    """Make the venv of interpreter ``py`` import the dependencies installed here: a
+    ``.pth`` file in its site-packages listing :func:`running_site_dirs` (appended after
+    its own folder, so what is installed into the venv comes first)."""
+    own = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    pth = Path(own) / "_e2w_test_layer.pth"
+    pth.write_text("".join(f"{d}\n" for d in running_site_dirs()))
+    return pth
+
+
+def test_the_nested_venv_sees_this_environment_not_the_base_interpreter(tmp_path):
+    """Issue 37: the wheel test passes in a venv too. The nested venv imports what this
+    environment has (a dependency of the package, from this environment's own folder)."""
+    import omegaconf
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "v")],
+                   check=True, timeout=120)
+    py = str(tmp_path / "v" / "bin" / "python")
+    layer_onto_this_environment(py)
+    r = subprocess.run([py, "-c", "import omegaconf; print(omegaconf.__file__)"],
+                       cwd=tmp_path, capture_output=True, text=True,
+                       env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == omegaconf.__file__
+
+
 @pytest.mark.slow(seconds=60)
 def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     if shutil.which("git"):
@@ -48,9 +85,9 @@ def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     assert r.returncode == 0, r.stderr
     wheel = next((tmp_path / "dist").glob("ego2world_analysis-*.whl"))
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                   check=True, timeout=120)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     py = str(venv / "bin" / "python")
+    layer_onto_this_environment(py)
     r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-index",
                         str(wheel)], capture_output=True, text=True, env=env, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -864,7 +864,8 @@ def _check_cross_file(manifest: dict, records: dict, group_keys: dict) -> tuple[
             raise IntegrityError(rel, "run was produced on another cohort (cohort_sha256 "
                                  f"{run['cohort_sha256'][:12]}... != {fingerprint[:12]}...)",
                                  line=1, record_id=run_id)
-        suite = suites[run["suite"]]
+        from ..limited import run_suite_of   # a limited run covers its first N episodes
+        suite = run_suite_of(run, suites[run["suite"]], tasks)
         _check_run_files(folder, run, suite, tasks, episodes, records, group_keys, manifest)
         runs[run_id] = run
     for run_id in manifest.get("runs", {}):

@@ -51,8 +51,17 @@ def planner_class(name: str) -> type:
         try:
             cls = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
+            hint = ""
+            missing = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+            if missing and (module == missing or module.startswith(missing + ".")):
+                # the planner's own package is not found: where Python looks is the fix
+                top = module.split(".")[0]
+                hint = (f"; Python does not find module {missing!r}: check the name, and "
+                        f"put the folder that holds {top}/ on PYTHONPATH "
+                        "(PYTHONPATH=/path/to/that/folder python -m analysis.run ...) or "
+                        "install its package (pip install -e ...)")
             raise ValueError(f"planner={name!r}: cannot import {attr!r} from {module!r} "
-                             f"({exc})") from exc
+                             f"({exc}){hint}") from exc
         if not callable(getattr(cls, "propose", None)):
             raise ValueError(f"planner={name!r}: {attr} has no propose(view) method "
                              "(see docs/planners.md)")

@@ -43,12 +43,7 @@ class ChatPlanner:
     io_bound = True
 
     def __init__(self, seed: int = 0, **settings):
-        settings.setdefault("model", "local-model")
-        unknown = sorted(set(settings) - set(ClientSettings.__dataclass_fields__) - {"seed"})
-        if unknown:
-            raise ValueError(f"planner.settings.{unknown[0]}: unknown setting of the chat "
-                             f"planner (known: {sorted(ClientSettings.__dataclass_fields__)})")
-        self.settings = ClientSettings(seed=int(seed), **settings)
+        self.settings = _client_settings(seed, settings)
         key = tuple(sorted(self.settings.__dict__.items()))
         client = _CLIENTS.get(key)
         if client is None:
@@ -84,6 +79,19 @@ class ChatPlanner:
         return PlannerResponse(text=out.text, prompt_tokens=out.prompt_tokens,
                                completion_tokens=out.completion_tokens)
 
+
+    @classmethod
+    def preflight(cls, seed: int = 0, **settings) -> str | None:
+        """Before a run writes anything: the model server answers and lists the model
+        (:mod:`analysis.planners.llm.preflight`; raises its ``PreflightError``, a
+        ValueError naming the URL and the problem). Returns a note when the server lists
+        no models (the name is then unchecked), else None. A ``cache_mode=replay`` run
+        makes no request, so nothing is checked."""
+        from .llm.preflight import check_endpoint
+        s = _client_settings(seed, dict(settings))  # the settings' own checks come first
+        if s.cache_mode == "replay":
+            return None
+        return check_endpoint(s).note
 
     @classmethod
     def before_run(cls, fresh: bool, seed: int = 0, **settings) -> None:
@@ -161,6 +169,16 @@ class ChatSchemaPlanner(ChatPlanner):
             raise ValueError("planner chat_schema: planner.settings.response_format must be "
                              "json_schema or json_object_schema (use planner=chat for none)")
         super().__init__(seed=seed, **settings)
+
+
+def _client_settings(seed, settings: dict) -> ClientSettings:
+    """The client's settings, refusing one the chat planner does not take."""
+    settings.setdefault("model", "local-model")
+    unknown = sorted(set(settings) - set(ClientSettings.__dataclass_fields__) - {"seed"})
+    if unknown:
+        raise ValueError(f"planner.settings.{unknown[0]}: unknown setting of the chat "
+                         f"planner (known: {sorted(ClientSettings.__dataclass_fields__)})")
+    return ClientSettings(seed=int(seed), **settings)
 
 
 def _sha(text: str) -> str:

@@ -246,8 +246,19 @@ def compute(export, cfg=None, progress=None) -> Results:
         res.tier_boot = _boot(scfg, pt, ["success", "gcr", "action_validity", "completed"],
                               ["label", "tier"])
         n_eps = pt.episode_id.nunique()
-        if len(labels) < 2:
-            res.skipped["pairwise"] = (f"only {len(labels)} planner on the planner suite; "
+        # contrasts pair every task: a limited run (run limit=N, tabulated only with
+        # allow_limited=true) covers fewer tasks and stays out of them
+        whole = set(pt.task_id)
+        paired = [lab for lab in labels if set(pt.task_id[pt.label == lab]) == whole]
+        if len(paired) < len(labels):
+            res.skipped["pairwise_limited"] = (
+                "left out of the contrasts (limited runs, fewer tasks): "
+                + ", ".join(lab for lab in labels if lab not in paired))
+            pt_pairs = pt[pt.label.isin(paired)].reset_index(drop=True)
+        else:
+            pt_pairs = pt
+        if len(paired) < 2:
+            res.skipped["pairwise"] = (f"only {len(paired)} planner on the planner suite; "
                                        "contrasts need at least two")
         elif n_eps < MIN_CLUSTERS:  # e.g. a subset export cut to one or two episodes
             res.skipped["pairwise"] = (f"the planner suite has {n_eps} episode(s); "
@@ -255,19 +266,27 @@ def compute(export, cfg=None, progress=None) -> Results:
                                        f"{MIN_CLUSTERS}")
         else:
             metrics = list(scfg.contrast_metrics)
-            say(f"statistics: {len(labels) * (len(labels) - 1) // 2} pairs x {len(metrics)} "
+            say(f"statistics: {len(paired) * (len(paired) - 1) // 2} pairs x {len(metrics)} "
                 f"metrics, simultaneous ({scfg.pairwise})")
             res.pairwise = pairwise_simultaneous(
-                pt, metrics, planner_col="label", method=scfg.pairwise,
+                pt_pairs, metrics, planner_col="label", method=scfg.pairwise,
                 n_resamples=scfg.n_resamples, confidence_level=scfg.confidence_level,
-                seed=scfg.seed, planners=labels)
+                seed=scfg.seed, planners=paired)
             # Closed-form, resampling-free family-wise intervals: a verdict that differs
             # between the two is worth a reader's second look.
             res.pairwise_check = pairwise_simultaneous(
-                pt, metrics, planner_col="label", method="bonferroni_t",
+                pt_pairs, metrics, planner_col="label", method="bonferroni_t",
                 n_resamples=scfg.n_resamples, confidence_level=scfg.confidence_level,
-                seed=scfg.seed, planners=labels)
+                seed=scfg.seed, planners=paired)
     pairs = memory_pairs(tm)
+    mem = tm[tm.suite == "memory"]
+    whole_mem = set(mem.task_id)
+    partial = [p for p in pairs if any(set(mem.task_id[mem.run_id == r]) != whole_mem
+                                       for r in mem.run_id[mem.planner == p].unique())]
+    if partial:  # the paired memory study pairs every task: limited runs stay out
+        res.skipped["memory_limited"] = ("left out of the memory study (limited runs, fewer "
+                                         "tasks): " + ", ".join(partial))
+        pairs = [p for p in pairs if p not in partial]
     if not pairs:
         res.skipped["memory"] = ("the export holds no planner with both a persistent and a "
                                  "reset run on the memory suite")

@@ -120,6 +120,27 @@ def _describe(cols: pd.DataFrame, j: int) -> str:
     return ", ".join(f"{k}={v}" for k, v in cols.iloc[j].items())
 
 
+def _check_one_run(df: pd.DataFrame, by: list) -> None:
+    """Refuse a group of ``by`` that holds the records of several runs (``run_id``)."""
+    if "run_id" not in df.columns or "run_id" in by or df.empty:
+        return
+    if by:
+        per_group = df.groupby(by, sort=True)["run_id"].unique()
+        several = [(key, runs) for key, runs in per_group.items() if len(runs) > 1]
+    else:
+        several = [((), df["run_id"].unique())] if df["run_id"].nunique() > 1 else []
+    if several:
+        key, runs = several[0]
+        key = key if isinstance(key, tuple) else (key,)
+        runs = sorted(map(str, runs))
+        shown = ", ".join(runs[:3]) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+        group = f" in group {dict(zip(by, key))}" if by else ""
+        raise ValueError(f"df holds {len(runs)} runs{group} ({shown}): each task would count "
+                         "once per run; pass by=[..., 'run_id'] to get one interval per run, "
+                         "select one run (df[df.run_id == ...]), or pool_runs=True to pool "
+                         "them on purpose")
+
+
 @one_blas_thread
 def cluster_bootstrap(
     df: pd.DataFrame,
@@ -132,6 +153,7 @@ def cluster_bootstrap(
     seed: int | np.random.Generator | None = 0,
     bounds: tuple | None = None,
     too_few: str = "error",
+    pool_runs: bool = False,
 ) -> ClusterBootstrapResult:
     """Episode-cluster intervals for task-macro means.
 
@@ -159,6 +181,9 @@ def cluster_bootstrap(
     reports with many cells); fewer than 8 adds a warning to ``.warnings`` (and a
     ``FewClustersWarning``). A missing episode ID is an error.
     ``bounds=(lo, hi)`` clips the intervals to the metric's range.
+    A frame with a ``run_id`` column holding several runs within one group of ``by`` is
+    refused (each task would count once per run, silently): group by ``run_id`` (or the
+    planner ``label``), select one run, or pass ``pool_runs=True`` to pool on purpose.
 
     Example
     -------
@@ -177,6 +202,8 @@ def cluster_bootstrap(
     if not value_cols:
         raise ValueError("value_cols must name at least one column")
     by = [by] if isinstance(by, str) else list(by or ())
+    if not pool_runs:
+        _check_one_run(df, by)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     # sums of squares (the task-level variance floor of kg_cp) only where kg_cp may run
     need_q = method in ("auto", "kg_cp")

@@ -110,15 +110,29 @@ def read_price_table(path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if not argv:
-        print("usage: python -m analysis.planners.llm.accounting CALL_LOG [PRICES.yaml]",
-              file=sys.stderr)
-        return 2
+    """``python -m analysis.planners.llm.accounting CALL_LOG [PRICES.yaml]`` (``--help``:
+    the usage); a call log that does not exist is refused, never summarized as zeros."""
+    import argparse
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis.planners.llm.accounting",
+        description="Summarize a chat run's call log (its planner.settings.call_log): calls, "
+                    "cache hits, retries, errors, endpoint token counts and latencies; with a "
+                    "price table, the cost.")
+    ap.add_argument("call_log", metavar="CALL_LOG", help="the run's call log (JSON lines)")
+    ap.add_argument("prices", metavar="PRICES.yaml", nargs="?", default=None,
+                    help="model: {prompt_per_1k, completion_per_1k} (adds a cost)")
+    args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    for what, path in (("CALL_LOG", args.call_log), ("PRICES.yaml", args.prices)):
+        if path is not None and not Path(path).is_file():
+            print(f"analysis.planners.llm.accounting: {what} {path}: no such file (give the "
+                  "run's planner.settings.call_log)" if what == "CALL_LOG" else
+                  f"analysis.planners.llm.accounting: {what} {path}: no such file",
+                  file=sys.stderr)
+            return 2
     prices = None
-    if len(argv) > 1:
-        prices = read_price_table(argv[1])
-    print(json.dumps(summarize(read_calls(argv[0]), prices), indent=1, sort_keys=True))
+    if args.prices is not None:
+        prices = read_price_table(args.prices)
+    print(json.dumps(summarize(read_calls(args.call_log), prices), indent=1, sort_keys=True))
     return 0
 
 

@@ -55,7 +55,6 @@ def quiet_http_logs() -> None:
 
 quiet_http_logs()
 
-from .accounting import CallLog
 from .cache import CACHE_MODES, ResponseCache, request_key
 from .schema import RESPONSE_FORMATS
 
@@ -214,6 +213,9 @@ class ChatClient:
         self.say = say or _say
         self.cache = (ResponseCache(settings.cache_dir)
                       if settings.cache_dir and settings.cache_mode != "off" else None)
+        # imported here: `python -m analysis.planners.llm.accounting` then runs a module
+        # that the package's import did not load first (runpy warns otherwise)
+        from .accounting import CallLog
         self.log = CallLog(settings.call_log) if settings.call_log else None
         self.limiter = _RateLimiter.get((settings.base_url, settings.model),
                                         float(settings.requests_per_minute))
@@ -280,8 +282,9 @@ class ChatClient:
         except openai.APITimeoutError:
             raise _Retryable(f"timeout after {self.s.timeout} s") from None
         except openai.APIConnectionError as exc:
-            raise _Retryable(self._scrub(f"connection error ({type(exc.__cause__).__name__})")) \
-                from None
+            raise _Retryable(self._scrub(f"connection error to the model server at "
+                                         f"{self.s.base_url} "
+                                         f"({type(exc.__cause__).__name__})")) from None
         except Exception as exc:  # noqa: BLE001
             # the request could not even be made (a URL the HTTP client refuses, a value it
             # cannot send): a fault of the setup, never a reply of the model to score

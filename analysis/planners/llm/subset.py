@@ -51,7 +51,10 @@ class SubsetRefused(SubsetError):
 
 def _check(src: Path, dst: Path, episodes, suites) -> tuple[list, list]:
     if not (src / "MANIFEST.json").is_file():
-        raise SubsetError(f"SRC={src}: not an export (no MANIFEST.json)")
+        from analysis.resources import default_export_root
+        raise SubsetError(f"SRC={src}: not an export (no MANIFEST.json); the export this "
+                          f"package reads is {default_export_root()}: give that as SRC, or a "
+                          "copy made with python -m analysis.verify copy_to=DIR (SRC=DIR)")
     if dst == src or src in dst.parents:
         raise SubsetError(f"DST={dst}: the subset must live outside SRC={src}")
     from analysis.confine import export_holding

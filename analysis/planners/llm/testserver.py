@@ -12,6 +12,11 @@ plan depends on the request, not on arrival order, so runs with several threads 
 same faults as serial runs. Every request is counted (``server.requests``) and its
 ``Authorization`` header kept (``server.auth``) so tests can check key handling.
 
+``GET /v1/models`` (the runs' preflight, :mod:`.preflight`) lists ``models`` when given
+(``server.model_requests`` counts these requests apart from the chat requests); with
+``models=None`` (the default) the server serves every model name and, like a server
+without a model listing, answers that path with HTTP 404.
+
 >>> srv = LoopbackServer().start(); srv.url.startswith("http://127.0.0.1:")
 True
 >>> srv.stop()
@@ -60,8 +65,11 @@ class LoopbackServer:
     """``start()`` / ``stop()``; ``url`` is the ``base_url`` (ends in ``/v1``)."""
 
     def __init__(self, fault: Callable[[dict, int], str | None] | None = None,
-                 slow_seconds: float = 2.0, delay: float = 0.0, retry_after: str = "0"):
+                 slow_seconds: float = 2.0, delay: float = 0.0, retry_after: str = "0",
+                 models: tuple[str, ...] | list[str] | None = None):
         self.fault = fault or (lambda body, attempt: None)
+        self.models = None if models is None else list(models)
+        self.model_requests = 0
         self.slow_seconds = slow_seconds
         self.delay = delay
         self.retry_after = retry_after
@@ -99,6 +107,15 @@ class LoopbackServer:
                 self.end_headers()
                 self.wfile.write(payload)
                 self.wfile.flush()
+
+            def do_GET(self):  # noqa: N802
+                with server._lock:
+                    server.model_requests += 1
+                if self.path.rstrip("/") != "/v1/models" or server.models is None:
+                    return self._send(404, b'{"error": {"message": "not found"}}')
+                data = [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"}
+                        for m in server.models]
+                return self._send(200, json.dumps({"object": "list", "data": data}).encode())
 
             def do_POST(self):  # noqa: N802
                 n = int(self.headers.get("Content-Length") or 0)
@@ -176,8 +193,11 @@ def main(argv=None) -> int:
     import argparse
     ap = argparse.ArgumentParser(prog="analysis.planners.llm.testserver")
     ap.add_argument("--delay", type=float, default=0.0)
+    ap.add_argument("--model", action="append", default=None,
+                    help="a model name GET /v1/models lists (repeatable; default: no "
+                         "listing, every name served)")
     args = ap.parse_args(argv)
-    srv = LoopbackServer(delay=args.delay).start()
+    srv = LoopbackServer(delay=args.delay, models=args.model).start()
     print(srv.url, flush=True)
     try:
         while True:
