@@ -156,6 +156,7 @@ class Results:
     pairwise: object = None                 # PairwiseResult, or None
     pairwise_check: object = None           # the Bonferroni-t cross-check (docs/statistics.md)
     memory: dict = field(default_factory=dict)   # planner -> memory-study results
+    failures: object = None                 # report.failures.FailureResults (planner suite)
     skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
 
 
@@ -236,6 +237,11 @@ def compute(export, cfg=None, progress=None) -> Results:
                 pt, metrics, planner_col="label", method="bonferroni_t",
                 n_resamples=scfg.n_resamples, confidence_level=scfg.confidence_level,
                 seed=scfg.seed, planners=labels)
+    if not pt.empty:
+        say("re-execution: failure labels and condition ledger of the planner suite")
+        from .failures import derive_failures
+        runs = pt.drop_duplicates("run_id").set_index("run_id").label
+        res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)})
     pairs = memory_pairs(tm)
     if not pairs:
         res.skipped["memory"] = ("the export holds no planner with both a persistent and a "
