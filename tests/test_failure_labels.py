@@ -327,3 +327,24 @@ def test_ledger_marks_a_condition_undone():
                       RuntimeConfig(repair=False))
     (e,) = [e for e in _derive(ep, res, tasks).ledger if e.task_id == "undo-t0"]
     assert (e.first_group, e.end_truth, e.undone) == ("g0", "FALSE", True)
+
+
+def test_docs_quote_the_committed_runs_label_counts(committed):
+    # docs/executor.md quotes each run's rejected attempts and other = 0: recomputed here
+    import re
+    from pathlib import Path
+    export, runs = committed
+    n = {rid: len(d.attempts) for rid, (d, _) in runs.items()}
+    assert all(sum(a.label == "other" for a in d.attempts) == 0 for d, _ in runs.values())
+    text = re.sub(r"\s+", " ", (Path(__file__).parent.parent / "docs" / "executor.md").read_text())
+    b = "belief_search__"
+    want = (f"belief_search memory persistent {n[b + 'memory__persistent']:,}, memory reset "
+            f"{n[b + 'memory__reset']:,}, planner {n[b + 'planner__persistent']:,}; greedy_hints "
+            f"{n['greedy_hints__planner__persistent']:,}; lexicon "
+            f"{n['lexicon__planner__persistent']:,}; noisy_search_binding "
+            f"{n['noisy_search_binding__planner__persistent']:,}; noisy_search_skip "
+            f"{n['noisy_search_skip__planner__persistent']:,}; random_hints "
+            f"{n['random_hints__planner__persistent']:,}.")
+    assert want in text
+    unseen = {"unknown_entity", "unobserved_entity", "wrong_type", "malformed_action"}
+    assert not any(a.label in unseen for d, _ in runs.values() for a in d.attempts)
