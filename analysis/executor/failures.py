@@ -218,49 +218,53 @@ class RunDerivation:
 class _Known:
     """The entities the agent has seen, been told of or confirmed so far in an episode.
 
-    What a view names cheaply (objects, hints, fixtures, what is held) is added at once;
-    the observations it held are kept as ``(region, world)`` and computed only when an
-    entity is not otherwise known (observing is most of the cost, and is rarely needed).
+    What a view names without the world (objects, hints, fixtures) is added at once; the
+    world it was built on is kept and read (what is held, the observations) only when an
+    entity is not otherwise known: observing is most of the cost, and rarely needed.
     """
 
     def __init__(self, observer: Observer, regions: frozenset):
         self.observer = observer
         self.regions = regions
         self.names: set[str] = set(regions)
-        self.pending: list[tuple[str, World]] = []
+        self.pending: list[tuple[World, str | None]] = []
 
     def add_view(self, group: Mapping, world: World, query_region: str | None) -> None:
         """Every entity a planner view names (runtime ``_view``): the group's objects and
         action hints, the kitchen's fixtures, what is held, the observation of the agent's
-        region and of the region the previous call queried."""
+        region and of the region the previous call queried (the last three read from the
+        world only when needed)."""
         out = self.names
         out.update(group["objects"])
         for h in group.get("action_hints", ()):
             args = parse_hint(h)[1]
             if args:
                 out.update(args)
-        facts = world.facts
-        here = []
-        for a in facts:
-            if a[0] == "holding":
-                out.add(a[1])
-            elif a[0] == "agent-at" and len(a) == 2:
-                here.append(a[1])
-        for region in sorted(here)[:1] + ([query_region] if query_region is not None else []):
-            if self.observer.is_region(region):
+        self.pending.append((world, query_region))
+
+    def _flush(self) -> None:
+        observer, out = self.observer, self.names
+        for world, query_region in self.pending:
+            here = []
+            for a in world.facts:
+                if a[0] == "holding":
+                    out.add(a[1])
+                elif a[0] == "agent-at" and len(a) == 2:
+                    here.append(a[1])
+            for region in sorted(here)[:1] + ([query_region] if query_region else []):
+                if not observer.is_region(region):
+                    continue
                 out.add(region)
-                self.pending.append((region, world))
+                obs = observer.observe(region, world)
+                out.update(obs.visible, obs.anchor, obs.added, obs.removed, obs.open)
+                for k, v in obs.contents.items():
+                    out.add(k)
+                    out.update(v)
+        self.pending.clear()
 
     def __contains__(self, name: str) -> bool:
-        if name in self.names:
-            return True
-        while self.pending:
-            region, world = self.pending.pop()
-            obs = self.observer.observe(region, world)
-            self.names.update(obs.visible, obs.anchor, obs.added, obs.removed, obs.open)
-            for k, v in obs.contents.items():
-                self.names.add(k)
-                self.names.update(v)
+        if name not in self.names and self.pending:
+            self._flush()
         return name in self.names
 
 
