@@ -342,7 +342,7 @@ def derive_episode(episode: Mapping, group_records: Sequence[Mapping],
             known.add_view(group, state["world"], last_query)
             last_query = None
             try:
-                plan = parse_plan(call["raw"])
+                plan = parse_plan(call["raw"], keep_raw=False)
             except ValueError:
                 break
             if plan.query is not None and pos + n_queries < attempt_limit:
