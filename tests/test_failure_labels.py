@@ -348,3 +348,32 @@ def test_docs_quote_the_committed_runs_label_counts(committed):
     assert want in text
     unseen = {"unknown_entity", "unobserved_entity", "wrong_type", "malformed_action"}
     assert not any(a.label in unseen for d, _ in runs.values() for a in d.attempts)
+
+
+def test_tables_and_reexecute_derive_the_same_labels_on_a_replayable_export(tmp_path):
+    # the toy export (tests/export_factory.py): runs written by the runtime itself; the
+    # planner "flaky" answers its first call of group g1 with text that is not JSON
+    import analysis
+    from analysis.reexecute import reexecute
+    from export_factory import build_replayable_export
+    root = build_replayable_export(tmp_path / "export")
+    export = analysis.load(root)
+    t15 = export.results(n_resamples=200).table("failure_labels").set_index(["planner", "label"])
+    row = t15.loc[("flaky", "parse_failure")]
+    assert (row.unit, row["count"], row["of"]) == ("group", 1, 3)
+    assert row.pooled_share == pytest.approx(1 / 3)
+    assert ("steady", "parse_failure") not in t15.index or t15.loc[("steady", "parse_failure"),
+                                                                    "count"] == 0
+    t16 = export.results(n_resamples=200).table("condition_ledger")
+    assert set(t16.kind) == {"in", "event"} and set(t16.planner) == {"flaky", "steady"}
+    for rep in reexecute(root):
+        assert rep.ok
+        mine = export.failures(rep.run_id)
+        assert [(a.group_id, a.index, a.label) for a in rep.failures.attempts] == list(zip(
+            mine.attempts.group_id, mine.attempts["index"], mine.attempts.failure))
+        assert [(g.group_id, g.label) for g in rep.failures.groups] == list(zip(
+            mine.groups.group_id, mine.groups.failure))
+        # the ledger's end truths are the task records'
+        led = {(e.task_id, e.condition_id): e.end_truth for e in rep.failures.ledger}
+        cr = export.condition_records[export.condition_records.run_id == rep.run_id]
+        assert led == dict(zip(zip(cr.task_id, cr.condition_id), cr.truth))

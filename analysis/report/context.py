@@ -239,9 +239,14 @@ def compute(export, cfg=None, progress=None) -> Results:
                 seed=scfg.seed, planners=labels)
     if not pt.empty:
         say("re-execution: failure labels and condition ledger of the planner suite")
+        from ..executor.failures import DerivationError
         from .failures import derive_failures
         runs = pt.drop_duplicates("run_id").set_index("run_id").label
-        res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)})
+        try:
+            res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)})
+        except DerivationError as exc:  # records that do not re-execute have no labels
+            res.skipped["failures"] = (f"the records do not re-execute ({exc}); python -m "
+                                       "analysis.reexecute names the first divergence")
     pairs = memory_pairs(tm)
     if not pairs:
         res.skipped["memory"] = ("the export holds no planner with both a persistent and a "

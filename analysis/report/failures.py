@@ -35,8 +35,11 @@ def derive_failures(export, run_labels) -> FailureResults:
     """Labels and ledger of every run in ``run_labels`` (``{run_id: planner label}``),
     derived by re-execution from the export's verified records."""
     from ..executor import Rules
-    from ..executor.failures import derive_run
+    from ..executor.failures import DerivationError, derive_run
 
+    if not export.records_of("rules"):
+        raise DerivationError("cohort/rules.json: missing (re-execution needs the cohort's "
+                              "rules)")
     rules = Rules.from_dict(export.records_of("rules")[0])
     episodes = {e["episode_id"]: e for e in export.records_of("episode")}
     tasks = {t["task_id"]: t for t in export.records_of("task")}
@@ -46,9 +49,14 @@ def derive_failures(export, run_labels) -> FailureResults:
     for run_id, label in run_labels.items():
         run = runs[run_id]
         records = export.group_records_of(run_id).decode(fields=_FIELDS)
-        d = derive_run(run_id, records, episodes,
-                       [tasks[t] for t in suites[run["suite"]]["task_ids"] if t in tasks],
-                       rules, run.get("attempt_limit", 80))
+        try:
+            d = derive_run(run_id, records, episodes,
+                           [tasks[t] for t in suites[run["suite"]]["task_ids"] if t in tasks],
+                           rules, run.get("attempt_limit", 80))
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            # records that do not fit their cohort (a hand-made export): no labels
+            raise DerivationError(f"run {run_id}: the records do not re-execute "
+                                  f"({type(exc).__name__}: {exc})") from None
         att += [(label, run_id, a.episode_id, a.group_id, a.index, a.label, a.check,
                  " ".join(a.failed_checks)) for a in d.attempts]
         grp += [(label, run_id, g.episode_id, g.group_id, g.status, g.label) for g in d.groups]

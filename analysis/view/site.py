@@ -133,6 +133,8 @@ def _task_card(task: dict, episode: dict) -> dict:
 
 def _run_labels(f, run_id: str) -> tuple[dict, dict]:
     """``({(group_id, index): (label, check)}, {group_id: outcome label})`` of one run."""
+    if isinstance(f, str):  # no labels: the records do not re-execute
+        return {}, {}
     att = f.attempts[f.attempts.run_id == run_id]
     grp = f.groups[f.groups.run_id == run_id]
     return ({(g, int(i)): (x, c) for g, i, x, c in zip(att.group_id, att["index"], att.failure,
@@ -143,6 +145,8 @@ def _run_labels(f, run_id: str) -> tuple[dict, dict]:
 def _profile(f, run_id: str) -> dict:
     """A run's label profile: each label's count and share of its rejected attempts (of
     its groups, for group outcomes), most frequent first (as Table 15 counts them)."""
+    if isinstance(f, str):
+        return {"rejected": 0, "groups": 0, "labels": [], "why": f}
     att = f.attempts[f.attempts.run_id == run_id].failure.value_counts()
     grp = f.groups[f.groups.run_id == run_id].failure.value_counts()
     n_att, n_grp = int(att.sum()), int((f.group_counts.run_id == run_id).sum())

@@ -63,11 +63,16 @@ class Source:
     def failures(self, run_id: str):
         """The run's failure labels and condition ledger, as the API derives them by
         re-execution (``Results.failures`` for planner-suite runs, else
-        ``Export.failures``): ``FailureResults`` with ``attempts`` and ``groups``."""
+        ``Export.failures``): ``FailureResults`` with ``attempts`` and ``groups``, or the
+        reason (a string) when the run's records do not re-execute."""
+        from ..executor.failures import DerivationError
         f = getattr(self.results, "failures", None)
         if f is not None and run_id in set(f.group_counts.run_id):
             return f
-        return self.export.failures(run_id)
+        try:
+            return self.export.failures(run_id)
+        except DerivationError as exc:  # the records do not re-execute: no labels
+            return str(exc)
 
     @property
     def task_metrics(self):

@@ -462,7 +462,7 @@
       });
       sec.appendChild(el("div", {id: "failures-" + safeId(r.run_id), cls: "profile"}, [
         el("h3", {}, [r.label + " ", el("small", {text: r.run_id})]),
-        el("p", {text: plural(p.rejected, "rejected attempt") + ", " + plural(p.groups, "group") + "."}),
+        el("p", {text: p.why ? "No labels: " + p.why : plural(p.rejected, "rejected attempt") + ", " + plural(p.groups, "group") + "."}),
         rows.length ? el("table", {cls: "metrics"}, [el("thead", {}, [el("tr", {}, [el("th", {text: "label"}),
           el("th", {text: "of"}), el("th", {text: "count"}), el("th", {text: "share"})])]), el("tbody", {}, rows)]) :
           el("p", {text: "No rejected attempt and every group completed."})]));
