@@ -356,7 +356,9 @@ class Results:
     ``tier_bootstrap`` (:class:`analysis.stats.ClusterBootstrapResult`), ``pairwise``
     and ``pairwise_check`` (:class:`analysis.stats.PairwiseResult`; the default method
     and the Bonferroni-t cross-check), ``memory`` (planner -> memory-study results),
-    ``skipped`` (result -> why the export cannot support it).
+    ``failures`` (the planner-suite runs' failure labels and condition ledger, derived by
+    re-execution: tables 15 and 16), ``skipped`` (result -> why the export cannot
+    support it).
 
     :meth:`table` gives one table's data (the CSV columns, raw interval bounds),
     :meth:`artefact` the whole :class:`analysis.report.Table` (display frame and note),
