@@ -143,6 +143,7 @@ class Export:
     condition_records: pd.DataFrame = field(repr=False)
     _results: dict = field(default_factory=dict, repr=False)
     _metrics: list = field(default_factory=list, repr=False)
+    _failures: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def _from_frozen(cls, fx) -> "Export":
@@ -246,6 +247,25 @@ class Export:
                  if g["group_id"] in set(wanted)}
         return {"task": task, "task_record": rec,
                 "group_records": [by_id[g] for g in wanted if g in by_id]}
+
+    def failures(self, run: str):
+        """Failure labels and condition ledger of one run, derived by re-executing its
+        verified records (:mod:`analysis.executor.failures`; computed once per run): a
+        ``FailureResults`` with DataFrames ``attempts`` (one row per rejected attempt:
+        ``group_id, index, failure, check, failed_checks``), ``groups`` (one row per
+        group that did not complete: ``status, failure``) and ``ledger`` (one row per
+        task condition: ``kind, first_group, first_position, end_truth, undone``).
+
+        >>> f = load().failures("lexicon")
+        >>> f.attempts.failure.value_counts().index[0]
+        'unmet_precondition:not_held'
+        """
+        rid = self._one_run(run)
+        if rid not in self._failures:
+            from .report.failures import derive_failures
+            planner = self.runs.set_index("run_id").planner[rid]
+            self._failures[rid] = derive_failures(self.frozen, {rid: planner})
+        return self._failures[rid]
 
     # -- metrics and statistics -----------------------------------------------------------
 
@@ -369,7 +389,9 @@ class Results:
     ``tier_bootstrap`` (:class:`analysis.stats.ClusterBootstrapResult`), ``pairwise``
     and ``pairwise_check`` (:class:`analysis.stats.PairwiseResult`; the default method
     and the Bonferroni-t cross-check), ``memory`` (planner -> memory-study results),
-    ``skipped`` (result -> why the export cannot support it).
+    ``failures`` (the planner-suite runs' failure labels and condition ledger, derived by
+    re-execution: tables 15 and 16), ``skipped`` (result -> why the export cannot
+    support it).
 
     :meth:`table` gives one table's data (the CSV columns, raw interval bounds),
     :meth:`artefact` the whole :class:`analysis.report.Table` (display frame and note),
@@ -407,6 +429,7 @@ class Results:
     pairwise_check = property(lambda self: self.context.pairwise_check)
     memory = property(lambda self: dict(self.context.memory))
     skipped = property(lambda self: dict(self.context.skipped))
+    failures = property(lambda self: self.context.failures)
 
     @property
     def names(self) -> list[str]:

@@ -5,7 +5,8 @@ The export is verified first (nothing unchecked is replayed). Then every run und
 added planners included) is re-executed from each episode's initial world with its
 recorded planner replies (:mod:`analysis.executor.replay`): group statuses, attempts,
 repairs, queries, world hashes, task completion, condition lists and truths are derived,
-never trusted. Exit 0 when every recorded value equals the derived one; else exit 1
+never trusted; so are each run's failure labels and condition ledger
+(:mod:`analysis.executor.failures`), summarised in one line per run. Exit 0 when every recorded value equals the derived one; else exit 1
 naming the first divergence (file, record, field).
 
 >>> from analysis.reexecute import reexecute
@@ -68,6 +69,23 @@ def reexecute(export_root, planner: str | None = None) -> list[ReplayReport]:
     return reports
 
 
+def failure_summary(derivation) -> str:
+    """One line of a run's derived failure labels (docs/executor.md, Failure labels).
+
+    >>> from analysis.executor.failures import RunDerivation
+    >>> failure_summary(RunDerivation("r"))
+    'failure labels: 0 rejected attempts (other: 0), 0 groups not completed; ledger: 0 conditions, 0 undone'
+    """
+    from collections import Counter
+    n = len(derivation.attempts)
+    c = Counter(a.label for a in derivation.attempts)
+    top = ", ".join(f"{k} {v}" for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))[:3])
+    return (f"failure labels: {n} rejected attempts (other: {c.get('other', 0)}"
+            f"{'; ' + top if top else ''}), {len(derivation.groups)} groups not completed; "
+            f"ledger: {len(derivation.ledger)} conditions, "
+            f"{sum(e.undone for e in derivation.ledger)} undone")
+
+
 def run_reexecute(export_root, planner: str | None = None, run: str | None = None) -> int:
     """Re-execute the export's runs (only ``run``, a run ID or planner name, if given);
     print one line per run and the first divergence; return the exit code (2 for a run
@@ -95,6 +113,8 @@ def run_reexecute(export_root, planner: str | None = None, run: str | None = Non
         return 1
     for r in reports:
         print(r.summary())
+        if r.ok and r.failures is not None:
+            print("  " + failure_summary(r.failures))
     bad = [r for r in reports if not r.ok]
     if bad:
         print(f"first divergence: {bad[0].divergences[0].message()}", file=sys.stderr)

@@ -98,7 +98,7 @@ def _index(artefacts, results) -> bytes:
                      f"{esc(name_sections(a.paper_ref))} | {kind} | "
                      f"{esc(_first_sentence(a.notes))} |")
     lines += ["", "## Methods", "",
-              "- **Intervals** (Tables 4, 5, 7, 8, 10, 11; Figures 5, 10): "
+              "- **Intervals** (Tables 4, 5, 7, 8, 10, 11, 15, 16; Figures 5, 10): "
               + _strip(method_text('table04_planner_results', results), "Intervals: "),
               f"- **Simultaneous contrasts** (Tables 6, 17; Figure 6): "
               f"{method_text('table06_pairwise_contrasts', results)} The verdict is the "
@@ -110,7 +110,7 @@ def _index(artefacts, results) -> bytes:
               "- **Estimand**: " + _strip(estimand_note(), "Estimand: "),
               f"- **Display**: {CLIP_NOTE}"]
     if results.labels:
-        lines.append(f"- **Runs covered** (Tables 1, 4-7, 12, 17; Figures 5-6): "
+        lines.append(f"- **Runs covered** (Tables 1, 4-7, 12, 15-17; Figures 5-6, 15): "
                      f"{runs_note(results)}")
     lines.append(f"- **Runs covered** (Tables 8-11; Figure 10): {memory_runs_note(results)}")
     if skipped:

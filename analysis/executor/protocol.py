@@ -126,12 +126,14 @@ class Plan:
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.S)
 
 
-def parse_plan(text: Any) -> Plan:
+def parse_plan(text: Any, keep_raw: bool = True) -> Plan:
     """Parse planner output structurally; raise :class:`PlanParseError` otherwise.
 
     Structural only: a markdown code fence around the JSON is stripped, nothing else
     is repaired (no renaming of action types, no guessing of arguments).
-    ``raw_actions`` holds each action element as canonical JSON (the raw proposal).
+    ``raw_actions`` holds each action element as canonical JSON (the raw proposal);
+    ``keep_raw=False`` leaves it empty (the same checks; re-deriving failure labels needs
+    only the plan's shape, and serialising every action was half its cost).
     """
     if not isinstance(text, str):
         raise PlanParseError(f"expected text, got {type(text).__name__}")
@@ -160,7 +162,8 @@ def parse_plan(text: Any) -> Plan:
                 isinstance(x, str) for x in a["args"]):
             raise PlanParseError(f"actions[{i}]: 'type' must be a string, 'args' a list of strings")
         out.append({"type": a["type"], "args": list(a["args"])})
-        raws.append(json.dumps(a, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+        if keep_raw:
+            raws.append(json.dumps(a, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
     return Plan(actions=out, query=query, raw_actions=raws)
 
 

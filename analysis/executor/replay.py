@@ -65,6 +65,9 @@ class ReplayReport:
     n_attempts: int = 0
     n_tasks: int = 0
     divergences: list[Divergence] = field(default_factory=list)
+    #: failure labels and condition ledger derived from the re-executed records
+    #: (:mod:`analysis.executor.failures`; never read from a record)
+    failures: object = None
 
     @property
     def ok(self) -> bool:
@@ -176,6 +179,8 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
                 return rep
 
     ex = Executor(rules)
+    from .failures import RunDerivation, derive_episode
+    rep.failures = RunDerivation(run_id)
     derived_tasks: dict[str, dict] = {}
     for eid in episode_ids:
         if eid not in episodes:
@@ -204,6 +209,9 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
                     return rep
         for tr in res.task_records:
             derived_tasks[tr["task_id"]] = tr
+        # labels and ledger from the replayed records, not the recorded ones
+        derive_episode(ep, res.group_records, ep_tasks, rules, ex, config.attempt_limit,
+                       rep.failures)
 
     seen: dict[str, int] = {}
     for line, tr in enumerate(task_records, 1):

@@ -12,6 +12,7 @@ from .common import Skip
 from .context import Results, StatsConfig, compute
 from .example import example_task
 from .grounding import grounding_table
+from .failures import condition_ledger_table, failure_labels_figure, failure_labels_table
 from .execution import (reobservation_excerpt, repair_excerpt, step_level_execution,
                         trace_excerpt)
 from .memory import (memory_counters, memory_study_table, paired_outcomes,
@@ -57,6 +58,12 @@ BUILDERS = [
     ("table14_grounding", "Grounding: observed shares per suite",
      "paper 3 and 7",
      lambda export, results: grounding_table(export)),
+    ("table15_failure_labels", "Failure labels per planner", "paper 6.3 and E.1",
+     failure_labels_table),
+    ("fig15_failure_labels", "Failure labels per planner", "paper 6.3 and E.1",
+     failure_labels_figure),
+    ("table16_condition_ledger", "Condition progress ledger", "paper 6.3",
+     condition_ledger_table),
     ("table17_leaderboard_tiers", "Leaderboard tiers per contrast metric", "paper C.5",
      leaderboard_tiers_table),
 ]
@@ -71,6 +78,7 @@ METHOD_KIND = {
     "table07_contract_tiers": "bootstrap", "table08_memory_study": "bootstrap",
     "table09_paired_outcomes": "exact", "table10_quarter_profiles": "bootstrap",
     "fig10_quarter_profiles": "bootstrap", "table11_memory_counters": "bootstrap",
+    "table15_failure_labels": "bootstrap", "table16_condition_ledger": "bootstrap",
 }
 
 

@@ -156,6 +156,7 @@ class Results:
     pairwise: object = None                 # PairwiseResult, or None
     pairwise_check: object = None           # the Bonferroni-t cross-check (docs/statistics.md)
     memory: dict = field(default_factory=dict)   # planner -> memory-study results
+    failures: object = None                 # report.failures.FailureResults (planner suite)
     skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
 
 
@@ -278,6 +279,16 @@ def compute(export, cfg=None, progress=None) -> Results:
                 pt_pairs, metrics, planner_col="label", method="bonferroni_t",
                 n_resamples=scfg.n_resamples, confidence_level=scfg.confidence_level,
                 seed=scfg.seed, planners=paired)
+    if not pt.empty:
+        say("re-execution: failure labels and condition ledger of the planner suite")
+        from ..executor.failures import DerivationError
+        from .failures import derive_failures
+        runs = pt.drop_duplicates("run_id").set_index("run_id").label
+        try:
+            res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)})
+        except DerivationError as exc:  # records that do not re-execute have no labels
+            res.skipped["failures"] = (f"the records do not re-execute ({exc}); python -m "
+                                       "analysis.reexecute names the first divergence")
     pairs = memory_pairs(tm)
     mem = tm[tm.suite == "memory"]
     whole_mem = set(mem.task_id)

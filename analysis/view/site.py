@@ -131,13 +131,46 @@ def _task_card(task: dict, episode: dict) -> dict:
 
 # --- the run side: what each run did on the task --------------------------------------
 
-def _group_trace(g: dict) -> dict:
+def _run_labels(f, run_id: str) -> tuple[dict, dict]:
+    """``({(group_id, index): (label, check)}, {group_id: outcome label})`` of one run."""
+    if isinstance(f, str):  # no labels: the records do not re-execute
+        return {}, {}
+    att = f.attempts[f.attempts.run_id == run_id]
+    grp = f.groups[f.groups.run_id == run_id]
+    return ({(g, int(i)): (x, c) for g, i, x, c in zip(att.group_id, att["index"], att.failure,
+                                                       att.check)},
+            dict(zip(grp.group_id, grp.failure)))
+
+
+def _profile(f, run_id: str) -> dict:
+    """A run's label profile: each label's count and share of its rejected attempts (of
+    its groups, for group outcomes), most frequent first (as Table 15 counts them)."""
+    if isinstance(f, str):
+        return {"rejected": 0, "groups": 0, "labels": [], "why": f}
+    att = f.attempts[f.attempts.run_id == run_id].failure.value_counts()
+    grp = f.groups[f.groups.run_id == run_id].failure.value_counts()
+    n_att, n_grp = int(att.sum()), int((f.group_counts.run_id == run_id).sum())
+    rows = [{"label": k, "unit": "rejected attempt", "count": int(v), "share": int(v) / n_att}
+            for k, v in sorted(att.items(), key=lambda kv: (-kv[1], kv[0]))]
+    rows += [{"label": k, "unit": "group", "count": int(v), "share": int(v) / n_grp if n_grp else None}
+             for k, v in sorted(grp.items(), key=lambda kv: (-kv[1], kv[0]))]
+    return {"rejected": n_att, "groups": n_grp, "labels": rows}
+
+
+def _group_trace(g: dict, labels: tuple[dict, dict] = ({}, {})) -> dict:
+    att_labels, group_labels = labels
+
+    def failure(a):
+        got = att_labels.get((g["group_id"], a["index"]))
+        return {"failure": got[0], "check": got[1]} if got else {}
     return {
         "group_id": g["group_id"], "status": g["status"],
+        "failure": group_labels.get(g["group_id"]),
         "attempts": [{"index": a["index"], "source": a["source"],
                       "action": _action_text(a["action"]),
                       "raw": None if a["action"] is not None else (a["raw"] or ""),
-                      "status": a["status"], "failed_checks": list(a["failed_checks"])}
+                      "status": a["status"], "failed_checks": list(a["failed_checks"]),
+                      **failure(a)}
                      for a in g["attempts"]],
         "queries": [{"region": q["region"], "responded": q["responded"],
                      "after_attempts": q["after_attempts"], "anchor": list(q["anchor"]),
@@ -222,12 +255,15 @@ def build_site(src, progress=None) -> dict[str, bytes]:
     cfg = src.results.config
     counts = src.repair_counts()
     run_metrics = _run_metrics(src)
+    say("failure labels of every run (re-executed)")
+    failures = {r["run_id"]: src.failures(r["run_id"]) for r in runs}
     no_attempts = (tm.n_attempts == 0).groupby(tm.run_id).sum()
     run_info = [{**r, "attempts": counts.get(r["run_id"], (0, 0, 0))[0],
                  "tasks_without_attempts": int(no_attempts.get(r["run_id"], 0)),
                  "repair_attempts": counts.get(r["run_id"], (0, 0, 0))[1],
                  "accepted_attempts": counts.get(r["run_id"], (0, 0, 0))[2],
                  "n_tasks": len(src.suites.get(r["suite"], [])),
+                 "failure_profile": _profile(failures[r["run_id"]], r["run_id"]),
                  **run_metrics[r["run_id"]]} for r in runs]
     common = {"fingerprint": src.fingerprint, "stats": cfg.describe(),
               "endpoints": [{"key": e, "label": ENDPOINT_LABELS[e],
@@ -257,6 +293,7 @@ def build_site(src, progress=None) -> dict[str, bytes]:
         say(f"run {i}/{len(runs)}: {r['run_id']}")
         groups = src.group_records(r["run_id"])
         trecs = src.task_records(r["run_id"])
+        labels = _run_labels(failures[r["run_id"]], r["run_id"])
         for tid in sorted(by_suite.get(r["suite"], ())):
             rec = trecs.get(tid)
             cell = cells.get(tid, {}).get(r["run_id"])
@@ -265,7 +302,8 @@ def build_site(src, progress=None) -> dict[str, bytes]:
                 "memory": r["memory"], "suite": r["suite"], "metrics": cell,
                 "completed": rec["completed"] if rec else None,
                 "truths": [dict(c) for c in rec["conditions"]] if rec else [],
-                "groups": [_group_trace(groups[g]) for g in task_groups[tid] if g in groups]})
+                "groups": [_group_trace(groups[g], labels) for g in task_groups[tid]
+                           if g in groups]})
         del groups, trecs
     say(f"writing {len(src.tasks)} task pages")
     for t in src.tasks:

@@ -60,6 +60,20 @@ class Source:
         """``{group_id: raw group record}`` of one run (attempts, queries, belief)."""
         return {g["group_id"]: g for g in self.export.group_records_of(run_id)}
 
+    def failures(self, run_id: str):
+        """The run's failure labels and condition ledger, as the API derives them by
+        re-execution (``Results.failures`` for planner-suite runs, else
+        ``Export.failures``): ``FailureResults`` with ``attempts`` and ``groups``, or the
+        reason (a string) when the run's records do not re-execute."""
+        from ..executor.failures import DerivationError
+        f = getattr(self.results, "failures", None)
+        if f is not None and run_id in set(f.group_counts.run_id):
+            return f
+        try:
+            return self.export.failures(run_id)
+        except DerivationError as exc:  # the records do not re-execute: no labels
+            return str(exc)
+
     @property
     def task_metrics(self):
         """One row per (run, task): endpoint, GCR, success, resources, planner label."""

@@ -103,7 +103,8 @@
       var a = s.a;
       return "attempt " + a.index + " [" + a.source + "] " +
         (a.action === null ? "(unparsed reply)" : a.action) + ": " + a.status +
-        (a.failed_checks.length ? " (failed: " + a.failed_checks.join(", ") + ")" : "");
+        (a.failed_checks.length ? " (failed: " + a.failed_checks.join(", ") + ")" : "") +
+        (a.failure ? " [label " + a.failure + "]" : "");
     }
     return "query(" + s.q.region + ")" + (s.q.responded ? " visible: " + items(s.q.visible) :
       ": no such region");
@@ -118,7 +119,9 @@
     var res = a.status === "accepted" ?
       el("span", {cls: "acc acc-accepted"}, [el("span", {cls: "glyph", "aria-hidden": "true", text: "\u2714"}), " accepted"]) :
       el("span", {cls: "acc acc-invalid"}, [el("span", {cls: "glyph", "aria-hidden": "true", text: "\u2716"}), " invalid",
-        a.failed_checks.length ? el("span", {cls: "checks"}, [": failed " + a.failed_checks.join(", ")]) : null]);
+        a.failed_checks.length ? el("span", {cls: "checks"}, [": failed " + a.failed_checks.join(", ")]) : null,
+        a.failure ? el("span", {cls: "flabel", title: "failure label (docs/executor.md, Failure labels)"},
+          ["; label ", el("b", {text: a.failure}), " (check " + a.check + ")"]) : null]);
     return [el("td", {text: "attempt " + a.index}), el("td", {}, [src]), el("td", {}, [act]),
             el("td", {}, [res]), el("td", {cls: "after"}, [nextState])];
   }
@@ -362,6 +365,20 @@
     var body = [];
     body.push(el("tr", {cls: "sum"}, [el("td", {text: "endpoint"}), el("td", {}, [endpointBadge(A.metrics.endpoint)]),
       el("td", {}, [endpointBadge(B.metrics.endpoint)])]));
+    function labelSummary(R) {
+      var counts = {}, order = [];
+      R.groups.forEach(function (g) {
+        var xs = g.attempts.filter(function (a) { return a.failure; }).map(function (a) { return a.failure; });
+        if (g.failure) xs.push(g.failure + " (group)");
+        xs.forEach(function (x) { if (!(x in counts)) { counts[x] = 0; order.push(x); } counts[x]++; });
+      });
+      if (!order.length) return el("span", {cls: "flabels", text: "no rejected attempt, every group completed"});
+      order.sort(function (x, y) { return counts[y] - counts[x] || (x < y ? -1 : 1); });
+      return el("span", {cls: "flabels"}, order.map(function (x, k) {
+        return el("span", {}, [k ? "; " : "", el("b", {text: x}), " \u00d7" + counts[x]]); }));
+    }
+    body.push(el("tr", {cls: "sum", id: "failure-labels"}, [el("td", {text: "failure labels"}),
+      el("td", {}, [labelSummary(A)]), el("td", {}, [labelSummary(B)])]));
     var n = Math.max(A.groups.length, B.groups.length);
     for (var i = 0; i < n; i++) {
       var ga = A.groups[i], gb = B.groups[i];
@@ -426,7 +443,8 @@
       rs.forEach(function (r) { r.metrics.forEach(function (m) { if (labels.indexOf(m.label) < 0) labels.push(m.label); }); });
       var head = el("tr", {}, [el("th", {text: "run"}), el("th", {text: "tasks"}), el("th", {text: "tasks without attempts"}),
         el("th", {text: "attempts (repairs)"})].concat(
-        labels.map(function (l) { return el("th", {text: l + (/%|per task/.test(l) ? "" : " (%)")}); })));
+        labels.map(function (l) { return el("th", {text: l + (/%|per task/.test(l) ? "" : " (%)")}); })).concat(
+        [el("th", {text: "why it fails"})]));
       var rows = rs.map(function (r) {
         var by = {};
         r.metrics.forEach(function (m) { by[m.label] = m.text; });
@@ -435,12 +453,34 @@
           el("td", {text: r.attempts + " (" + plural(r.repair_attempts, "repair") + ", " + (r.attempts ? (100 * r.repair_attempts / r.attempts).toFixed(1) : "0.0") + "%)"})];
         if (!r.metrics.length) cells.push(el("td", {colspan: String(Math.max(labels.length, 1)), text: "no interval in the tables: " + r.why}));
         else labels.forEach(function (l) { cells.push(el("td", {cls: "num", text: by[l] || ""})); });
+        cells.push(el("td", {}, [el("a", {href: "#failures-" + safeId(r.run_id), cls: "profile-link",
+          text: "failure labels"})]));
         return el("tr", {id: "metrics-" + safeId(r.run_id)}, cells);
       });
       sec.appendChild(el("h3", {text: sp[1]}));
       sec.appendChild(el("div", {cls: "tablebox"}, [el("table", {cls: "metrics"}, [el("thead", {}, [head]), el("tbody", {}, rows)])]));
       if (sp[0] === "planner" && D.warnings && D.warnings.planner) sec.appendChild(el("p", {cls: "warning", text: "WARNING: " + D.warnings.planner}));
       if (sp[0] === "memory" && D.warnings && D.warnings.memory) sec.appendChild(el("p", {cls: "warning", text: "WARNING: " + D.warnings.memory}));
+    });
+    return sec;
+  }
+
+  function failuresSection() {
+    var sec = el("section", {id: "failures"}, [el("h2", {text: "Failure labels per run"}),
+      el("p", {cls: "meta", text: "Each rejected attempt's label and each non-completed group's outcome, derived by " +
+        "re-executing the run (docs/executor.md, Failure labels; table 15 gives the planner-suite intervals)."})]);
+    D.runs.forEach(function (r) {
+      var p = r.failure_profile || {labels: [], rejected: 0, groups: 0};
+      var rows = p.labels.map(function (x) {
+        return el("tr", {}, [el("td", {}, [el("code", {text: x.label})]), el("td", {text: x.unit}),
+          el("td", {cls: "num", text: String(x.count)}), el("td", {cls: "num", text: pct(x.share)})]);
+      });
+      sec.appendChild(el("div", {id: "failures-" + safeId(r.run_id), cls: "profile"}, [
+        el("h3", {}, [r.label + " ", el("small", {text: r.run_id})]),
+        el("p", {text: p.why ? "No labels: " + p.why : plural(p.rejected, "rejected attempt") + ", " + plural(p.groups, "group") + "."}),
+        rows.length ? el("table", {cls: "metrics"}, [el("thead", {}, [el("tr", {}, [el("th", {text: "label"}),
+          el("th", {text: "of"}), el("th", {text: "count"}), el("th", {text: "share"})])]), el("tbody", {}, rows)]) :
+          el("p", {text: "No rejected attempt and every group completed."})]));
     });
     return sec;
   }
@@ -543,6 +583,7 @@
     app.appendChild(el("p", {text: D.runs.length + " runs, " + D.tasks.length + " tasks. Each cell: the task's endpoint in that run " +
       "(shape and text) and the conditions met; \u27f2n: repair attempts the runtime inserted. A dash: the task is not in the run's suite."}));
     app.appendChild(metricsSection());
+    app.appendChild(failuresSection());
     function sel(key, label, opts) {
       return el("label", {}, [label + " ", el("select", {id: "f-" + key, onchange: function (e) {
         state[key] = e.target.value; writeHash(); drawMatrix(box, count);

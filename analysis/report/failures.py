@@ -1,0 +1,293 @@
+"""Table 15 and figure 15 (failure labels) and table 16 (the condition ledger).
+
+The labels and the ledger are derived by re-executing every planner-suite run from the
+hash-verified records (:mod:`analysis.executor.failures`), once, in
+:func:`analysis.report.compute` (``Results.failures``); no recorded label is read.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .common import METHODS_POINTER, SINGLE_COLUMN, Skip, new_figure, pct_ci, runs_note
+
+__all__ = ["FailureResults", "derive_failures", "failure_labels_table",
+           "failure_labels_figure", "condition_ledger_table"]
+
+#: What the derivation reads of a group record.
+_FIELDS = ("episode_id", "group_id", "status", "attempts", "queries", "planner_calls")
+
+
+@dataclass
+class FailureResults:
+    """Per-run labels and ledger as DataFrames (one row per rejected attempt, per
+    non-completed group, per condition), with the run's planner ``label``."""
+
+    attempts: pd.DataFrame   # label, run_id, episode_id, group_id, index, failure, check, failed_checks
+    groups: pd.DataFrame     # label, run_id, episode_id, group_id, status, failure
+    ledger: pd.DataFrame     # label, run_id, episode_id, task_id, condition_id, kind, ...
+    group_counts: pd.DataFrame  # label, run_id, episode_id, group_id, task_ids (every group)
+
+
+def derive_failures(export, run_labels) -> FailureResults:
+    """Labels and ledger of every run in ``run_labels`` (``{run_id: planner label}``),
+    derived by re-execution from the export's verified records."""
+    from ..executor import Rules
+    from ..executor.failures import DerivationError, derive_run
+
+    if not export.records_of("rules"):
+        raise DerivationError("cohort/rules.json: missing (re-execution needs the cohort's "
+                              "rules)")
+    rules = Rules.from_dict(export.records_of("rules")[0])
+    episodes = {e["episode_id"]: e for e in export.records_of("episode")}
+    tasks = {t["task_id"]: t for t in export.records_of("task")}
+    suites = {s["suite"]: s for s in export.records_of("suite")}
+    runs = {r["run_id"]: r for r in export.records_of("run")}
+    att, grp, led = [], [], []
+    for run_id, label in run_labels.items():
+        run = runs[run_id]
+        records = export.group_records_of(run_id).decode(fields=_FIELDS)
+        try:
+            d = derive_run(run_id, records, episodes,
+                           [tasks[t] for t in suites[run["suite"]]["task_ids"] if t in tasks],
+                           rules, run.get("attempt_limit", 80))
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            # records that do not fit their cohort (a hand-made export): no labels
+            raise DerivationError(f"run {run_id}: the records do not re-execute "
+                                  f"({type(exc).__name__}: {exc})") from None
+        att += [(label, run_id, a.episode_id, a.group_id, a.index, a.label, a.check,
+                 " ".join(a.failed_checks)) for a in d.attempts]
+        grp += [(label, run_id, g.episode_id, g.group_id, g.status, g.label) for g in d.groups]
+        led += [(label, run_id, tasks[e.task_id]["episode_id"], e.task_id, e.condition_id,
+                 e.kind, e.n_groups, e.first_group, e.first_position, e.end_truth, e.undone)
+                for e in d.ledger]
+    gr = export.group_records
+    gr = gr[gr.run_id.isin(list(run_labels))]
+    return FailureResults(
+        attempts=pd.DataFrame(att, columns=["label", "run_id", "episode_id", "group_id",
+                                            "index", "failure", "check", "failed_checks"]),
+        groups=pd.DataFrame(grp, columns=["label", "run_id", "episode_id", "group_id",
+                                          "status", "failure"]),
+        ledger=pd.DataFrame(led, columns=["label", "run_id", "episode_id", "task_id",
+                                          "condition_id", "kind", "n_groups", "first_group",
+                                          "first_position", "end_truth", "undone"]),
+        group_counts=pd.DataFrame({"label": gr.run_id.map(run_labels), "run_id": gr.run_id,
+                                   "episode_id": gr.episode_id, "group_id": gr.group_id}))
+
+
+def _need(results):
+    if results is None or results.planner_tasks.empty:
+        raise Skip(results.skipped.get("planner", "no planner-suite runs") if results
+                   else "no statistics results")
+    if getattr(results, "failures", None) is None:
+        raise Skip(results.skipped.get("failures", "no failure labels were derived"))
+    return results.failures
+
+
+def _boot(results, df, cols, by=("label",)):
+    from .context import _boot as boot
+    return boot(results.config, df, cols, list(by)).table.set_index([*by, "metric"])
+
+
+def _label_order(present) -> list[str]:
+    from ..executor.failures import LABELS
+    return [x for x in LABELS if x in set(present)]
+
+
+def _task_of_group(export) -> dict:
+    """group_id -> the task IDs whose groups include it (a group may serve several)."""
+    out: dict = {}
+    for t in export.records_of("task"):
+        for g in t["group_ids"]:
+            out.setdefault(g, []).append(t["task_id"])
+    return out
+
+
+def _shares(results, export):
+    """(per-planner counts, pooled bootstrap table, task-macro bootstrap table, labels)
+    of the attempt labels (as shares of rejected attempts) and the group labels (as
+    shares of groups)."""
+    f = _need(results)
+    att = f.attempts
+    a_labels = _label_order(att.failure)
+    g_labels = _label_order(f.groups.failure)
+    # pooled: one row per rejected attempt (group labels: per group), one 0/1 column per label
+    pooled = att[["label", "episode_id"]].copy()
+    for x in a_labels:
+        pooled[x] = (att.failure == x).astype(float)
+    gkey = f.groups.set_index(["run_id", "group_id"]).failure
+    gc = f.group_counts[["label", "run_id", "episode_id", "group_id"]].copy()
+    gfail = pd.Series([gkey.get((r, g)) for r, g in zip(gc.run_id, gc.group_id)],
+                      index=gc.index, dtype=object)
+    for x in g_labels:
+        gc[x] = (gfail == x).astype(float)
+    # task-macro: per (run, task), the label's share of the task's rejected attempts
+    tog = _task_of_group(export)
+    rows = []
+    for (label, run_id, gid), sub in att.groupby(["label", "run_id", "group_id"], sort=False):
+        for tid in tog.get(gid, []):
+            rows.append((label, run_id, tid, sub.episode_id.iloc[0], sub.failure.tolist()))
+    per_task: dict = {}
+    for label, run_id, tid, eid, fails in rows:
+        per_task.setdefault((label, run_id, tid, eid), []).extend(fails)
+    macro = pd.DataFrame([{"label": k[0], "episode_id": k[3],
+                           **{x: sum(v == x for v in fails) / len(fails) for x in a_labels}}
+                          for k, fails in per_task.items()])
+    return f, pooled, gc, macro, a_labels, g_labels, gfail
+
+
+def failure_labels_table(export, results):
+    """Per planner and label: counts, pooled share of rejected attempts (group labels:
+    of groups) and task-macro share, each with its episode-cluster interval."""
+    from .output import Table
+    f, pooled, gc, macro, a_labels, g_labels, gfail = _shares(results, export)
+    if not a_labels and not g_labels:
+        raise Skip("no rejected attempt and no non-completed group on the planner suite")
+    bp = _boot(results, pooled, a_labels) if a_labels else None
+    bm = _boot(results, macro, a_labels) if a_labels and not macro.empty else None
+    bg = _boot(results, gc, g_labels) if g_labels else None
+    n_att = f.attempts.groupby("label").size()
+    n_grp = gc.groupby("label").size()
+    rows = []
+    for p in results.labels:
+        for x in a_labels + g_labels:
+            attempt = x in a_labels
+            sub = f.attempts[f.attempts.label == p] if attempt else gc[gc.label == p]
+            n = int((sub.failure == x).sum()) if attempt else int(sub[x].sum())
+            b = (bp if attempt else bg)
+            row = {"planner": p, "label": x, "unit": "rejected attempt" if attempt else "group",
+                   "count": n, "of": int(n_att.get(p, 0) if attempt else n_grp.get(p, 0))}
+            for pre, bt in (("pooled", b), ("task_macro", bm if attempt else None)):
+                key = (p, x)
+                if bt is not None and key in bt.index:
+                    row[f"{pre}_share"] = float(bt.loc[key, "estimate"])
+                    row[f"{pre}_low"] = float(bt.loc[key, "low"])
+                    row[f"{pre}_high"] = float(bt.loc[key, "high"])
+                else:
+                    row[f"{pre}_share"] = row[f"{pre}_low"] = row[f"{pre}_high"] = np.nan
+            rows.append(row)
+    data = pd.DataFrame(rows)
+    disp = pd.DataFrame({
+        "planner": data.planner, "label": data.label, "unit": data.unit,
+        "count": data["count"].astype(str) + " / " + data["of"].astype(str),
+        "pooled share (%)": [pct_ci(e, lo, hi) for e, lo, hi in
+                             zip(data.pooled_share, data.pooled_low, data.pooled_high)],
+        "task-macro share (%)": [pct_ci(e, lo, hi) if e == e else "" for e, lo, hi in
+                                 zip(data.task_macro_share, data.task_macro_low,
+                                     data.task_macro_high)]})
+    return Table(
+        name="table15_failure_labels", title="Why attempts and groups fail: failure labels",
+        paper_ref="paper 6.3 and E.1", data=data, display=disp, decimals=4,
+        notes=("Every rejected attempt has exactly one label, derived by re-executing the run "
+               "from the verified records (labels, their precedence and the precondition "
+               "families: docs/executor.md, Failure labels); every group that did not "
+               "complete has one outcome label (budget_exhausted: the attempt limit). "
+               "Pooled share: of the planner's rejected attempts (of its groups for group "
+               "labels); task-macro share: the mean over tasks with a rejected attempt of the "
+               "label's share of that task's rejected attempts. Labels that occur for no "
+               "planner are left out. " + results.config.brief() + " " + runs_note(results)
+               + " " + METHODS_POINTER))
+
+
+def failure_labels_figure(export, results, width: float = SINGLE_COLUMN):
+    """Stacked horizontal bars of each planner's attempt-label shares (pooled), one hatch
+    and fill per label (reads in greyscale)."""
+    from .common import HATCHES
+    from .output import FigureOutput
+    f = _need(results)
+    att = f.attempts
+    labels = _label_order(att.failure)
+    if not labels:
+        raise Skip("no rejected attempt on the planner suite")
+    counts = pd.crosstab(att.label, att.failure).reindex(index=results.labels, columns=labels,
+                                                         fill_value=0)
+    totals = counts.sum(axis=1).replace(0, np.nan)
+    shares = counts.div(totals, axis=0).fillna(0.0)
+    ncol = 2
+    fig = new_figure(width, 0.3 * len(results.labels) + 0.7 + 0.14 * -(-len(labels) // ncol))
+    ax = fig.subplots()
+    y = np.arange(len(results.labels))
+    left = np.zeros(len(y))
+    rows = []
+    for k, x in enumerate(labels):
+        v = shares[x].to_numpy() * 100
+        face = "white" if k < len(HATCHES) else "0.75"
+        ax.barh(y, v, left=left, height=0.7, color=face, hatch=HATCHES[k % len(HATCHES)],
+                edgecolor="black", linewidth=0.5, label=x.replace("unmet_precondition:", "unmet: "))
+        for i, p in enumerate(results.labels):
+            rows.append({"planner": p, "label": x, "count": int(counts.loc[p, x]),
+                         "share": float(v[i]) / 100, "left": float(left[i]) / 100})
+        left += v
+    ax.set_yticks(y, results.labels)
+    ax.set_ylim(len(y) - 0.5 + 0.15, -0.5 - 0.15)
+    ax.set_xlim(0, 100)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel("share of rejected attempts (%)")
+    ax.set_ylabel("planner")
+    fig.legend(loc="outside lower center", ncol=ncol, frameon=False, handlelength=2.2,
+               handleheight=0.9, columnspacing=0.8, handletextpad=0.4, labelspacing=0.25)
+    return FigureOutput(name="fig15_failure_labels", title="Failure labels per planner",
+                        paper_ref="paper 6.3 and E.1", figure=fig, data=pd.DataFrame(rows),
+                        notes="Stacked pooled shares of each planner's rejected attempts by "
+                              "failure label (one hatch pattern per label; Table 15 gives "
+                              "the intervals). Data: count, share and bar start per planner "
+                              "and label. " + METHODS_POINTER)
+
+
+def condition_ledger_table(export, results):
+    """Per planner and condition kind: attainment rate, share first met in the task's
+    first group, undone rate, each with its episode-cluster interval."""
+    from .output import Table
+    f = _need(results)
+    led = f.ledger
+    if led.empty:
+        raise Skip("no task conditions on the planner suite")
+    from ..executor.failures import CONDITION_KINDS
+    df = pd.DataFrame({"label": led.label, "kind": led.kind, "episode_id": led.episode_id})
+    met = led.first_position.notna()
+    df["attained"] = (led.end_truth == "TRUE").astype(float)
+    df["first_group"] = np.where(met, (led.first_position == 0).astype(float), np.nan)
+    df["undone"] = np.where(met, led.undone.astype(float), np.nan)
+    cols = ["attained", "first_group", "undone"]
+    bt = _boot(results, df, cols, ("label", "kind"))
+    rows = []
+    for p in results.labels:
+        for k in CONDITION_KINDS:
+            sub = led[(led.label == p) & (led.kind == k)]
+            if sub.empty:
+                continue
+            row = {"planner": p, "kind": k, "conditions": len(sub),
+                   "tasks": sub[["run_id", "task_id"]].drop_duplicates().shape[0],
+                   "met_at_some_group_end": int(sub.first_position.notna().sum()),
+                   "attained_at_end": int((sub.end_truth == "TRUE").sum()),
+                   "undone": int(sub.undone.sum())}
+            for c in cols:
+                key = (p, k, c)
+                ok = key in bt.index and bt.loc[key, "n_records"] > 0
+                row[f"{c}_rate"] = float(bt.loc[key, "estimate"]) if ok else np.nan
+                row[f"{c}_low"] = float(bt.loc[key, "low"]) if ok else np.nan
+                row[f"{c}_high"] = float(bt.loc[key, "high"]) if ok else np.nan
+            rows.append(row)
+    data = pd.DataFrame(rows)
+    disp = pd.DataFrame({
+        "planner": data.planner, "kind": data.kind, "conditions": data.conditions,
+        "attained at the task's end (%)": [pct_ci(*v) for v in zip(
+            data.attained_rate, data.attained_low, data.attained_high)],
+        "first met in the first group (% of met)": [pct_ci(*v) for v in zip(
+            data.first_group_rate, data.first_group_low, data.first_group_high)],
+        "undone (% of met)": [pct_ci(*v) for v in zip(
+            data.undone_rate, data.undone_low, data.undone_high)]})
+    return Table(
+        name="table16_condition_ledger", title="Condition progress ledger",
+        paper_ref="paper 6.3", data=data, display=disp, decimals=4,
+        notes=("Every condition of every task, evaluated at the end of each of the task's "
+               "groups on the re-executed world and accepted events (the contract rules of "
+               "the task's end). Kind: the atom's predicate in or at, any other predicate "
+               "(container or appliance state, item state) state, or an event condition. "
+               "Attained: TRUE at the task's end (the GCR numerator). First met in the first "
+               "group and undone (TRUE at some group's end, FALSE at the task's end) are "
+               "shares of the conditions met at some group's end. "
+               + results.config.brief() + " " + runs_note(results) + " " + METHODS_POINTER))
