@@ -835,6 +835,13 @@ def test_admission_refuses_a_task_with_any_condition_true_at_its_start():
     assert (ok, reason) == (False, "condition_true_at_start")
     assert detail.startswith("c2 already TRUE")
     assert admit({**task, "conditions": conds[:1]}, states, events, objects) == (True, "", "")
+    # c2 FALSE at the task's start but TRUE in the initial world (an earlier group moved the
+    # bottle away, this task puts it back): a planner that never moved it meets c2 for free
+    s_mid = frozenset({("at", "cup", "counter"), ("at", "bottle", "table")})
+    moved = {-1: s0, 0: s_mid, 1: s1}
+    assert true_at_start(task, moved, objects) == []
+    ok, reason, detail = admit(task, moved, events, objects)
+    assert (ok, reason) == (False, "initial_passes") and detail.startswith("c2 TRUE in the initial world")
     # an event condition never holds at a start (no accepted event yet)
     ev = {"id": "c1", "kind": "event", "event": {"type": "stir", "args": [None, None, None]}}
     assert true_at_start({**task, "tier": "event", "conditions": [ev]}, states, objects) == []

@@ -2,9 +2,9 @@
 condition TRUE at the task's end), the initial state fails it, and no condition is already
 TRUE when the task starts.
 
-A contract fails a state when not all of its conditions are TRUE there. The primary
-condition ``c1`` (the task's goal fact) must be FALSE in the episode's initial world. And
-*every* condition must be FALSE in the reference state at the task's start: a condition
+A contract fails a state when not all of its conditions are TRUE there. *Every*
+condition must be FALSE in the episode's initial world (what a planner that never acts
+sees) and in the reference state at the task's start: a condition
 that already holds there is credit a planner gets for doing nothing (GCR would rise
 without a single accepted action), so checking the whole contract is not enough
 (``tasks.unit_tasks`` already leaves such end states out; this is the gate)."""
@@ -74,6 +74,10 @@ def admit(task: dict, states, events, objects) -> tuple[bool, str, str]:
     if held:
         return False, "condition_true_at_start", (f"{', '.join(held)} already TRUE in the reference "
                                                   "state at the task's start (free credit)")
+    held = [c["id"] for c in task["conditions"] if truth(c, states[-1], [], objects)]
+    if held:
+        return False, "initial_passes", (f"{', '.join(held)} TRUE in the initial world (free credit "
+                                         "for a planner that never changes it)")
     return True, "", ""
 
 

@@ -13,8 +13,8 @@ A unit's conditions, each resting on observed evidence only:
 
 * **end states** (atoms TRUE after the unit's last group whose last establishing
   operation is one of the unit's own groups, so an intermediate state the unit later
-  changed is not one, and that is FALSE in the reference state at the task's start, so
-  a planner that does nothing never meets it): every
+  changed is not one, and that is FALSE in the reference state at the task's start and
+  in the episode's initial world, so a planner that does nothing never meets it): every
   ``in`` an observed add or transfer established (``in(squash, glass_2)``), every ``at``
   an observed put-down established (destination from a VQA answer or an itinerary), and
   every appliance or container state (``powered``, ``open``, ``capped``, ``covered``,
@@ -231,11 +231,13 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 continue
             atoms.append((PREDICATE_RANK.get(atom[0], 2), ops.index(by[atom]), atom, keep))
         # no free credit: an end state that already holds when the task starts (an object
-        # used and put back where it was) is met by a planner that does nothing, so it is
-        # no condition; it is listed in dropped.jsonl (kind ``condition``) with its reason
-        for a in [a for a in atoms if a[2] in start]:
+        # used and put back where it was), or in the episode's initial world (an object an
+        # earlier unit took out and this one puts back: a planner that never took it out
+        # finds it there), is met by a planner that does nothing, so it is no condition; it
+        # is listed in dropped.jsonl (kind ``condition``) with its reason
+        for a in [a for a in atoms if a[2] in start or a[2] in init]:
             atoms.remove(a)
-            held_at_start.append((first, a[2], by[a[2]]))
+            held_at_start.append((first, a[2], by[a[2]], a[2] in start))
         atoms.sort()
         # one observed end state, one condition: two state atoms one operation set on the
         # same object (``powered`` and ``running`` from one button press) count once
@@ -329,12 +331,15 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         c["task_id"] = f"{episode_id}/x{n:03d}"
         c["episode_id"] = episode_id
     dropped = [{"kind": "condition", "what": f"{atom[0]}({', '.join(atom[1:])})",
-                "reason": "true_at_task_start: the end state already holds in the reference state "
-                          f"before group {group_recs[first]['group_id']}, where the unit's task starts "
-                          "(no free credit)",
+                "reason": ("true_at_task_start: the end state already holds in the reference state "
+                           f"before group {group_recs[first]['group_id']}, where the unit's task starts "
+                           "(no free credit)") if at_start else
+                          ("true_in_initial_world: the end state holds in the episode's initial world "
+                           "(an earlier unit changed it and this one restores it): a planner that "
+                           "never changed it meets it for free"),
                 "time": op.time, "refs": {"group_id": group_recs[first]["group_id"],
                                           "operation": op.action["type"], "atom": list(atom)}}
-               for first, atom, op in held_at_start]
+               for first, atom, op, at_start in held_at_start]
     return out, [{"task_id": c["task_id"], "episode_id": episode_id, "reason": "duplicate_condition_set",
                   "detail": f"{c['title']}: {why}"} for c, why in rejected], dropped
 
