@@ -196,13 +196,6 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
         why = state_path_problem(state_dir, "dir", root)
         if why:
             raise ValueError(f"state_dir={state_dir}: {why}")
-    check_first = getattr(planner_class(planner), "preflight", None)
-    if check_first is not None:
-        # e.g. the chat planner: its model server answers and serves the model, checked
-        # before anything is written (a ValueError naming the URL refuses the run)
-        note = check_first(seed=seed, **dict(planner_settings or {}))
-        if note:
-            say(note)
     if write:
         # parallel multirun jobs write one export: recovery and the first verification
         # must not see another job's transaction in flight
@@ -228,6 +221,15 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
                 registered = exc  # a sharded run registered by its siblings is not an error
                 if part is None:
                     raise
+    check_first = getattr(planner_class(planner), "preflight", None)
+    if check_first is not None:
+        # e.g. the chat planner: its model server answers and serves the model, checked
+        # before anything is written (a ValueError naming the URL refuses the run), after
+        # the cheap refusals (a run that already exists needs no server to be refused)
+        note = check_first(seed=seed, **dict(planner_settings or {}))
+        if note:
+            say(note)
+    if write:
         if verify_export:
             from .frozen import verify
             say(f"verifying {root}")
