@@ -153,6 +153,17 @@ def task_metrics(export) -> pd.DataFrame:
     >>> float(row.gcr), bool(row.success), float(row.action_validity), row.endpoint
     (0.5, False, 0.75, 'completed_partial')
     """
+    runs, tasks, suites, gr = _checked_frames(export)
+    rt = _run_tasks(export, runs, suites, tasks)
+    out = rt.merge(_group_outcomes(rt, gr).reset_index(), on=["run_id", "task_id"], how="left",
+                   validate="one_to_one")
+    out = _with_truth_counts(export, out, rt)
+    return _scored(out)
+
+
+def _checked_frames(export):
+    """Stage 1: the export's four frames, refused (one line naming the frame, column or
+    value) when a frame, a column or an allowed value is missing."""
     missing = [a for a in ("runs", "tasks", "suites", "group_records") if not hasattr(export, a)]
     if missing:
         raise TypeError(f"export={type(export).__name__}: expected an export (analysis.load()) "
@@ -174,8 +185,13 @@ def task_metrics(export) -> pd.DataFrame:
                          "['completed', 'empty_plan', 'execution_blocked', 'parse_failure']")
     if (tasks["n_conditions"] <= 0).any():
         raise ValueError("tasks.n_conditions must be >= 1 for every task (a contract has conditions)")
+    return runs, tasks, suites, gr
 
-    # (run, task) pairs: every task of the run's suite
+
+def _run_tasks(export, runs, suites, tasks) -> pd.DataFrame:
+    """Stage 2: the (run, task) pairs, every task of the run's suite (only the tasks of
+    its first N episodes for a limited run), with the task's episode, tier, groups,
+    condition count and reference types."""
     rt = runs[["run_id", "planner", "memory", "suite"]].merge(
         suites[["suite", "task_id"]], on="suite", how="left", validate="many_to_many")
     if rt["task_id"].isna().any():
@@ -194,7 +210,13 @@ def task_metrics(export) -> pd.DataFrame:
                          f"{sorted(rt.loc[rt.tier.isna(), 'task_id'].unique())[:5]}")
     if "scene_id" not in rt.columns:
         rt["scene_id"] = None
+    return rt
 
+
+def _group_outcomes(rt: pd.DataFrame, gr: pd.DataFrame) -> pd.DataFrame:
+    """Stage 3: per (run, task), its groups' resource sums, whether every group
+    completed, the first non-completed status (in group order) and the set of action
+    types attempted; indexed by (run_id, task_id)."""
     # explode to (run, task, group) and join the group records
     tg = rt[["run_id", "task_id", "group_ids"]].copy()
     tg["group_ids"] = tg["group_ids"].map(_as_list)
@@ -219,9 +241,13 @@ def task_metrics(export) -> pd.DataFrame:
     res["first_bad"] = first_bad.reindex(res.index)
     res["types_attempted"] = g["attempted_types"].agg(
         lambda s: set().union(*[set(_as_list(x)) for x in s]))
-    out = rt.merge(res.reset_index(), on=key, how="left", validate="one_to_one")
+    return res
 
-    # condition truth counts
+
+def _with_truth_counts(export, out: pd.DataFrame, rt: pd.DataFrame) -> pd.DataFrame:
+    """Stage 4: ``n_true`` per (run, task) from the condition records (matched to the
+    frozen contract when the export has it), else from ``task_records``."""
+    key = ["run_id", "task_id"]
     cr = getattr(export, "condition_records", None)
     if cr is not None and len(cr):
         _need(cr, "condition_records", ["run_id", "task_id", "truth"])
@@ -242,7 +268,13 @@ def task_metrics(export) -> pd.DataFrame:
     out["n_true"] = out["n_true"].fillna(0).astype(int)
     if (out["n_true"] > out["n_conditions"]).any():
         raise ValueError("condition_records have more TRUE conditions than tasks.n_conditions")
+    return out
 
+
+def _scored(out: pd.DataFrame) -> pd.DataFrame:
+    """Stage 5: the metrics of docs/statistics.md from the per-task counts (failure
+    policy: GCR 0 unless completed), the endpoint and the tier columns; ``TASK_COLUMNS``
+    in order."""
     completed = out["completed"].astype(bool)
     allmet = out["n_true"] == out["n_conditions"]
     out["completed"] = completed
