@@ -204,14 +204,48 @@ def cluster_bootstrap(
     by = [by] if isinstance(by, str) else list(by or ())
     if not pool_runs:
         _check_one_run(df, by)
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     # sums of squares (the task-level variance floor of kg_cp) only where kg_cp may run
     need_q = method in ("auto", "kg_cp")
     red = reduce_clusters(df, value_cols, cluster_col, by, squares=need_q)
     clusters, cols, S, N = red[:4]
     Q = red[4] if need_q else None
-    alpha = (1 - conf) / 2
+    col_method = _column_methods(df, value_cols, method, cols)
+    G_col = (N > 0).sum(axis=0)
+    few, unest = _short_columns(cols, G_col, too_few)
+    est, low, high, se, zero = _intervals(S, N, Q, col_method, unest, (1 - conf) / 2, B, seed)
+    if bounds is not None:
+        if len(bounds) != 2 or not bounds[0] < bounds[1]:
+            raise ValueError(f"bounds={bounds!r} must be a (low, high) pair with low < high")
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     J = S.shape[1]
+    not_estimable = np.isin(np.arange(J), unest)
+    if unest:
+        low, high, se = (np.where(not_estimable, np.nan, a) for a in (low, high, se))
+        zero = zero & ~not_estimable
+    # one constructor (a column assignment at a time costs a tenth of the whole call)
+    table = pd.DataFrame({**{c: cols[c] for c in cols.columns},
+                          "estimate": est, "low": low, "high": high, "se": se,
+                          "n_records": N.sum(axis=0).astype(int),
+                          "n_clusters": G_col.astype(int), "degenerate": zero,
+                          "method": col_method, "few_clusters": G_col < WARN_CLUSTERS,
+                          "not_estimable": not_estimable}, index=cols.index)
+    warn = emit_warnings(_warning_texts(cols, G_col, few, unest))
+    used = list(dict.fromkeys(col_method))
+    resampled = any(m not in ("cr1_t", "kg_cp") for m in used)
+    return ClusterBootstrapResult(
+        table=table,
+        method="+".join(used),
+        n_resamples=B if resampled else 0,
+        confidence_level=conf,
+        seed=recorded_seed(seed),
+        warnings=warn,
+    )
+
+
+def _column_methods(df: pd.DataFrame, value_cols: list, method: str, cols: pd.DataFrame) -> np.ndarray:
+    """Stage 1: the interval method of every (group, metric) column: under ``auto``
+    ``kg_cp`` for a metric in [0, 1] and ``bootstrap_t`` otherwise; ``kg_cp`` asked for
+    an unbounded metric is refused, naming the column."""
     metric_method = {}
     for c in value_cols:
         if method == "auto":
@@ -221,24 +255,35 @@ def cluster_bootstrap(
                 raise ValueError(f"method='kg_cp' needs values in [0, 1]; column {c!r} has "
                                  "values outside (use 'bootstrap_t' or 'auto')")
             metric_method[c] = method
-    col_method = np.array([metric_method[m] for m in cols["metric"]], dtype=object)
+    return np.array([metric_method[m] for m in cols["metric"]], dtype=object)
 
-    # episodes are counted per column (from its non-missing values); columns sharing a
-    # set of episodes share one weight matrix
-    present = N > 0
-    G_col = present.sum(axis=0)
+
+def _short_columns(cols: pd.DataFrame, G_col: np.ndarray, too_few: str) -> tuple[list, list]:
+    """Stage 2: the columns with fewer than 8 episodes (``few``: a warning) and, under
+    ``too_few="not_estimable"``, those with fewer than 3 (``unest``: no interval); with
+    ``too_few="error"`` fewer than 3 is a ``ValueError`` naming the column."""
     few, unest = [], []
     for j in np.flatnonzero(G_col < WARN_CLUSTERS):  # describe only the columns at fault
         if too_few == "not_estimable" and G_col[j] < MIN_CLUSTERS:
             unest.append(j)
         elif check_cluster_count(int(G_col[j]), _describe(cols, j)):
             few.append(j)
+    return few, unest
+
+
+def _intervals(S, N, Q, col_method, unest, alpha, B, seed):
+    """Stage 3: ``(estimate, low, high, se, zero)`` of every column. Episodes are counted
+    per column (from its non-missing values); columns sharing a set of episodes and a
+    method share one weight matrix, so all their intervals come from one product. A
+    not-estimable column keeps its point estimate, with NaN bounds."""
+    J = S.shape[1]
+    present = N > 0
     sets = {}
     for j in range(J):
         if j in unest:
             continue
         sets.setdefault((present[:, j].tobytes(), col_method[j]), []).append(j)
-
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     weights = {}
 
     def weights_for(G):
@@ -272,21 +317,13 @@ def cluster_bootstrap(
         low[js], high[js] = lo, hi
     if unest:  # the point estimate stands; only the interval is not estimable
         est[unest] = ratio(S[:, unest], N[:, unest])
-    if bounds is not None:
-        if len(bounds) != 2 or not bounds[0] < bounds[1]:
-            raise ValueError(f"bounds={bounds!r} must be a (low, high) pair with low < high")
-        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
-    not_estimable = np.isin(np.arange(J), unest)
-    if unest:
-        low, high, se = (np.where(not_estimable, np.nan, a) for a in (low, high, se))
-        zero = zero & ~not_estimable
-    # one constructor (a column assignment at a time costs a tenth of the whole call)
-    table = pd.DataFrame({**{c: cols[c] for c in cols.columns},
-                          "estimate": est, "low": low, "high": high, "se": se,
-                          "n_records": N.sum(axis=0).astype(int),
-                          "n_clusters": G_col.astype(int), "degenerate": zero,
-                          "method": col_method, "few_clusters": G_col < WARN_CLUSTERS,
-                          "not_estimable": not_estimable}, index=cols.index)
+    return est, low, high, se, zero
+
+
+def _warning_texts(cols: pd.DataFrame, G_col: np.ndarray, few: list, unest: list) -> list:
+    """Stage 4: one text per kind of short column (few episodes, not estimable), naming
+    at most five columns with their episode counts."""
+    J = len(G_col)
     texts = []
     for js, what in ((few, f"rest on fewer than {WARN_CLUSTERS} episodes, coverage not assured"),
                      (unest, f"are not estimable (fewer than {MIN_CLUSTERS} episodes with values)")):
@@ -294,14 +331,4 @@ def cluster_bootstrap(
             shown = "; ".join(f"{_describe(cols, j)} ({int(G_col[j])})" for j in js[:5])
             more = f" and {len(js) - 5} more" if len(js) > 5 else ""
             texts.append(f"{len(js)} of {J} intervals {what}: {shown}{more}")
-    warn = emit_warnings(texts)
-    used = list(dict.fromkeys(col_method))
-    resampled = any(m not in ("cr1_t", "kg_cp") for m in used)
-    return ClusterBootstrapResult(
-        table=table,
-        method="+".join(used),
-        n_resamples=B if resampled else 0,
-        confidence_level=conf,
-        seed=recorded_seed(seed),
-        warnings=warn,
-    )
+    return texts
