@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -58,6 +59,7 @@ from scipy import special, stats
 from analysis.stats._core import cr1_se, pairs_weights
 from analysis.stats.bootstrap import interval_from_replicates
 from analysis.stats.intervals import column_df, kg_interval
+from analysis.stats.mover import EpisodeSums, MoverOptions
 from analysis.stats.pairwise import MOVER_METHODS, contrast_matrix, family_inference, mover_family
 
 SIZES18 = np.array([2, 2, 3, 3, 3, 4, 4, 5, 5, 5, 6, 6, 7, 7, 8, 9, 11, 15])
@@ -284,20 +286,20 @@ def family_intervals(S, Q, n_g, M, Cm, bounded, rng, rng_c, B_mult, candidates, 
     {name: (bounds, s0)})``. ``rng`` draws the default's multipliers, ``rng_c`` those of
     the candidates (so adding a candidate leaves the datasets and the default unchanged)."""
     fams, bnds = {}, {}
-    f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="satt", pvalues=False)
-    fams["mover_kg_maxz (default)"] = (f["low"], f["high"])
-    bnds["mover_kg_maxz (default)"] = (f["bounds"], f["cz"])
-    C = len(f["theta"])
+    sums = EpisodeSums(S, Q, n_g, P, M, bounded)
+    f = mover_family(sums, 0.95, B_mult, rng, MoverOptions(df_mode="satt", pvalues=False))
+    fams["mover_kg_maxz (default)"] = (f.low, f.high)
+    bnds["mover_kg_maxz (default)"] = (f.bounds, f.critical_value)
+    C = len(f.estimate)
     if calibrate:
         # the default's own per-contrast construction at the Bonferroni level alpha/m
         zb = float(-special.ndtri(0.05 / (2 * C)))
-        fams["mover_kg_maxz at Bonferroni level"] = f["bounds"](np.full(C, zb))
-        bnds["mover_kg_maxz at Bonferroni level"] = (f["bounds"], zb)
+        fams["mover_kg_maxz at Bonferroni level"] = f.bounds(np.full(C, zb))
+        bnds["mover_kg_maxz at Bonferroni level"] = (f.bounds, zb)
     for cand in candidates:
-        fc = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng_c, pvalues=False,
-                          **MOVER_METHODS[cand])
-        fams[cand] = (fc["low"], fc["high"])
-        bnds[cand] = (fc["bounds"], fc["cz"])
+        fc = mover_family(sums, 0.95, B_mult, rng_c, replace(MOVER_METHODS[cand], pvalues=False))
+        fams[cand] = (fc.low, fc.high)
+        bnds[cand] = (fc.bounds, fc.critical_value)
     D = S @ Cm
     Nd = np.repeat(np.asarray(n_g, float)[:, None], D.shape[1], axis=1)
     th, se, zero = cr1_se(D, Nd)
@@ -373,9 +375,9 @@ def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False, candidates
                 for m in range(M):
                     add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
             n_g = N[:, 0]
-            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, pvalues=False, floor=None,
-                             few_sidak=False)
-            fams[DEFAULTS_ONLY[1]] = (f["low"], f["high"])
+            f = mover_family(EpisodeSums(S, Q, n_g, P, M, bounded), 0.95, B_mult, rng,
+                             MoverOptions(pvalues=False, floor=None, few_sidak=False))
+            fams[DEFAULTS_ONLY[1]] = (f.low, f.high)
             t_meths = ("bonferroni_t",)
         else:
             S, Q, N, single = single_means(X, cl, G, bounded, rng, B_boot)
@@ -385,10 +387,11 @@ def run_design(dz, n_sims, seed, B_mult, B_boot, defaults_only=False, candidates
                 for m in range(M):  # per metric (its 6 planner means), so no rate hides
                     add(f"single_m{m}:{k}", float(np.mean(hit[m::M])))
             n_g = N[:, 0]
-            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="pooled", pvalues=False)
-            fams["mover_kg_maxz pooled df"] = (f["low"], f["high"])
-            f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B_mult, rng, df_mode="g1", pvalues=False)
-            fams["mover_kg_maxz df=G-1"] = (f["low"], f["high"])
+            sums = EpisodeSums(S, Q, n_g, P, M, bounded)
+            f = mover_family(sums, 0.95, B_mult, rng, MoverOptions(df_mode="pooled", pvalues=False))
+            fams["mover_kg_maxz pooled df"] = (f.low, f.high)
+            f = mover_family(sums, 0.95, B_mult, rng, MoverOptions(df_mode="g1", pvalues=False))
+            fams["mover_kg_maxz df=G-1"] = (f.low, f.high)
             t_meths = ("satt_maxt_tcal", "bonferroni_t")
         th, more, bnds = family_intervals(S, Q, n_g, M, Cm, bounded, rng, rng_c, B_mult, candidates,
                                           calibrate, t_meths)

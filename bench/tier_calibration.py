@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from itertools import combinations
 
 import numpy as np
@@ -46,6 +47,7 @@ from scipy import special
 from scipy.optimize import brentq
 
 from analysis.stats import PairwiseResult, leaderboard_tiers, pairwise_simultaneous
+from analysis.stats.mover import EpisodeSums
 from analysis.stats.pairwise import DEFAULT_METHOD, MOVER_METHODS, mover_family
 
 METRICS = ("action_validity", "completed", "gcr")
@@ -173,20 +175,20 @@ def family(X, cl, P, B, rng) -> PairwiseResult:
     np.add.at(Q, cl, X * X)
     n_g = np.bincount(cl, minlength=G).astype(float)
     bounded = np.array([bool(np.all((X[:, k::M] >= 0) & (X[:, k::M] <= 1))) for k in range(M)])
-    f = mover_family(S, Q, n_g, P, M, bounded, 0.95, B, rng, pvalues=False,
-                     **MOVER_METHODS[DEFAULT_METHOD])
-    low, high = f["low"], f["high"]
+    f = mover_family(EpisodeSums(S, Q, n_g, P, M, bounded), 0.95, B, rng,
+                     replace(MOVER_METHODS[DEFAULT_METHOD], pvalues=False))
+    low, high = f.low, f.high
     table = pd.DataFrame({
-        "planner_a": [f"p{a}" for a, b in f["pairs"] for _ in METRICS],
-        "planner_b": [f"p{b}" for a, b in f["pairs"] for _ in METRICS],
-        "metric": [m for _ in f["pairs"] for m in METRICS],
-        "estimate": f["theta"], "se": f["se"], "low": low, "high": high,
+        "planner_a": [f"p{a}" for a, b in f.pairs for _ in METRICS],
+        "planner_b": [f"p{b}" for a, b in f.pairs for _ in METRICS],
+        "metric": [m for _ in f.pairs for m in METRICS],
+        "estimate": f.estimate, "se": f.se, "low": low, "high": high,
         "verdict": np.where(low > 0, "a>b", np.where(high < 0, "b>a", "tie")),
-        "zero_se": f["zero"], "set_aside": np.zeros(len(low), bool)})
-    return PairwiseResult(table=table, critical_value=f["cz"], set_aside=table.iloc[:0],
+        "zero_se": f.zero_se, "set_aside": np.zeros(len(low), bool)})
+    return PairwiseResult(table=table, critical_value=f.critical_value, set_aside=table.iloc[:0],
                           n_clusters=G, family_size=len(table), method=DEFAULT_METHOD,
                           n_resamples=B, confidence_level=0.95, seed=None,
-                          per_contrast_level=float(1 - 2 * special.ndtr(-f["cz"])))
+                          per_contrast_level=f.per_contrast_level)
 
 
 def check_family(X, cl, P, B, seed):

@@ -182,7 +182,7 @@ def test_stepdown_from_row_blocks_equals_the_whole_matrix():
 def test_default_family_does_not_depend_on_the_null_block_size(monkeypatch):
     """The default's max-|z| quantile, p-values and intervals are the same whether the
     multiplier null is built in one block or in many (pins the x4-planner memory fix)."""
-    import analysis.stats.pairwise as pw
+    import analysis.stats.mover as pw
     df = make_df(seed=11, planners=("A", "B", "C", "D", "E"), shift={"B": 0.8})
     monkeypatch.setattr(pw, "NULL_BLOCK", 10**9)
     one = pairwise_simultaneous(df, ["success", "validity"], n_resamples=2000, seed=4).table
