@@ -4,6 +4,12 @@ Tidy DataFrames in, result objects out; every result records ``method``,
 ``resampling_unit``, ``n_resamples``, ``confidence_level``, ``seed`` and the
 ``estimand``. Array convention: see :mod:`analysis.stats._core` (per-episode
 arrays are (G, J), replicate weight matrices (B, G)).
+
+One module per concept: ``bootstrap`` (single means), ``intervals`` (Korn-Graubard,
+MOVER, Satterthwaite formulas), ``pairwise`` (the contrast table), ``mover`` (its
+default family, in named stages), ``multiplicity`` (max-|z| and stepdown p-values),
+``paired``, ``profiles``, ``tiers``; ``experimental`` holds the pairwise methods that
+lost the validation (still reachable through ``pairwise_simultaneous(method=...)``).
 """
 
 from ._core import ESTIMAND, MIN_CLUSTERS, RESAMPLING_UNIT, WARN_CLUSTERS, FewClustersWarning
