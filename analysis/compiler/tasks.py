@@ -4,8 +4,10 @@ observed end state the unit produced (issue 18).
 A *unit* is what a person set out to do in one unit of the source, never split and
 never merged: a recipe step with its prep segments (every segment of the step, however
 often the person came back to it), or, outside every step, an activity row of
-``PXX_recipe_timestamps.csv`` (every track group inside that row). A unit's task spans
-its groups from the first to the last; the recipe steps inside an activity row are units
+``PXX_recipe_timestamps.csv`` (every track group inside that row). A step's task holds
+only its own segments' groups (its segments may lie far apart: the groups between them
+are other units'); a row's task spans its groups from the first to the last; the recipe
+steps inside an activity row are units
 of their own, and what their groups establish is theirs, not the row's. Groups outside
 every activity row belong to no unit and give no task.
 
@@ -34,8 +36,9 @@ represented attribute (a grounded add or transfer, or, for an activity row, the 
 placements), with every end state as a condition; *event* when the step's goal is an
 action whose result is not a represented end state (a stir, a chop, a button press): its
 key events first, then the unit's observed end states. ``c1`` is the first condition FALSE
-at the unit's start and in the episode's initial world, and never an itinerary's final
-'to' whose move may precede the unit (:func:`_move_may_precede`). Two units of an episode with the same condition set give
+at the unit's start and in the episode's initial world. A condition's evidence lies in its
+unit: none rests on an itinerary's final 'to' whose move may precede the unit
+(:func:`_move_may_precede`) or on a track lying mostly before it (:func:`_before_unit`). Two units of an episode with the same condition set give
 one task (the first); the second is rejected (``duplicate_condition_set``).
 
 >>> sorted(END_PREDICATES)
