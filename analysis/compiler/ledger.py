@@ -285,7 +285,9 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
             elif other:
                 st = reason("compiled_in_other_unit", ", ".join(other))
             elif hit is not None:
-                st = reason("not_grounded", f"{hit['kind']}: {hit['reason'][:120]}")
+                # referenced, never copied: its reason is the grounding's to state
+                st = reason("not_grounded", f"set aside while grounding (dropped record {hit['event_id']}, "
+                                            f"kind {hit['kind']})")
                 refs = {"dropped": hit["event_id"]}
             elif info is None:
                 st = reason("unit_not_compiled", REASONS["unit_not_compiled"])
