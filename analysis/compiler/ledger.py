@@ -205,11 +205,17 @@ def _cites(ids: set, row: Row) -> bool:
     return row.track is None or any(i.startswith(row.track) for i in ids)
 
 
+_CITED: dict = {}
+
+
 def _from_row(op, row: Row) -> bool:
     """Whether the compiled operation ``op`` rests on ``row``: its arguments cite the row's
     source IDs, or it is the grounded event of the row (an add bound to the food's own
     track cites the track, not the add row; its ``planned.refs`` name the add)."""
-    if _cites(cited(op.provenance), row):
+    ids = _CITED.get(id(op))
+    if ids is None or ids[0] is not op:
+        ids = _CITED[id(op)] = (op, cited(op.provenance))
+    if _cites(ids[1], row):
         return True
     p = getattr(op, "planned", None)
     r = getattr(p, "refs", None) or {}
@@ -245,6 +251,13 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
     unit_of_group = {i: key for key, info in infos.items() for i in info["groups"]}
     text = [(d, json.dumps([d.get("what"), d.get("refs")])) for d in dropped if d["kind"] != "ledger"]
     out = []
+    _CITED.clear()          # per episode: the operations' cited IDs, computed once
+    # operations by the source IDs they may rest on (a row's candidates, then _from_row)
+    index: dict = defaultdict(list)
+    for k, op in enumerate(ops):
+        r = getattr(getattr(op, "planned", None), "refs", None) or {}
+        for i in cited(op.provenance) | {f"{r.get('recipe')}/{r.get('ingredient')}", str(r.get("vqa"))}:
+            index[i].append(k)
     for row in rows:
         info = infos.get(row.unit)
         task = info["task"] if info else None
@@ -272,8 +285,9 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
         if st is None:
             own = set(info["groups"] if info else ())
             mine = [op for i in sorted(own) for op in by_group.get(i, []) if _from_row(op, row)]
-            other = sorted({unit_of_group.get(op_group[k], "no unit") for k, op in enumerate(ops)
-                            if op_group[k] not in own and _from_row(op, row)})
+            other = sorted({unit_of_group.get(op_group[k], "no unit") for k in
+                            sorted({k for i in row.ids for k in index.get(i, ())})
+                            if op_group[k] not in own and _from_row(ops[k], row)})
             hit = next((d for d, t in text if _names(d, t, row)), None)
             if mine:
                 if row.kind == "snippet" or any(op.action["type"] in ("turn_off", "close_appliance")
@@ -296,6 +310,7 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
             else:
                 st = reason("no_operation", REASONS["no_operation"])
         out.append((row, st, refs))
+    _CITED.clear()
     return out
 
 
