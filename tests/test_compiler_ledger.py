@@ -70,11 +70,11 @@ def _op(t, typ, args, refs, planned=None):
 
 
 def test_account_expressed_skipped_grounding_drop_and_other_unit():
-    salt = Row("add", "R/S01", "v", 12.0, ("R/I1",), None, "add R/I1 (salt)", ("R", "I1"))
-    pepper = Row("add", "P01.csv:2", "v", 40.0, ("R/I2",), None, "add R/I2 (pepper)", ("R", "I2"))
+    salt = Row("add", "R/S01", "v", 12.0, ("R/I1",), None, "R/I1 (salt)", ("R", "I1"))
+    pepper = Row("add", "P01.csv:2", "v", 40.0, ("R/I2",), None, "R/I2 (pepper)", ("R", "I2"))
     mug = Row("placement", "R/S01", "v", 15.0, ("q1",), "v/mug/", "put-down of 'mug' by q1", ("mug", "mugt0"))
     shut = Row("snippet", "R/S01", "v", 65.0, ("f2",), None, "<close bottle> (f2)")
-    oil = Row("add", "R/S01", "v", 16.0, ("R/I3",), None, "add R/I3 (oil)", ("R", "I3"))
+    oil = Row("add", "R/S01", "v", 16.0, ("R/I3",), None, "R/I3 (oil)", ("R", "I3"))
     # the salt bound to the food's own track (its planned refs name the add row)
     add = _op(12.5, "add_ingredient", ["salt", "pan"], [{"file": "assoc_info.json", "id": "v/salt/s0"}, {}],
               NS(kind="add", refs={"recipe": "R", "ingredient": "I1", "video": "v", "start": 12.0}))
@@ -90,11 +90,11 @@ def test_account_expressed_skipped_grounding_drop_and_other_unit():
                 "refs": {"recipe": "R", "ingredient": "I2", "video": "v", "start": 40.0}}]
     got = account([salt, pepper, mug, shut, oil], infos, [add, put, close], [0, 0, 1], {"e/t000"}, {}, dropped)
     assert [(r.what, st.split(":")[0], refs) for r, st, refs in got] == [
-        ("add R/I1 (salt)", "expressed", {"task_id": "e/t000", "condition_id": "c1"}),
-        ("add R/I2 (pepper)", "not_grounded", {"dropped": "e/d000"}),           # referenced, not re-derived
+        ("R/I1 (salt)", "expressed", {"task_id": "e/t000", "condition_id": "c1"}),
+        ("R/I2 (pepper)", "not_grounded", {"dropped": "e/d000"}),           # referenced, not re-derived
         ("put-down of 'mug' by q1", "move_may_precede_unit", {"atom": ["at", "mug", "sink"]}),
         ("<close bottle> (f2)", "compiled_in_other_unit", {}),                   # its operation is in g1
-        ("add R/I3 (oil)", "no_operation", {}),
+        ("R/I3 (oil)", "no_operation", {}),
     ]
     # the same task outside every suite: the row is not expressed, and says why
     assert account([salt], infos, [add], [0], set(), {}, [])[0][1].startswith("not_in_suite: task e/t000")
@@ -104,7 +104,7 @@ def test_account_expressed_skipped_grounding_drop_and_other_unit():
     assert [d["event_id"] for d in drops] == ["e/l000", "e/l001", "e/l002", "e/l003"]
     assert drops[0]["time"] == 140.0 and drops[0]["kind"] == "ledger" and drops[0]["refs"]["code"] == "not_grounded"
     assert audit == [{"check": "ledger_expressed", "task_id": "e/t000/c1", "condition_id": "c1", "passed": True,
-                      "detail": "1 rows of unit R/S01: add add R/I1 (salt)"}]
+                      "detail": "1 rows of unit R/S01: add R/I1 (salt)"}]
 
 
 def test_reason_codes_are_a_closed_set():
@@ -201,7 +201,7 @@ def test_ledger_table_counts_rows_per_suite_by_reason():
         "suite": [{"suite": "planner", "task_ids": ["e/t000"], "episode_ids": ["e"]},
                   {"suite": "memory", "task_ids": ["f/t000"], "episode_ids": ["e", "f"]}],
         "audit": [{"check": "ledger_expressed", "task_id": "e/t000/c1", "condition_id": "c1", "passed": True,
-                   "detail": "2 rows of unit R/S01: add add R/I1 (salt) | placement put-down of 'mug' by q1"},
+                   "detail": "2 rows of unit R/S01: add R/I1 (salt) | placement put-down of 'mug' by q1"},
                   {"check": "ledger_expressed", "task_id": "f/t000/c1", "condition_id": "c1", "passed": True,
                    "detail": "1 rows of unit R/S02: snippet <close jar> (f9)"},
                   {"check": "reference_pass", "task_id": "e/t000", "condition_id": None, "passed": True,

@@ -143,7 +143,7 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
                 u = add_owner(spans, r.recipe_id, e.span.video, e.span.start, e.span.end)
                 if u is not None:
                     out.append(Row("add", u, e.span.video, e.span.start, (f"{r.recipe_id}/{e.ingredient_id}",),
-                                   None, f"add {r.recipe_id}/{e.ingredient_id} ({e.name})",
+                                   None, f"{r.recipe_id}/{e.ingredient_id} ({e.name})",
                                    (r.recipe_id, e.ingredient_id)))
     for v in videos:
         named = [a for a in assocs.get(v, []) if a.name]

@@ -291,9 +291,10 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 # condition at all (a planner could meet it for free), not only never c1
                 skip(atom, "move_may_precede_unit")
                 continue
-            if _before_unit(by[atom], spans):
-                # the object's track lies mostly before the unit: what it ends in is not
-                # evidence of what the unit did
+            if by[atom].planned is None and _before_unit(by[atom], spans):
+                # the object's track lies mostly before the unit: where it is put down is
+                # not evidence of what the unit did (a grounded add or key action rests on
+                # its own row, timed in the unit)
                 skip(atom, "evidence_before_unit")
                 continue
             keep = _atom_keep(by[atom], atom)
