@@ -417,7 +417,8 @@ def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str],
 
     Kind ``source``: rows/events the readers discard (a quirk string ``"<where>: <why>;
     ... dropped"``; no episode). Kinds ``track``/``add``/``cue``: per exported episode, in
-    the operation builder's order (time order of the events)."""
+    the operation builder's order (time order of the events). The completeness ledger's
+    ``ledger`` records are appended after these (:mod:`analysis.compiler.ledger`)."""
     out = []
     for n, q in enumerate(q for q in quirks if q.endswith("dropped")):
         where, _, why = q.partition(": ")
