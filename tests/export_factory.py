@@ -216,6 +216,12 @@ def _rich_audit(rng, tasks):
             recs.append({"check": "negative_suite", "task_id": t["task_id"],
                          "condition_id": c["id"], "passed": True,
                          "detail": "negative states rejected"})
+    # the completeness ledger: each terminal task's c1 expresses one placement of its unit
+    # (so that table14_ledger has rows; the compiler writes these records)
+    for t in tasks:
+        if t["tier"] == "terminal":
+            recs.append({"check": "ledger_expressed", "task_id": f"{t['task_id']}/c1", "condition_id": "c1",
+                         "passed": True, "detail": f"1 rows of unit {t['task_id']}: placement put-down by q1"})
     for t in tasks[:4]:
         for check in _AUDIT_STRESS:
             passed = bool(check != "stress_commute" or rng.random() < 0.75)

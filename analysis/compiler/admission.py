@@ -46,7 +46,7 @@ def truth(cond: dict, facts: frozenset, events: list[dict], objects: dict) -> bo
 
 def contract_holds(task: dict, states, events, objects) -> bool:
     end = states[task["last"]]
-    evs = [e for i in range(task["first"], task["last"] + 1) for e in events[i]]
+    evs = [e for i in task.get("groups", range(task["first"], task["last"] + 1)) for e in events[i]]
     return all(truth(c, end, evs, objects) for c in task["conditions"])
 
 
@@ -60,7 +60,7 @@ def admit(task: dict, states, events, objects) -> tuple[bool, str, str]:
     """``(admitted, reason, detail)``."""
     if not contract_holds(task, states, events, objects):
         end = states[task["last"]]
-        evs = [e for i in range(task["first"], task["last"] + 1) for e in events[i]]
+        evs = [e for i in task.get("groups", range(task["first"], task["last"] + 1)) for e in events[i]]
         bad = [c["id"] for c in task["conditions"] if not truth(c, end, evs, objects)]
         return False, "reference_fails", f"reference replay leaves {', '.join(bad)} not TRUE"
     c1 = task["conditions"][0]

@@ -51,7 +51,7 @@ def negative_suites(t, states, events, objects) -> list[dict]:
     group and task IDs nest: ``<task_id>/<condition id>``, e.g. ``P02-.../t017/c2``."""
     tid = t["task_id"]
     end = states[t["last"]]
-    evs = [e for i in range(t["first"], t["last"] + 1) for e in events[i]]
+    evs = [e for i in t.get("groups", range(t["first"], t["last"] + 1)) for e in events[i]]
     out = []
     for c in t["conditions"]:
         if c["kind"] == "atom":

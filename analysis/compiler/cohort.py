@@ -22,6 +22,7 @@ from .row_audit import audit_rows, decisions, refuse_contradictions, row_audit_r
 from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, episode_segments, group_records
+from .ledger import account, ledger_records, unit_rows
 from .sim import Sim
 from .tasks import unit_tasks
 from .vocabulary import Vocabulary
@@ -164,6 +165,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     conflicts_all: list[dict] = []
     checks_of: dict[str, list[dict]] = {}
     rows_of: dict = {}
+    ledger_in: dict = {}
     for n, eid in enumerate(episode_ids, 1):
         progress(f"episode {n}/{len(episode_ids)} {eid}")
         s = eid[:3]
@@ -203,8 +205,9 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         states, events, rej_ops = replay(sim, objects, init, grecs)
         if rej_ops:
             raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
+        infos: dict = {}
         cands, dup, held = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim, objects,
-                                      states, segments=episode_segments(world, ep_recipes))
+                                      states, segments=episode_segments(world, ep_recipes), ledger=infos)
         rejected += dup
         dropped_of[eid] += sorted(held, key=lambda d: (d["time"], d["what"]))
         admitted = []
@@ -216,6 +219,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
                 rejected.append({"task_id": c["task_id"], "episode_id": eid, "reason": reason,
                                  "detail": f"{c['title']}: {detail}"})
         per_ep[eid] = (admitted, objects, init, grecs)
+        refused = {r["task_id"]: r["reason"] for r in rejected if r["episode_id"] == eid}
+        ledger_in[eid] = (infos, builder.out.ops, op_group, refused, vids, offsets)
         # the row audit's decisions: every location row of the episode's videos, including
         # those the compiler set aside (analysis/compiler/row_audit.py)
         entity_of = {(tr.assoc.video, tr.assoc.assoc_id): tr.entity for tr in world.tracks}
@@ -312,6 +317,17 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     ]
     rejected.sort(key=lambda r: r["task_id"])
     dropped = dropped_records(quirks, dropped_of, used_eps, checks_of)
+    # the completeness ledger (analysis/compiler/ledger.py): every end-state row of every
+    # unit of an exported episode is expressed by a condition or dropped with a reason
+    for eid in used_eps:
+        infos, ops, op_group, refused, vids, offsets = ledger_in[eid]
+        rows = unit_rows(recipes, activities, assocs, answers, itins, snippets, vids)
+        mine = [d for d in dropped if d["episode_id"] == eid]
+        drops, expressed = ledger_records(eid, account(rows, infos, ops, op_group, chosen_ids, refused, mine),
+                                          offsets)
+        dropped += drops
+        audit += expressed
+    audit.sort(key=lambda a: (a["task_id"] or "", a["check"], a["condition_id"] or "", a["detail"]))
     rules = vocab.rules
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
@@ -401,7 +417,8 @@ def dropped_records(quirks: list[str], dropped_of: dict, episode_ids: list[str],
 
     Kind ``source``: rows/events the readers discard (a quirk string ``"<where>: <why>;
     ... dropped"``; no episode). Kinds ``track``/``add``/``cue``: per exported episode, in
-    the operation builder's order (time order of the events)."""
+    the operation builder's order (time order of the events). The completeness ledger's
+    ``ledger`` records are appended after these (:mod:`analysis.compiler.ledger`)."""
     out = []
     for n, q in enumerate(q for q in quirks if q.endswith("dropped")):
         where, _, why = q.partition(": ")

@@ -4,8 +4,10 @@ observed end state the unit produced (issue 18).
 A *unit* is what a person set out to do in one unit of the source, never split and
 never merged: a recipe step with its prep segments (every segment of the step, however
 often the person came back to it), or, outside every step, an activity row of
-``PXX_recipe_timestamps.csv`` (every track group inside that row). A unit's task spans
-its groups from the first to the last; the recipe steps inside an activity row are units
+``PXX_recipe_timestamps.csv`` (every track group inside that row). A step's task holds
+only its own segments' groups (its segments may lie far apart: the groups between them
+are other units'); a row's task spans its groups from the first to the last; the recipe
+steps inside an activity row are units
 of their own, and what their groups establish is theirs, not the row's. Groups outside
 every activity row belong to no unit and give no task.
 
@@ -34,8 +36,9 @@ represented attribute (a grounded add or transfer, or, for an activity row, the 
 placements), with every end state as a condition; *event* when the step's goal is an
 action whose result is not a represented end state (a stir, a chop, a button press): its
 key events first, then the unit's observed end states. ``c1`` is the first condition FALSE
-at the unit's start and in the episode's initial world, and never an itinerary's final
-'to' whose move may precede the unit (:func:`_move_may_precede`). Two units of an episode with the same condition set give
+at the unit's start and in the episode's initial world. A condition's evidence lies in its
+unit: none rests on an itinerary's final 'to' whose move may precede the unit
+(:func:`_move_may_precede`) or on a track lying mostly before it (:func:`_before_unit`). Two units of an episode with the same condition set give
 one task (the first); the second is rejected (``duplicate_condition_set``).
 
 >>> sorted(END_PREDICATES)
@@ -158,12 +161,62 @@ def _move_may_precede(world, op, since: float) -> bool:
     return t is not None and t + world.offsets.get(ref.get("video"), 0.0) < since - 1e-6
 
 
+def _track_span(op) -> tuple[float, float] | None:
+    """The episode-time span of the track ``op`` (a put-down, a snippet's item) acts on:
+    its first argument's ``assoc_info.json`` reference, else ``None``."""
+    args = _arg_refs(op)
+    r = args[0].get("refs", {}) if args else {}
+    if r.get("file") != "assoc_info.json" or "start" not in r or "end" not in r:
+        return None
+    off = r.get("offset", 0.0)
+    return r["start"] + off, r["end"] + off
+
+
+def _before_unit(op, spans) -> bool:
+    """Whether the track behind ``op`` lies mostly before its unit: more than half of it
+    precedes the start of the unit's own span (``spans``: ``(start, end)`` in episode time,
+    a step's segments or a row's span) that the track ends in or after, so the object was
+    handled (and may have been put where it ends) before the unit began: no evidence of
+    what the unit did (issue 34: "a track mostly before the unit's start gives none").
+
+    >>> from types import SimpleNamespace as NS
+    >>> op = lambda a, b: NS(provenance={"refs": {"args": [{"refs": {
+    ...     "file": "assoc_info.json", "start": a, "end": b}}]}})
+    >>> _before_unit(op(0.0, 12.0), [(10.0, 20.0)]), _before_unit(op(8.0, 12.0), [(10.0, 20.0)])
+    (True, False)
+    >>> _before_unit(op(35.0, 52.0), [(10.0, 20.0), (50.0, 60.0)])    # the later segment's
+    True
+    """
+    span = _track_span(op)
+    if span is None or not spans:
+        return False
+    t0, t1 = span
+    starts = [a for a, _ in spans if a <= t1 + 1e-6]
+    s0 = max(starts) if starts else min(a for a, _ in spans)
+    before = max(0.0, min(t1, s0) - t0)
+    return before > 0.5 * (t1 - t0) + 1e-9 if t1 > t0 else t0 < s0 - 1e-6
+
+
+def unit_key(u) -> str:
+    """A unit's key as ``bench/evidence_ceiling.py`` and the ledger name it:
+    ``<recipe>/<step>`` or the activity row's ``<file>:<line>``.
+
+    >>> unit_key(("step", "P01_R01", ("P01_R01_S05",))), unit_key(("activity", "P01.csv:7", "x", "v", 0, 1))
+    ('P01_R01/P01_R01_S05', 'P01.csv:7')
+    """
+    return f"{u[1]}/{','.join(u[2])}" if u[0] == "step" else u[1]
+
+
 def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, activities,
-               sim, objects, states, segments=()) -> tuple[list[dict], list[dict], list[dict]]:
+               sim, objects, states, segments=(), ledger: dict | None = None
+               ) -> tuple[list[dict], list[dict], list[dict]]:
     """``(candidates, rejected, dropped)`` of one episode (see the module docstring;
     ``dropped``: the end states left out because they hold at the task's start); ``segments``
     are every recipe step and prep segment of the episode (``groups.episode_segments``),
-    so that a step's card lists the segments no operation was compiled in too."""
+    so that a step's card lists the segments no operation was compiled in too. ``ledger``,
+    when given, is filled per unit key (:func:`unit_key`) with what
+    :mod:`analysis.compiler.ledger` needs: the unit's own spans, its candidate task (or why
+    none) and every end state left out with its reason code."""
     ops = builder.out.ops
     ops_of: dict[int, list] = {}
     for k, op in enumerate(ops):
@@ -202,7 +255,12 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 if p is not None and i in mine and p.kind != "snippet":
                     goal = p.kind == "add" or any(a[0] in GOAL_ATOM_PREDICATES for a in added)
                     (goal_ops if goal else key_ops).append(op)
-        atoms, unsure = [], set()
+        atoms = []
+        info = {"unit": u, "spans": [], "task": None, "why": None, "skipped": [], "groups": sorted(mine),
+                "witnesses": {}}
+        if ledger is not None:
+            ledger[unit_key(u)] = info
+        skip = lambda atom, code: info["skipped"].append((atom, by[atom], code))  # noqa: E731
         # every atom the unit's own groups last established and that still holds at the
         # unit's end (one that also held before the unit, such as the pan taken from the
         # sink, used and put back there, is dropped below: it gives free credit)
@@ -210,24 +268,38 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             own = [x for x in segments if x.recipe == u[1] and tuple(x.steps) == u[2]]
             until = max([x.end for x in own] + [groups[i]["seg"].end for i in mine])
             since = min([x.start for x in own] + [groups[i]["seg"].start for i in mine])
+            spans = sorted({(x.start, x.end) for x in own} | {(groups[i]["seg"].start, groups[i]["seg"].end)
+                                                               for i in mine if groups[i]["seg"].kind != "track"})
         else:
             until, since = u[5], u[4]
+            spans = [(since, until)]
+        info["spans"] = spans
         for atom in sorted(a for a in end if by.get(a) is not None):
             if atom[0] not in END_PREDICATES:
                 continue
             if atom[0] == "at" and (_moves_again(world, atom, by[atom], until)
                                     or _may_move_renamed(world, atom, by[atom], until)
                                     or _cut_later(world, atom, by[atom], until, sim.vocab)):
+                skip(atom, "intermediate")
                 continue
             if atom[0] in ("capped", "covered") and _moves_again(world, atom, by[atom], until):
+                skip(atom, "intermediate")
                 continue     # handled again in the unit: it may have been opened again
             if atom[0] == "at" and _move_may_precede(world, by[atom], since):
                 # TRUE at the unit's end either way (the final 'to'), but the move may
-                # precede the unit, so it may already hold at the start in the rows:
-                # never the task's c1 (below), which must be FALSE there
-                unsure.add(atom)
+                # precede the unit, so it may already hold at its start in the rows: no
+                # condition at all (a planner could meet it for free), not only never c1
+                skip(atom, "move_may_precede_unit")
+                continue
+            if by[atom].planned is None and _before_unit(by[atom], spans):
+                # the object's track lies mostly before the unit: where it is put down is
+                # not evidence of what the unit did (a grounded add or key action rests on
+                # its own row, timed in the unit)
+                skip(atom, "evidence_before_unit")
+                continue
             keep = _atom_keep(by[atom], atom)
             if keep is None:
+                skip(atom, "argument_not_observed")
                 continue
             atoms.append((PREDICATE_RANK.get(atom[0], 2), ops.index(by[atom]), atom, keep))
         # no free credit: an end state that already holds when the task starts (an object
@@ -238,6 +310,7 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         for a in [a for a in atoms if a[2] in start or a[2] in init]:
             atoms.remove(a)
             held_at_start.append((first, a[2], by[a[2]], a[2] in start))
+            skip(a[2], "true_at_task_start" if a[2] in start else "true_in_initial_world")
         atoms.sort()
         # one observed end state, one condition: two state atoms one operation set on the
         # same object (``powered`` and ``running`` from one button press) count once
@@ -247,6 +320,7 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             if a[0] == 2:
                 k = (a[1], a[2][1:])
                 if k in seen_state:
+                    skip(a[2], "same_operation_state")
                     continue
                 seen_state.add(k)
             kept.append(a)
@@ -267,19 +341,20 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             tier = "terminal"
             conds = [{"kind": "atom", "atom": list(a[2])} for a in atoms]
             provs = [_cond_prov(by[a[2]], a[3]) for a in atoms]
+            wit = [by[a[2]] for a in atoms]
         elif events:
             tier = "event"
             conds = [{"kind": "event", "event": e} for e, _, _ in events] + [
                 {"kind": "atom", "atom": list(a[2])} for a in atoms]
             provs = [_cond_prov(op, keep) for _, op, keep in events] + [
                 _cond_prov(by[a[2]], a[3]) for a in atoms]
+            wit = [op for _, op, _ in events] + [by[a[2]] for a in atoms]
         else:
+            info["why"] = "no_condition"
             continue
         # c1: the first condition that does not already hold at the unit's start (nor in the
         # initial world); a unit whose every end state already held is rejected by admission
-        sure = [n for n, c in enumerate(conds) if c["kind"] == "event" or tuple(c["atom"]) not in unsure]
-        if not sure:
-            continue
+        sure = list(range(len(conds)))
         lead = next((n for n in sure if conds[n]["kind"] == "event"
                      or (tuple(conds[n]["atom"]) not in start and tuple(conds[n]["atom"]) not in init)),
                     next((n for n in sure
@@ -287,6 +362,7 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         order = [lead] + [n for n in range(len(conds)) if n != lead]
         conds = [{"id": f"c{m}", **conds[n]} for m, n in enumerate(order, 1)]
         provs = [provs[n] for n in order]
+        info["witnesses"] = {c["id"]: wit[n] for c, n in zip(conds, order)}
         if u[0] == "step":
             segs = sorted({groups[i]["seg"].key: groups[i]["seg"] for i in mine}.values(),
                           key=lambda x: (x.start, x.key))
@@ -310,18 +386,24 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                     "unit": "activity row"}
         cset = frozenset(repr(sorted(c.items()) if c["kind"] == "atom" else c["event"]) for c in
                          [{k: v for k, v in c.items() if k != "id"} for c in conds])
+        # a step's task holds only its own segments' groups (a step whose segments lie far
+        # apart does not pull in the other units' groups between them); a row's task holds
+        # every group from its first to its last (the steps inside it run in its time)
         cand = {"key": ("add" if any(op.planned.kind == "add" for op in goal_ops) else u[0], first),
                 "tier": tier, "first": first, "last": last, "title": title, "conditions": conds,
+                "groups": sorted(mine) if u[0] == "step" else list(range(first, last + 1)),
                 "provenance": {"source": "observed", "refs": refs,
                                "conditions": {c["id"]: pr for c, pr in zip(conds, provs)}}}
+        info["task"] = cand
         if cset in seen:
             rejected.append((cand, f"same condition set as the unit at group {seen[cset]}"))
+            info["why"] = "duplicate_condition_set"
             continue
         seen[cset] = first
         out.append(cand)
     for c in out + [r[0] for r in rejected]:
-        c["group_ids"] = [group_recs[i]["group_id"] for i in range(c["first"], c["last"] + 1)]
-        c["reference_action_types"] = sorted({op["type"] for i in range(c["first"], c["last"] + 1)
+        c["group_ids"] = [group_recs[i]["group_id"] for i in c["groups"]]
+        c["reference_action_types"] = sorted({op["type"] for i in c["groups"]
                                               for op in group_recs[i]["operations"]})
     out.sort(key=lambda c: (c["first"], c["last"], c["tier"]))
     for n, c in enumerate(out):

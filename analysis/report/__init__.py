@@ -12,6 +12,7 @@ from .common import Skip
 from .context import Results, StatsConfig, compute
 from .example import example_task
 from .grounding import grounding_table
+from .ledger import ledger_table
 from .failures import condition_ledger_table, failure_labels_figure, failure_labels_table
 from .execution import (reobservation_excerpt, repair_excerpt, step_level_execution,
                         trace_excerpt)
@@ -58,6 +59,8 @@ BUILDERS = [
     ("table14_grounding", "Grounding: observed shares per suite",
      "paper 3 and 7",
      lambda export, results: grounding_table(export)),
+    ("table14_ledger", "Completeness ledger: each unit's end-state rows by reason",
+     "paper 3 and 7", lambda export, results: ledger_table(export)),
     ("table15_failure_labels", "Failure labels per planner", "paper 6.3 and E.1",
      failure_labels_table),
     ("fig15_failure_labels", "Failure labels per planner", "paper 6.3 and E.1",

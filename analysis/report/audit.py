@@ -34,6 +34,7 @@ _WHAT = {
     "row_condition": "row audit: a placement condition agrees with every deciding raw row",
     "row_rows": "row audit: location rows read per episode (informational)",
     "row_audit": "row audit: no compiled fact contradicted by an unambiguous raw row",
+    "ledger_expressed": "ledger: a condition expresses end-state rows of its unit",
 }
 
 

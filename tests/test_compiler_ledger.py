@@ -1,0 +1,264 @@
+"""The completeness ledger (issue 34 item 3) and units that stay in their unit (item 4).
+
+Synthetic kitchens small enough to check by hand, plus one property over the committed
+cohort: every end-state row of every unit of an exported episode is accounted for exactly
+once (expressed by a condition, or a ``ledger`` record of ``dropped.jsonl``)."""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace as NS
+
+import pytest
+
+from analysis.compiler.ledger import REASONS, Row, account, ledger_records, reason, unit_rows
+from analysis.compiler.readers import (Activity, Association, Capture, IngredientEvent, Itinerary,
+                                       LocationAnswer, Recipe, Snippet, Span, StepSegment, Track)
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = Path(os.environ.get("E2W_HDEPIC") or REPO.parent / "shared" / "hd-epic")
+
+
+def _kitchen():
+    """One video ``v``: an activity row 0-100 s holding step S01 (10-20 s and again 60-70 s)
+    of recipe R. Adds: salt at 12-14 s (S01), pepper at 40-41 s (in the row, outside the
+    step). Tracks: a mug put down at 15 s (put answer q1), a bowl put down at 30 s (put
+    answer q2) and handled again at 50 s (so q2 does not last to the row's end), a cup and
+    a glass both starting at 80 s (put answer q3: two candidates, ambiguous). Snippets: the
+    bottle opened at 62 s and closed at 65 s (S01), the jar closed at 44 s and opened again
+    at 46 s (the row)."""
+    seg = lambda s, a, b: StepSegment(s, "step", Span("v", a, b))  # noqa: E731
+    ev = lambda i, n, a, b: IngredientEvent(i, n, "add", Span("v", a, b))  # noqa: E731
+    recipes = {"R": Recipe("R", "P01", "Toast", {"S01": "Salt it"}, (Capture(
+        "R", 0, ("v",), {"I1": "salt", "I2": "pepper"},
+        (ev("I1", "salt", 12.0, 14.0), ev("I2", "pepper", 40.0, 41.0),
+         IngredientEvent("I1", "salt", "weigh", Span("v", 11.0, 12.0))),
+        (seg("S01", 10.0, 20.0), seg("S01", 60.0, 70.0))),))}
+    acts = [Activity("v", ("R",), "Make toast", 0.0, 100.0, False, "P01.csv:2")]
+    a = lambda i, n, *ts: Association("v", i, n, n, tuple(Track(f"{i}t{k}", s, e)  # noqa: E731
+                                                          for k, (s, e) in enumerate(ts)))
+    assocs = {"v": [a("mug", "mug", (15.0, 15.0)), a("bowl", "bowl", (25.0, 30.0), (50.0, 52.0)),
+                    a("cup", "cup", (80.0, 81.0)), a("glass", "glass", (80.01, 81.0))]}
+    answers = [LocationAnswer("q1", "v", "put", 15.0, "sink"), LocationAnswer("q2", "v", "put", 25.0, "sink"),
+               LocationAnswer("q3", "v", "put", 80.0, "sink")]
+    sn = lambda q, a, b, act: Snippet(q, "fine_grained_how_recognition.json", "v", a, b, act, "", "")  # noqa: E731
+    snippets = [sn("f1", 62.0, 62.5, "open bottle"), sn("f2", 65.0, 65.5, "close bottle"),
+                sn("f3", 44.0, 44.5, "close jar"), sn("f4", 46.0, 46.5, "open jar")]
+    return recipes, acts, assocs, answers, [], snippets
+
+
+def test_unit_rows_by_the_strict_row_rule():
+    recipes, acts, assocs, answers, itins, snippets = _kitchen()
+    rows = unit_rows(recipes, acts, assocs, answers, itins, snippets, ["v"])
+    assert [(r.kind, r.unit, r.ids) for r in rows] == [
+        ("add", "R/S01", ("R/I1",)),                  # the salt add inside S01 (the weigh is no add)
+        ("placement", "R/S01", ("q1",)),              # the mug's put-down at 15 s, inside S01
+        ("add", "P01.csv:2", ("R/I2",)),              # pepper: in the row, outside the step
+        ("snippet", "R/S01", ("f2",)),                # the bottle closed last in S01
+    ]
+    # the bowl's put-down (q2) is moved again at 50 s, inside the row: not lasting; the cup
+    # and glass both start at 80 s (q3): ambiguous, no row; the jar is opened again after it
+    # is closed: no end state
+    assert not [r for r in rows if set(r.ids) & {"q2", "q3", "f3", "f4"}]
+
+
+def _op(t, typ, args, refs, planned=None):
+    return NS(time=t, action={"type": typ, "args": args}, planned=planned,
+              provenance={"source": "observed", "refs": {"args": [{"source": "observed", "refs": r} for r in refs]}})
+
+
+def test_account_expressed_skipped_grounding_drop_and_other_unit():
+    salt = Row("add", "R/S01", "v", 12.0, ("R/I1",), None, "R/I1 (salt)", ("R", "I1"))
+    pepper = Row("add", "P01.csv:2", "v", 40.0, ("R/I2",), None, "R/I2 (pepper)", ("R", "I2"))
+    mug = Row("placement", "R/S01", "v", 15.0, ("q1",), "v/mug/", "put-down of 'mug' by q1", ("mug", "mugt0"))
+    shut = Row("snippet", "R/S01", "v", 65.0, ("f2",), None, "<close bottle> (f2)")
+    oil = Row("add", "R/S01", "v", 16.0, ("R/I3",), None, "R/I3 (oil)", ("R", "I3"))
+    # the salt bound to the food's own track (its planned refs name the add row)
+    add = _op(12.5, "add_ingredient", ["salt", "pan"], [{"file": "assoc_info.json", "id": "v/salt/s0"}, {}],
+              NS(kind="add", refs={"recipe": "R", "ingredient": "I1", "video": "v", "start": 12.0}))
+    put = _op(15.0, "put_on", ["mug", "sink"], [{"id": "v/mug/mugt0"}, {"id": "q1"}])
+    close = _op(65.0, "close_container", ["bottle"], [{"vqa": "f2"}], NS(kind="snippet", refs={"vqa": "f2"}))
+    task = {"task_id": "e/t000", "tier": "terminal",
+            "conditions": [{"id": "c1", "kind": "atom", "atom": ["in", "salt", "pan"]}],
+            "provenance": {"conditions": {"c1": {"refs": {"args": []}}}}}
+    infos = {"R/S01": {"groups": [0], "task": task, "why": None, "witnesses": {"c1": add},
+                       "skipped": [(("at", "mug", "sink"), put, "move_may_precede_unit")]},
+             "P01.csv:2": {"groups": [1], "task": None, "why": "no_condition", "witnesses": {}, "skipped": []}}
+    dropped = [{"event_id": "e/d000", "kind": "add", "what": "add I2 (pepper)", "reason": "target not decided: x",
+                "refs": {"recipe": "R", "ingredient": "I2", "video": "v", "start": 40.0}}]
+    got = account([salt, pepper, mug, shut, oil], infos, [add, put, close], [0, 0, 1], {"e/t000"}, {}, dropped)
+    assert [(r.what, st.split(":")[0], refs) for r, st, refs in got] == [
+        ("R/I1 (salt)", "expressed", {"task_id": "e/t000", "condition_id": "c1"}),
+        ("R/I2 (pepper)", "not_grounded", {"dropped": "e/d000"}),           # referenced, not re-derived
+        ("put-down of 'mug' by q1", "move_may_precede_unit", {"atom": ["at", "mug", "sink"]}),
+        ("<close bottle> (f2)", "compiled_in_other_unit", {}),                   # its operation is in g1
+        ("R/I3 (oil)", "no_operation", {}),
+    ]
+    # the same task outside every suite: the row is not expressed, and says why
+    assert account([salt], infos, [add], [0], set(), {}, [])[0][1].startswith("not_in_suite: task e/t000")
+    assert account([salt], infos, [add], [0], set(), {"e/t000": "initial_passes"}, [])[0][1] == \
+        "admission_refused: task e/t000: initial_passes"
+    drops, audit = ledger_records("e", got, {"v": 100.0})
+    assert [d["event_id"] for d in drops] == ["e/l000", "e/l001", "e/l002", "e/l003"]
+    assert drops[0]["time"] == 140.0 and drops[0]["kind"] == "ledger" and drops[0]["refs"]["code"] == "not_grounded"
+    assert audit == [{"check": "ledger_expressed", "task_id": "e/t000/c1", "condition_id": "c1", "passed": True,
+                      "detail": "1 rows of unit R/S01: add R/I1 (salt)"}]
+
+
+def test_reason_codes_are_a_closed_set():
+    assert reason("no_condition", "x") == "no_condition: x"
+    with pytest.raises(ValueError, match="ledger reason code 'other'"):
+        reason("other", "x")
+    assert {"not_grounded", "evidence_before_unit", "move_may_precede_unit"} <= set(REASONS)
+
+
+def _scattered():
+    """Step S01 in two segments (0-10 s, 40-50 s) with an activity-row group between them
+    (20-30 s): the mug put on the table in S01's first segment, the spoon put on the table
+    in the row, the bottle put on the table in S01's second segment from a track that lies
+    mostly before that segment (28-41 s)."""
+    from analysis.compiler.groups import Segment
+    from analysis.compiler.operations import Op
+    objects = {"counter": "counter", "table": "table", "mug": "mug", "spoon": "spoon", "bottle": "bottle"}
+    o = lambda **r: {"source": "observed", "refs": {"file": "f", **r}}  # noqa: E731
+    trk = lambda a, b: o(file="assoc_info.json", start=a, end=b)  # noqa: E731
+    step = lambda a, b: Segment("step", f"step:S01:{a}", "R01", ["S01"], "v", a, b, "Lay the table")  # noqa: E731
+    op = lambda t, typ, args, provs: Op(t, {"type": typ, "args": args}, {"source": "observed",  # noqa: E731
+                                                                            "refs": {"args": provs}})
+    nav = lambda t, x, y: op(t, "navigate", [x, y], [o(), o()])  # noqa: E731
+    G = [(step(0.0, 10.0), [op(1, "pick_up", ["mug", "counter"], [o(), o()]), nav(2, "counter", "table"),
+                            op(3, "put_on", ["mug", "table"], [trk(1.0, 3.0), o(id="q1")]),
+                            nav(4, "table", "counter")]),
+         (Segment("track", "track:x", None, [], "v", 20.0, 30.0, "Lay: handle"),
+          [op(21, "pick_up", ["spoon", "counter"], [o(), o()]), nav(22, "counter", "table"),
+           op(23, "put_on", ["spoon", "table"], [trk(21.0, 23.0), o(id="q2")]), nav(24, "table", "counter")]),
+         (step(40.0, 50.0), [op(40, "pick_up", ["bottle", "counter"], [o(), o()]), nav(40.5, "counter", "table"),
+                             op(41, "put_on", ["bottle", "table"], [trk(28.0, 41.0), o(id="q3")])])]
+    groups = [{"seg": s, "ops": xs} for s, xs in G]
+    ops = [x for _, xs in G for x in xs]
+    op_group = [i for i, (_, xs) in enumerate(G) for _ in xs]
+    grecs = [{"group_id": f"e/g{i:04d}", "operations": [{"type": x.action["type"], "args": x.action["args"],
+                                                          "provenance": x.provenance} for x in xs]}
+             for i, (_, xs) in enumerate(G)]
+    acts = [Activity("v", ("R01",), "Lay the table", 0.0, 60.0, False, "P01.csv:3")]
+    init = frozenset({("agent-at", "counter"), ("hand-empty",), ("at", "mug", "counter"),
+                      ("at", "spoon", "counter"), ("at", "bottle", "counter")})
+    world = NS(fixture_ids=frozenset({"counter", "table"}), offsets={"v": 0.0}, tracks=[], videos=["v"],
+               objects=objects, identities={})
+    return world, groups, grecs, NS(out=NS(ops=ops)), op_group, acts, objects, init
+
+
+def test_a_scattered_step_holds_only_its_own_groups_and_evidence_inside_it():
+    from analysis.compiler.admission import replay
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.tasks import unit_tasks
+    from analysis.compiler.vocabulary import Vocabulary
+    world, groups, grecs, builder, op_group, acts, objects, init = _scattered()
+    sim = Sim(Vocabulary.load())
+    states, _, bad = replay(sim, objects, init, grecs)
+    assert bad == []
+    infos: dict = {}
+    tasks, _, _ = unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects, states,
+                             ledger=infos)
+    got = {t["provenance"]["refs"].get("step") or t["provenance"]["refs"]["row"]:
+           (t["group_ids"], [c["atom"] for c in t["conditions"]]) for t in tasks}
+    # the step's task: its two segments' groups, not the row's group between them; the
+    # bottle's track lies mostly (12 of 13 s) before the second segment: no condition
+    assert got["S01"] == (["e/g0000", "e/g0002"], [["at", "mug", "table"]])
+    assert got["P01.csv:3"] == (["e/g0001"], [["at", "spoon", "table"]])
+    assert [(a, code) for a, _, code in infos["R01/S01"]["skipped"]] == [
+        (("at", "bottle", "table"), "evidence_before_unit")]
+    assert infos["R01/S01"]["groups"] == [0, 2]
+
+
+def test_an_itinerary_final_to_that_may_precede_the_unit_is_no_condition_at_all():
+    from analysis.compiler.admission import replay
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.tasks import unit_tasks
+    from analysis.compiler.vocabulary import Vocabulary
+    world, groups, grecs, builder, op_group, acts, objects, init = _scattered()
+    # the mug's destination: an itinerary's final 'to' whose move any track from 0.5 s on
+    # may have made, before the step starts (1 s): neither c1 nor a later condition
+    put = groups[0]["ops"][2]
+    put.provenance["refs"]["args"][1]["refs"].update(video="v", final_move_possible_from=-5.0)
+    sim = Sim(Vocabulary.load())
+    states, _, _ = replay(sim, objects, init, grecs)
+    infos: dict = {}
+    tasks, _, _ = unit_tasks("e", world, groups, grecs, builder, op_group, acts, sim, objects, states,
+                             ledger=infos)
+    assert [t["provenance"]["refs"].get("step") for t in tasks] == [None]        # the row's task only
+    assert infos["R01/S01"]["why"] == "no_condition"
+    assert sorted(code for _, _, code in infos["R01/S01"]["skipped"]) == [
+        "evidence_before_unit", "move_may_precede_unit"]
+
+
+def test_ledger_table_counts_rows_per_suite_by_reason():
+    from analysis.report.common import Skip
+    from analysis.report.ledger import ledger_table
+    records = {
+        "suite": [{"suite": "planner", "task_ids": ["e/t000"], "episode_ids": ["e"]},
+                  {"suite": "memory", "task_ids": ["f/t000"], "episode_ids": ["e", "f"]}],
+        "audit": [{"check": "ledger_expressed", "task_id": "e/t000/c1", "condition_id": "c1", "passed": True,
+                   "detail": "2 rows of unit R/S01: add R/I1 (salt) | placement put-down of 'mug' by q1"},
+                  {"check": "ledger_expressed", "task_id": "f/t000/c1", "condition_id": "c1", "passed": True,
+                   "detail": "1 rows of unit R/S02: snippet <close jar> (f9)"},
+                  {"check": "reference_pass", "task_id": "e/t000", "condition_id": None, "passed": True,
+                   "detail": "x"}],
+        "dropped_event": [{"kind": "ledger", "episode_id": "e", "refs": {"code": "not_grounded", "row": "add"}},
+                          {"kind": "ledger", "episode_id": "f", "refs": {"code": "not_grounded", "row": "add"}},
+                          {"kind": "add", "episode_id": "e", "refs": {}}]}
+    t = ledger_table(NS(records_of=lambda kind: records[kind]))
+    got = [tuple(r) for r in t.data[["suite", "status", "add", "placement", "snippet", "rows"]].itertuples(index=False)]
+    assert got == [
+        ("memory", "expressed", 0, 0, 1, 1), ("memory", "not_grounded", 2, 0, 0, 2),
+        ("memory", "not_in_suite", 1, 1, 0, 2),      # expressed by the planner suite's task
+        ("planner", "expressed", 1, 1, 0, 2), ("planner", "not_grounded", 1, 0, 0, 1)]
+    assert list(t.data.share[t.data.suite == "planner"]) == [2 / 3, 1 / 3]
+    with pytest.raises(Skip, match="no completeness ledger"):
+        ledger_table(NS(records_of=lambda kind: [] if kind != "suite" else records["suite"]))
+
+
+def ledger_violations(export_root: Path, source: Path) -> list[str]:
+    """Rows of the exported episodes' units not accounted for exactly once (recomputed from
+    the raw rows by :func:`unit_rows`, against the ``ledger`` records of ``dropped.jsonl``
+    and the ``ledger_expressed`` audit records)."""
+    import gzip
+
+    from analysis.compiler.readers import (read_activities, read_associations, read_durations,
+                                           read_itineraries, read_location_answers, read_recipes,
+                                           read_snippets)
+    cohort = Path(export_root) / "cohort"
+    read = lambda name: [json.loads(x) for x in (cohort / name).read_text().splitlines()]  # noqa: E731
+    with gzip.open(cohort / "episodes.jsonl.gz", "rt") as f:
+        videos = {e["episode_id"]: e["videos"] for e in map(json.loads, f)}
+    seen: Counter = Counter()
+    for d in read("dropped.jsonl"):
+        if d["kind"] == "ledger":
+            assert d["refs"]["code"] in REASONS and d["reason"].startswith(d["refs"]["code"] + ": ")
+            seen[(d["episode_id"], d["refs"]["unit"], d["what"])] += 1
+    tasks = {t["task_id"] for t in read("tasks.jsonl")}
+    for a in read("audit.jsonl"):
+        if a["check"] == "ledger_expressed":
+            tid = a["task_id"].rsplit("/", 1)[0]
+            assert tid in tasks, a
+            head, rows = a["detail"].split(": ", 1)
+            unit = head.split(" rows of unit ", 1)[1]
+            for r in rows.split(" | "):
+                seen[(tid.split("/")[0], unit, r)] += 1
+    src = Path(source)
+    durations = read_durations(src)
+    raw = (read_recipes(src), read_activities(src, durations), read_associations(src),
+           read_location_answers(src), read_itineraries(src), read_snippets(src))
+    want: Counter = Counter()
+    for eid, vids in videos.items():
+        for r in unit_rows(*raw, vids):
+            want[(eid, r.unit, f"{r.kind} {r.what}")] += 1
+    return ([f"not accounted for: {k} x{n}" for k, n in (want - seen).items()]
+            + [f"accounted for too often or not a row: {k} x{n}" for k, n in (seen - want).items()])
+
+
+@pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(), reason="HD-EPIC source files absent")
+def test_every_row_of_every_unit_of_the_committed_cohort_is_accounted_for_exactly_once():
+    assert ledger_violations(REPO / "frozen_exports", SOURCE) == []
