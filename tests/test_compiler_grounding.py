@@ -1059,3 +1059,58 @@ def test_the_episodes_only_vessel_binds_across_videos_only_when_an_earlier_video
         "target not decided: step text names 'pan'; such vessels are tracked in another video (pan), none in "
         "v1 (HD-EPIC gives no identity across videos); the episode's only pan, pan, is tracked only in a "
         "later video (v2): not evidence of where the add (104.00-106.00 s) happens")
+
+
+# ----------------------------------------------------- an add in a prep segment of its step
+# P03_R05_S01 "Mix the flour with yeast, salt and water in a large bowl": the flour is
+# weighed into the bowl in a prep segment minutes before the step segment. The step's
+# window only takes prep segments ending within 30 s of the step segment, so the add had
+# no step text and no target; its unit (the step with all its prep segments) holds it.
+def _prep_add(vocab, tracks, text, preps=((10.0, 20.0),)):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", x[0], x[0], (Track(f"t{i}", x[1], x[2]),))
+              for i, x in enumerate(tracks)]
+    segs = tuple(StepSegment("S01", "prep", Span("v", a, b)) for a, b in preps) + (
+        StepSegment("S01", "step", Span("v", 200.0, 210.0)),)
+    cap = Capture("R", 0, ("v",), {"I01": "flour"},
+                  (IngredientEvent("I01", "flour", "add", Span("v", 12.0, 14.0)),), segs)
+    recipe = Recipe("R", "P01", "test", {"S01": text}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    return ground(world, {"R": recipe}, vocab)
+
+
+def test_an_add_in_a_prep_segment_reads_its_steps_text(vocab):
+    tracks = [("flour bag", 11.0, 15.0), ("large bowl", 5.0, 8.0), ("small cup", 11.5, 13.0)]
+    g = _prep_add(vocab, tracks, "Mix the flour with yeast in a large bowl using a wooden spoon")
+    adds = [p for p in g.planned if p.kind == "add"]
+    # the bowl the step text names, put down 4 s before the add; not the cup handled during it
+    assert [(p.action, p.roles["src"], p.roles["dst"]) for p in adds] == [("pour", "flour_bag", "bowl")]
+    assert adds[0].refs["step"] == "S01" and adds[0].step.spans == ((10.0, 20.0), (200.0, 210.0))
+    assert adds[0].evidence["dst"]["track"] == "t1"
+    # with no text (no step window), the cup, the only vessel handled during the add, was taken
+    g2 = _prep_add(vocab, tracks, "")
+    assert [p.roles["dst"] for p in g2.planned if p.kind == "add"] == ["cup"]
+
+
+def test_an_add_in_the_prep_segments_of_two_steps_has_no_step_text(vocab):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", "a0", "flour bag", "flour bag", (Track("t0", 11.0, 15.0),)),
+              Association("v", "a1", "large bowl", "large bowl", (Track("t1", 5.0, 8.0),))]
+    segs = (StepSegment("S01", "prep", Span("v", 10.0, 20.0)), StepSegment("S02", "prep", Span("v", 11.0, 16.0)),
+            StepSegment("S01", "step", Span("v", 200.0, 210.0)), StepSegment("S02", "step", Span("v", 300.0, 310.0)))
+    cap = Capture("R", 0, ("v",), {"I01": "flour"},
+                  (IngredientEvent("I01", "flour", "add", Span("v", 12.0, 14.0)),), segs)
+    recipe = Recipe("R", "P01", "test", {"S01": "Mix the flour in a large bowl", "S02": "Knead."}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [d["reason"] for d in g.dropped if d["kind"] == "add"] == [
+        "target not decided: no vessel named in the step text or handled during the event"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
-from .windows import Planned
+from .windows import Planned, StepWindow
 
 class AddsMixin:
     """Ingredient adds: each add event of complete_recipes.json bound to its food or
@@ -230,7 +230,28 @@ class AddsMixin:
                                                   "and the text does not decide", "time": t0, "refs": refs})
                 return False, None
             steps = named
+        if not steps:
+            steps = self.prep_windows_at(ev.span.video, t0, t1, rid)
         return True, (steps[0] if steps else None)
+
+    def prep_windows_at(self, video, t0, t1, rid):
+        """The step an add belongs to when no step segment overlaps it but a *prep*
+        segment of its recipe does (the flour weighed into the bowl minutes before the
+        "Mix the flour ... in a large bowl" step segment, which the step window, built
+        from prep segments that end at most 30 s before its step segment, leaves out):
+        the unit of that step (its task) holds the add, so its text names the add's
+        vessel. One window per step, spanning every segment of that step in the video;
+        ``[]`` unless exactly one step's prep segments overlap the add."""
+        hits = {s[2] for s in self.segments if s[0] == video and s[1] == rid and s[3] == "prep"
+                and overlaps(s[4], s[5], t0, t1, 0.0)}
+        if len(hits) != 1:
+            return []
+        step = hits.pop()
+        spans = tuple(sorted((s[4], s[5]) for s in self.segments if s[0] == video and s[1] == rid
+                             and s[2] == step))
+        seg = [sp for sp in spans if overlaps(sp[0], sp[1], t0, t1, 0.0)][0]
+        return [StepWindow(rid, step, self.recipes[rid].steps.get(step, ""), video, seg[0], seg[1], seg[0],
+                           0, spans)]
 
     def add_untracked(self, rid, ev, matches, refs, what):
         """An add no track names the ingredient for (and no track of another ingredient
