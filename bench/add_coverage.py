@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.compiler.episodes import offsets_of
+from analysis.compiler.grounding import words
 from analysis.compiler.readers import read_durations, read_recipes
 
 STEP_UNIT = "recipe step with its prep segments"
@@ -55,6 +56,21 @@ def _read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+def _owners(recipe, cap, ev) -> set:
+    """The steps an add is timed in: those of its recipe with a step or prep segment
+    overlapping it; when there are several, the one whose text names the ingredient if
+    exactly one does (the compiler's rule, ``grounding.adds``: "Heat the oil in a heavy
+    bottomed pan" owns the oil add that the prep segment of "Add the onions" also spans)."""
+    sp = ev.span
+    steps = {s.step_id for s in cap.segments
+             if s.span.video == sp.video and sp.start < s.span.end and s.span.start < sp.end}
+    if len(steps) > 1:
+        named = {x for x in steps if set(words(recipe.steps.get(x, ""))) & set(words(ev.name))}
+        if len(named) == 1:
+            return named
+    return steps
+
+
 def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
     """Measure the export's compiled cohort against the HD-EPIC ``source`` it came from."""
     cohort = Path(export) / "cohort"
@@ -63,11 +79,11 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
     suites = _read_jsonl(cohort / "suites.jsonl")
     recipes = read_recipes(Path(source))
     durations = read_durations(Path(source))
-    adds = {}       # recipe -> [(ingredient, name, Span)]
+    adds = {}       # recipe -> [(ingredient, name, Span, the steps it belongs to)]
     for rid, r in recipes.items():
         for cap in r.captures:
-            adds.setdefault(rid, []).extend((ev.ingredient_id, ev.name, ev.span) for ev in cap.events
-                                            if ev.kind == "add")
+            adds.setdefault(rid, []).extend((ev.ingredient_id, ev.name, ev.span, _owners(r, cap, ev))
+                                            for ev in cap.events if ev.kind == "add")
     # (episode, recipe, ingredient) -> [(episode time, in-atom)] of compiled add operations
     ops = {}
     for eid, ep in episodes.items():
@@ -86,8 +102,9 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         ep = episodes[t["episode_id"]]
         off = offsets_of(ep["videos"], durations)
         segs = refs.get("segments", [])
-        mine = [(iid, name, sp) for iid, name, sp in adds.get(refs.get("recipe"), [])
-                if any(s["video"] == sp.video and sp.start < s["end"] and s["start"] < sp.end for s in segs)]
+        mine = [(iid, name, sp) for iid, name, sp, owners in adds.get(refs.get("recipe"), [])
+                if refs.get("step") in owners
+                and any(s["video"] == sp.video and sp.start < s["end"] and s["start"] < sp.end for s in segs)]
         if not mine:
             continue
         total += 1

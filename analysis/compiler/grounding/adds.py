@@ -6,6 +6,47 @@ import re
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
 from .windows import Planned, StepWindow
 
+#: The closed set of reasons an add event of ``complete_recipes.json`` is not compiled
+#: (``dropped.jsonl`` kind ``add``; docs/compiler.md "Adds not compiled"): reason prefix ->
+#: class. Every add is either compiled or dropped with a reason that starts with one of
+#: these (:func:`add_drop_class`); the reason goes on to say what was checked.
+ADD_DROP_REASONS = {
+    "weigh events are not compiled": "weigh",                       # no scale binding rule
+    "source check add_time_matches_other_ingredient": "add_time_matches_other_ingredient",
+    "source check overlapping_steps": "overlapping_steps",          # its step is not decided
+    "source check add_without_track": "add_without_track",          # no track names the ingredient
+    "several tracked objects match the ingredient": "ambiguous_ingredient",
+    "several tracks of the ingredient overlap the add": "ambiguous_ingredient_track",
+    "ingredient typed": "not_food",                                  # neither food nor substance
+    "matching track": "not_food",                                    # the track is no food/supply/container
+    "target not decided": "target_not_decided",                      # the vessel is not decided
+}
+#: the operation builder's refusal of a grounded add (``operations.OpBuilder.emit``): its
+#: object is not in the hand (its track was dropped), or the rules reject the operation
+NOT_EXECUTABLE = ("is not in the hand at", "rejected by the rules")
+
+
+def add_drop_class(reason: str) -> str:
+    """The class of an add's drop ``reason`` in the closed set (:data:`ADD_DROP_REASONS`,
+    or ``not_executable`` for the operation builder's refusals); ``ValueError`` naming the
+    reason for any other.
+
+    >>> add_drop_class("target not decided: step text names 'cup'; ...")
+    'target_not_decided'
+    >>> add_drop_class("source check add_without_track: no track named for the ingredient ...")
+    'add_without_track'
+    >>> add_drop_class("jar is not in the hand at 2944.63s (its track was not selected or not executable)")
+    'not_executable'
+    """
+    for prefix, cls in ADD_DROP_REASONS.items():
+        if reason.startswith(prefix):
+            return cls
+    if any(x in reason for x in NOT_EXECUTABLE):
+        return "not_executable"
+    raise ValueError(f"add drop reason {reason!r} is not in the closed set ADD_DROP_REASONS "
+                     "(analysis/compiler/grounding/adds.py); add it there and to docs/compiler.md")
+
+
 class AddsMixin:
     """Ingredient adds: each add event of complete_recipes.json bound to its food or
     source container and its vessel, or dropped with the reason."""
@@ -33,6 +74,12 @@ class AddsMixin:
                                   **refs)
                         continue
                     self.ground_add(rid, cap, ev, matches, refs)
+
+    def source_check(self, check: str, what: str, reason: str, t: float, refs: dict):
+        """An add the source itself leaves inconsistent or open (not compiled): listed in
+        ``dropped.jsonl`` as kind ``add`` (every add not compiled is), reason
+        ``source check <check>: <reason>``, one of :data:`ADD_DROP_REASONS`."""
+        self.drop("add", what, f"source check {check}: {reason}", t, **refs)
 
     def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
         out = []
@@ -80,10 +127,9 @@ class AddsMixin:
             others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
                              and self.ingredient_tracks(ws, t0, t1)})
             if others:
-                self.out.checks.append({"check": "add_time_matches_other_ingredient", "what": what,
-                                        "reason": f"the tracks overlapping this add are named for "
-                                                  f"{others}, not for {ev.name!r}: add times swapped or "
-                                                  f"mislabelled", "time": t0, "refs": refs})
+                self.source_check("add_time_matches_other_ingredient", what,
+                                  f"the tracks overlapping this add are named for {others}, not for "
+                                  f"{ev.name!r}: add times swapped or mislabelled", t0, refs)
             else:
                 self.add_untracked(rid, ev, matches, refs, what)
             return
@@ -225,25 +271,28 @@ class AddsMixin:
         if len({w.step for w in steps}) > 1:
             named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
             if len({w.step for w in named}) != 1:
-                self.out.checks.append({"check": "overlapping_steps", "what": what,
-                                        "reason": f"steps {sorted({w.step for w in steps})} overlap the add "
-                                                  "and the text does not decide", "time": t0, "refs": refs})
+                self.source_check("overlapping_steps", what, f"steps {sorted({w.step for w in steps})} overlap "
+                                  "the add and the text does not decide", t0, refs)
                 return False, None
             steps = named
         if not steps:
-            steps = self.prep_windows_at(ev.span.video, t0, t1, rid)
+            steps = self.prep_windows_at(ev.span.video, t0, t1, rid, matches[ev.ingredient_id])
         return True, (steps[0] if steps else None)
 
-    def prep_windows_at(self, video, t0, t1, rid):
+    def prep_windows_at(self, video, t0, t1, rid, ing_words=frozenset()):
         """The step an add belongs to when no step segment overlaps it but a *prep*
         segment of its recipe does (the flour weighed into the bowl minutes before the
         "Mix the flour ... in a large bowl" step segment, which the step window, built
         from prep segments that end at most 30 s before its step segment, leaves out):
         the unit of that step (its task) holds the add, so its text names the add's
-        vessel. One window per step, spanning every segment of that step in the video;
-        ``[]`` unless exactly one step's prep segments overlap the add."""
+        vessel. Prep segments of several steps overlapping the add: the one step whose
+        text names the ingredient ("Heat the oil in a heavy bottomed pan" for the oil, not
+        "Add the onions"), as for overlapping step segments. One window, spanning every
+        segment of that step in the video; ``[]`` unless one step is left."""
         hits = {s[2] for s in self.segments if s[0] == video and s[1] == rid and s[3] == "prep"
                 and overlaps(s[4], s[5], t0, t1, 0.0)}
+        if len(hits) > 1:
+            hits = {h for h in hits if set(words(self.recipes[rid].steps.get(h, ""))) & set(ing_words)}
         if len(hits) != 1:
             return []
         step = hits.pop()
@@ -269,8 +318,7 @@ class AddsMixin:
         base = "no track named for the ingredient overlaps the add"
 
         def check(reason):
-            self.out.checks.append({"check": "add_without_track", "what": what,
-                                    "reason": f"{base}; {reason}", "time": t0, "refs": refs})
+            self.source_check("add_without_track", what, f"{base}; {reason}", t0, refs)
 
         leaf, _ = ingredient_type(ev.name, self.vocab)
         if self.vocab.is_a(leaf, "substance"):
