@@ -1134,3 +1134,48 @@ def test_an_add_in_the_prep_segments_of_two_steps_reads_the_one_naming_it(vocab)
     assert not [p for p in g.planned if p.kind == "add"]
     assert [d["reason"] for d in g.dropped if d["kind"] == "add"] == [
         "target not decided: no vessel named in the step text or handled during the event"]
+
+
+# ----------------------------------------------------- one object's tracks are one candidate
+def _one_add(vocab, tracks, text, name, span=(104.0, 110.0)):
+    """One add of ``name`` (``span``) in step S01 (100-120 s) of video "v"; a track is
+    (name, start, end) or (name, [(start, end), ...]) for one object's several tracks."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", x[0], x[0], tuple(Track(f"t{i}" + (f"_{k}" if k else ""), a, b)
+                                                         for k, (a, b) in enumerate(
+                                                             x[1] if len(x) == 2 else [x[1:]])))
+              for i, x in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": name}, (IngredientEvent("I01", name, "add", Span("v", *span)),),
+                  (StepSegment("S01", "step", Span("v", 100.0, 120.0)),))
+    recipe = Recipe("R", "P01", "test", {"S01": text}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    return ground(world, {"R": recipe}, vocab)
+
+
+def test_several_tracks_of_one_ingredient_object_during_its_add_are_one_candidate(vocab):
+    # the honey jar is put down and picked up again during the add (104-110 s): what went in
+    # is decided (one object); the add sits in the track holding it longest during the add
+    g = _one_add(vocab, [("honey jar", [(103.0, 105.0), (105.5, 109.5)]), ("blender", 100.0, 101.0)],
+                 "Add the honey to the blender.", "honey")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles["src"], p.roles["dst"]) for p in adds] == [("pour", "honey_jar", "blender")]
+    assert adds[0].hold_track == "t0_1" and 105.5 <= adds[0].time <= 109.5
+    assert adds[0].evidence["src"]["how"].endswith(
+        "(the one of 2 tracks of honey_jar overlapping the add that holds it longest during it)")
+    assert not [d for d in g.dropped if d["kind"] == "add"]
+
+
+def test_a_track_named_by_a_modifier_of_the_ingredient_does_not_name_it(vocab):
+    # "vegetable oil": the "oil bottle" names it (container word + the head noun oil); the
+    # "basket vegetable" shares only the modifier word: not a second candidate
+    tracks = [("basket vegetable", 103.0, 111.0), ("oil bottle", 104.5, 109.0), ("pan", 100.0, 101.0)]
+    g = _one_add(vocab, tracks, "Heat the oil in a pan.", "vegetable oil")
+    assert [(p.roles["src"], p.roles["dst"]) for p in g.planned if p.kind == "add"] == [("oil_bottle", "pan")]
+    # without the oil bottle, the basket is the only track naming a word of it: as before,
+    # it is taken for the add's source (the modifier rule only chooses among candidates)
+    g = _one_add(vocab, tracks[:1] + tracks[2:], "Heat the oil in a pan.", "vegetable oil")
+    assert [p.roles.get("src") or p.roles.get("o") for p in g.planned if p.kind == "add"] == ["basket_vegetable"]

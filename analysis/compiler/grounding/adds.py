@@ -135,6 +135,16 @@ class AddsMixin:
             return
         ents = sorted({tr.entity for tr in mine})
         if len(ents) > 1:
+            # a track whose head is the ingredient's own head noun ("oil bottle", "bottle of
+            # oil" for vegetable oil) names it; one named by a modifier word only ("basket
+            # vegetable") names something else
+            head = words(ev.name)[-1:]
+            own = [tr for tr in mine if any(ws and (ws[-1:] == head or (ws[-1] in CONTAINER_WORDS and
+                                                                       set(head) & set(ws[:-1])))
+                                            for ws in self.name_words.get(tr.entity, []))]
+            if own and len({tr.entity for tr in own}) < len(ents):
+                mine, ents = own, sorted({tr.entity for tr in own})
+        if len(ents) > 1:
             strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
             if len({tr.entity for tr in strict}) == 1:
                 mine, ents = strict, [strict[0].entity]
@@ -176,12 +186,17 @@ class AddsMixin:
         ``siblings``: the other instances the same add row puts in (never its target)."""
         t0, t1 = ev.span.start, ev.span.end
         tr = sorted(mine, key=lambda x: (abs(x.start - t0), x.track_id))[0]
+        several = 1
         if len([x for x in mine if x.entity == ent]) > 1:
             tr = [x for x in mine if x.entity == ent and overlaps(x.start, x.end, t0, t1, 0.0)]
-            if len(tr) != 1:
+            if not tr:
                 self.drop("add", what, "several tracks of the ingredient overlap the add", t0, **refs)
                 return
-            tr = tr[0]
+            # the tracks of one object are one candidate (issue 34): what went in is decided;
+            # the add is placed in the track that holds it longest during the add (the jar
+            # put down and picked up again while the honey is spooned out)
+            several = len(tr)
+            tr = sorted(tr, key=lambda x: (-(min(x.end, t1) - max(x.start, t0)), x.start))[0]
         ok, win = self.step_of_add(rid, ev, matches, refs, what)
         if not ok:
             return
@@ -196,7 +211,9 @@ class AddsMixin:
             or self.vocab.is_a(typ, "electric_container") or (self.vocab.is_a(typ, "vessel") and subst)
         ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
         src_ev = {"how": ("the only container held during the whole add (its name names no content)"
-                          if generic else "track named for the ingredient overlaps the add"), **self.track_ref(tr)}
+                          if generic else "track named for the ingredient overlaps the add")
+                  + (f" (the one of {several} tracks of {ent} overlapping the add that holds it longest "
+                     "during it)" if several > 1 else ""), **self.track_ref(tr)}
         if container:
             if not subst and not self.vocab.is_a(leaf, "food"):
                 self.drop("add", what, f"ingredient typed {leaf}", t0, **refs)
