@@ -23,11 +23,12 @@ import gzip
 import json
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.compiler.episodes import offsets_of
-from analysis.compiler.grounding import words
+from analysis.compiler.grounding import add_drop_class, words
 from analysis.compiler.readers import read_durations, read_recipes
 
 STEP_UNIT = "recipe step with its prep segments"
@@ -44,6 +45,15 @@ class AddCoverage:
     lacking: int
     per_suite: dict                                   # suite -> {"tasks", "two_or_more"}
     missing: list = field(default_factory=list)       # (task_id, recipe/ingredient, name)
+    reasons: list = field(default_factory=list)       # per missing add: its class (below)
+
+    @property
+    def by_reason(self) -> dict:
+        """Missing adds per class: a class of the closed set of add drop reasons
+        (``analysis.compiler.grounding.ADD_DROP_REASONS``) of the add's ``dropped.jsonl``
+        record; ``in another unit's task`` (compiled, no record: its group lies in another
+        unit); ``not listed`` (neither compiled nor in ``dropped.jsonl``)."""
+        return dict(sorted(Counter(self.reasons).items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def lacking_share(self) -> float:
@@ -94,7 +104,16 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     i, j = IN_ARGS[op["type"]]
                     ops.setdefault((eid, refs.get("recipe"), refs["ingredient"]), []).append(
                         (refs.get("time"), ["in", op["args"][i], op["args"][j]]))
-    total, lacking, missing = 0, 0, []
+    # (episode, recipe, ingredient, video, start) -> reason of the add's dropped record
+    drops = {}
+    if (cohort / "dropped.jsonl").is_file():
+        for d in _read_jsonl(cohort / "dropped.jsonl"):
+            r = d.get("refs", {})
+            if d.get("kind") == "add" and r.get("ingredient") and r.get("start") is not None \
+                    and not d.get("what", "").startswith("weigh"):      # a weigh row is no add
+                drops.setdefault((d["episode_id"], r.get("recipe"), r["ingredient"], r.get("video"),
+                                  round(float(r["start"]), 2)), d["reason"])
+    total, lacking, missing, reasons = 0, 0, [], []
     for t in tasks:
         refs = t["provenance"]["refs"]
         if refs.get("unit") != STEP_UNIT:
@@ -116,6 +135,9 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     if tm is not None and a - SLACK <= tm <= b + SLACK]
             if not any(atom in atoms for atom in done):
                 lost.append((f"{refs['recipe']}/{iid}", name))
+                why = drops.get((t["episode_id"], refs["recipe"], iid, sp.video, round(sp.start, 2)))
+                reasons.append(add_drop_class(why) if why else
+                               "in another unit's task" if done else "not listed")
         if lost:
             lacking += 1
             missing.extend((t["task_id"], key, name) for key, name in lost)
@@ -125,7 +147,7 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         ts = [by_id[x] for x in s["task_ids"] if x in by_id]
         per_suite[s["suite"]] = {"tasks": len(ts),
                                  "two_or_more": sum(len(x["contract"]["conditions"]) >= 2 for x in ts)}
-    return AddCoverage(total, lacking, per_suite, missing)
+    return AddCoverage(total, lacking, per_suite, missing, reasons)
 
 
 def main(argv: list[str]) -> int:
@@ -138,10 +160,11 @@ def main(argv: list[str]) -> int:
                                                str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic")))
     cov = add_coverage(args[0], source)
     if "list" in opts:
-        for tid, key, name in cov.missing:
-            print(f"{tid}\t{key}\t{name}")
+        for (tid, key, name), why in zip(cov.missing, cov.reasons):
+            print(f"{tid}\t{key}\t{name}\t{why}")
     print(f"recipe-step tasks with an add timed in their unit: {cov.step_tasks_with_add}; "
           f"lacking an in() for one: {cov.lacking} ({100 * cov.lacking_share:.1f}%)")
+    print("adds lacking an in(), by reason: " + "; ".join(f"{k} {v}" for k, v in cov.by_reason.items()))
     for suite, c in sorted(cov.per_suite.items()):
         print(f"{suite}: {c['tasks']} tasks, {c['two_or_more']} with two or more conditions")
     return 0

@@ -20,6 +20,8 @@ ADD_DROP_REASONS = {
     "ingredient typed": "not_food",                                  # neither food nor substance
     "matching track": "not_food",                                    # the track is no food/supply/container
     "target not decided": "target_not_decided",                      # the vessel is not decided
+    # compiled, but its in() is no condition of its step unit's task (tasks._adds_left_out)
+    "not a condition of its unit's task": "not_a_condition",
 }
 #: the operation builder's refusal of a grounded add (``operations.OpBuilder.emit``): its
 #: object is not in the hand (its track was dropped), or the rules reject the operation
