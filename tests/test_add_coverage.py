@@ -91,3 +91,19 @@ def test_an_add_with_no_record_is_in_another_task_or_not_listed(tmp_path):
     (tmp_path / "b").mkdir()
     cov = _bench().add_coverage(_export(tmp_path / "b", None), SOURCE)
     assert cov.by_reason == {"not listed": 2}
+
+
+COMMITTED = REPO / "frozen_exports"
+
+
+@pytest.mark.skipif(not (COMMITTED / "cohort" / "tasks.jsonl").is_file(), reason="no committed cohort")
+def test_every_add_of_the_committed_cohort_is_compiled_or_listed_with_a_reason_of_the_closed_set():
+    """Issue 34: each add a step task lacks the in() of is in dropped.jsonl (kind add) with a
+    reason of the closed set; every add record's reason is one (add_drop_class raises else)."""
+    from analysis.compiler.grounding import add_drop_class
+    with open(COMMITTED / "cohort" / "dropped.jsonl", encoding="utf-8") as fh:
+        adds = [d for d in map(json.loads, fh) if d["kind"] == "add"]
+    assert adds and all(add_drop_class(d["reason"]) for d in adds)
+    cov = _bench().add_coverage(COMMITTED, SOURCE)
+    assert cov.step_tasks_with_add > 0
+    assert "not listed" not in cov.by_reason, [m for m, r in zip(cov.missing, cov.reasons) if r == "not listed"]
