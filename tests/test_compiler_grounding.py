@@ -1179,3 +1179,18 @@ def test_a_track_named_by_a_modifier_of_the_ingredient_does_not_name_it(vocab):
     # it is taken for the add's source (the modifier rule only chooses among candidates)
     g = _one_add(vocab, tracks[:1] + tracks[2:], "Heat the oil in a pan.", "vegetable oil")
     assert [p.roles.get("src") or p.roles.get("o") for p in g.planned if p.kind == "add"] == ["basket_vegetable"]
+
+
+def test_a_jar_that_comes_with_a_lid_is_a_container_not_a_lid(vocab):
+    # P06-20240511-102207: the chilli powder add while a "jar of spices with green lid" is
+    # held throughout: the lid it comes with makes it no lid; it is the one container held
+    # and its name names no content beyond the spices, so it is the powder's source
+    g = _one_add(vocab, [("jar of spices with green lid", 103.0, 111.0), ("mixing bowl", 100.0, 102.0)],
+                 "Break open 2 eggs in a mixing bowl, then add red chilli powder.", "chilli powder")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles["dst"]) for p in adds] == [("pour", "mixing_bowl")]
+    assert adds[0].evidence["src"]["how"] == "the only container held during the whole add (its name names no content)"
+    # a lid named first is a lid: nothing held is the powder's source
+    g = _one_add(vocab, [("lid spice jar", 103.0, 111.0), ("mixing bowl", 100.0, 102.0)],
+                 "Break open 2 eggs in a mixing bowl, then add red chilli powder.", "chilli powder")
+    assert not [p for p in g.planned if p.kind == "add"]

@@ -93,8 +93,14 @@ class AddsMixin:
         return out
 
     def is_cover(self, ent: str) -> bool:
-        """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food."""
-        return self.is_a(ent, "lid") or bool(self.tokens.get(ent, set()) & COVER_WORDS)
+        """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food;
+        a lid it comes *with* does not make a container one ("jar of spices with green lid")."""
+        return self.is_a(ent, "lid") or any(set(ws) & COVER_WORDS for ws in self.main_words(ent))
+
+    def main_words(self, ent: str) -> list[list[str]]:
+        """The words of each name of ``ent`` before a "with" clause, which describes the
+        object, not what it is or holds ("jar of spices with green lid": jar, spices)."""
+        return [words(re.split(r"\bwith\b", n.lower())[0]) for n in self.w.names.get(ent, [])]
 
     @staticmethod
     def names_ingredient(ws: list, ing_words: set) -> bool:
@@ -119,7 +125,7 @@ class AddsMixin:
             # (a lid taken off it is no container of food): it is the add's source
             held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")
                     and not self.is_cover(tr.entity)]
-            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS for ws in self.name_words.get(tr.entity, []))
+            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS for ws in self.main_words(tr.entity))
                      and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
             leaf, _ = ingredient_type(ev.name, self.vocab)
             if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
