@@ -703,10 +703,15 @@ def test_an_add_without_a_food_track_needs_the_vessel_named(vocab):
 
 
 def test_an_add_without_a_track_of_a_substance_is_not_compiled(vocab):
-    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0)], text="Add the vinegar to the bowl.", name="vinegar")
+    _, g = _untracked_add(vocab, [("bowl", 100.0, 101.0)], text="Add the vinegar to the bowl.", name="vinegar")
     assert not [p for p in g.planned if p.kind == "add"]
     assert [c["check"] for c in _checks(g)] == ["add_without_track"]
     assert "is not held without a container" in _checks(g)[0]["reason"]
+    # the bowl held through the add is its source or its target: the text names the bowl
+    # itself, so which is not decided (never a container invented)
+    _, g = _untracked_add(vocab, [("bowl", 103.0, 107.0)], text="Add the vinegar to the bowl.", name="vinegar")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [d["reason"].split(":")[0] for d in g.dropped if d["kind"] == "add"] == ["target not decided"]
 
 
 def test_a_spice_jar_held_through_a_spice_add_is_its_source(vocab):
@@ -1193,4 +1198,24 @@ def test_a_jar_that_comes_with_a_lid_is_a_container_not_a_lid(vocab):
     # a lid named first is a lid: nothing held is the powder's source
     g = _one_add(vocab, [("lid spice jar", 103.0, 111.0), ("mixing bowl", 100.0, 102.0)],
                  "Break open 2 eggs in a mixing bowl, then add red chilli powder.", "chilli powder")
+    assert not [p for p in g.planned if p.kind == "add"]
+
+
+def test_a_spice_measured_out_on_a_plate_is_poured_from_it_when_the_text_names_the_pot(vocab):
+    # P04-20240415-175615: plate2 is held through the fennel seeds' add (no track names the
+    # seeds) and the text names the cooker: the plate is the spice's source
+    tracks = [("plate2", 103.0, 111.0), ("pressure cooker", 100.0, 102.0)]
+    g = _one_add(vocab, tracks, "Add the fennel seeds to the cooker.", "fennel seeds")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles["s"], p.roles["src"], p.roles["dst"]) for p in adds] == [
+        ("pour", "fennel_seeds", "plate2", "pressure_cooker")]
+    assert adds[0].evidence["src"]["how"].startswith("the only container held through the whole add, a plate2")
+    assert g.facts[("in", "fennel_seeds", "plate2")]["refs"]["how"].startswith("the add row")
+    # the text names no vessel: the held plate may as well be where the seeds go: dropped
+    g = _one_add(vocab, tracks, "Add the fennel seeds.", "fennel seeds")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert ("in", "fennel_seeds", "plate2") not in g.facts
+    assert [d["reason"].split(":")[0] for d in g.dropped if d["kind"] == "add"] == ["target not decided"]
+    # the text names a plate, the held one's own noun: source or target is not decided
+    g = _one_add(vocab, tracks + [("plate", 100.0, 101.0)], "Add the fennel seeds to the plate.", "fennel seeds")
     assert not [p for p in g.planned if p.kind == "add"]

@@ -6,6 +6,9 @@ import re
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
 from .windows import Planned, StepWindow
 
+#: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
+SERVED_FROM_WORDS = {"bowl", "plate", "cup", "ramekin", "dish", "saucer"}
+
 #: The closed set of reasons an add event of ``complete_recipes.json`` is not compiled
 #: (``dropped.jsonl`` kind ``add``; docs/compiler.md "Adds not compiled"): reason prefix ->
 #: class. Every add is either compiled or dropped with a reason that starts with one of
@@ -125,12 +128,17 @@ class AddsMixin:
             # (a lid taken off it is no container of food): it is the add's source
             held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")
                     and not self.is_cover(tr.entity)]
-            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS for ws in self.main_words(tr.entity))
+            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS | SERVED_FROM_WORDS
+                                              for ws in self.main_words(tr.entity))
                      and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
             leaf, _ = ingredient_type(ev.name, self.vocab)
             if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
                     and self.vocab.is_a(leaf, "substance")):
-                mine, generic = plain, True
+                # a bowl or plate (the spice measured out on it) is the source only when the
+                # step text names the vessel it goes into (checked in ground_instance)
+                mine = plain
+                generic = "vessel" if any(set(ws) & SERVED_FROM_WORDS for ws in self.main_words(plain[0].entity)) \
+                    else True
         if not mine:
             others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
                              and self.ingredient_tracks(ws, t0, t1)})
@@ -227,11 +235,29 @@ class AddsMixin:
                 self.drop("add", what, f"ingredient typed {leaf}", t0, **refs)
                 return
             sub = ingredient_entity(ev.name, self.vocab)
+            if generic == "vessel":
+                # with no track of the spice, a bowl or plate held through its add is its
+                # source or where it goes: its source only when the step text names another
+                # vessel, of another noun, that the target rule binds
+                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs,
+                                              same_step=False)
+                if target is None:
+                    return
+                if tev.get("evidence") != "step_text" and not str(tev.get("how", "")).startswith("step text names") \
+                        or self.own_heads.get(target, set()) & self.own_heads.get(ent, set()):
+                    self.drop("add", what, f"target not decided: {ent} is held through the add of a substance "
+                              "no track names: its source or its target (the step text names no other vessel "
+                              f"the target rule binds; it bound {target}: {tev.get('how')})", t0, **refs)
+                    return
+                src_ev = {**src_ev, "how": f"the only container held through the whole add, a {ent} with no "
+                                           f"content in its name, while the step text names {target} as the target"}
             self.out.objects.setdefault(sub, leaf)
             self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
                 **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
-                "how": "the track's name names the ingredient it holds"}})
-            target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
+                "how": ("the add row: the ingredient leaves it (held through the add)" if generic
+                        else "the track's name names the ingredient it holds")}})
+            if generic != "vessel":
+                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
             if target is None:
                 return
             action = "pour" if subst else "empty_into"
