@@ -1219,3 +1219,16 @@ def test_a_spice_measured_out_on_a_plate_is_poured_from_it_when_the_text_names_t
     # the text names a plate, the held one's own noun: source or target is not decided
     g = _one_add(vocab, tracks + [("plate", 100.0, 101.0)], "Add the fennel seeds to the plate.", "fennel seeds")
     assert not [p for p in g.planned if p.kind == "add"]
+
+
+def test_a_track_names_its_ingredient_across_spellings_and_by_a_part():
+    from analysis.compiler.grounding.adds import AddsMixin
+    from analysis.compiler.grounding import words
+    names = AddsMixin.names_ingredient
+    # "chili" is the green chillies of the add row (chillies singularises to chilly)
+    assert names(words("chili"), set(words("green chillies")))
+    # a garlic clove is garlic: a part word names the food it is a part of
+    assert names(words("garlic clove"), set(words("garlic")))
+    # but a colour is no food ("black jar1" is no black pepper), nor is another head noun
+    assert not names(words("black clove"), set(words("black pepper")))
+    assert not names(words("garlic press"), set(words("garlic")))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
+from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
 from .windows import Planned, StepWindow
 
 #: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
@@ -112,8 +112,10 @@ class AddsMixin:
         it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
         if not ws:
             return False
-        if ws[-1] in ing_words:
-            return True
+        if ws[-1] in ing_words or _spelling(ws[-1]) in {_spelling(w) for w in ing_words}:
+            return True         # "chili" names green chillies
+        if ws[-1] in PART_WORDS and (set(ws[:-1]) - COLOUR_WORDS) & ing_words:
+            return True         # a part names its food: a "garlic clove" is garlic
         # a colour names the container, not its content: "black jar1" is not black pepper
         return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
 
