@@ -8,14 +8,16 @@ Issue 34's measure of "every add bound where the source names its vessel". For e
 task of ``cohort/tasks.jsonl`` whose unit is a recipe step (``refs.unit`` is "recipe step
 with its prep segments"), the add events of ``complete_recipes.json`` of that recipe whose
 start lies inside one of the unit's segments (same video, the segment's own times) are
-the adds *timed in its unit*. A task *holds the in()* of such an add when its contract
+the adds *timed in its unit* (an add timed in segments of several steps belongs to the one
+whose text names the ingredient, when one does: the compiler's rule). A task *holds the in()* of such an add when its contract
 has an ``in(x, v)`` condition that the add's compiled operation establishes (the episode's
 operation whose provenance names the add's recipe and ingredient and whose ``refs.time``
 is inside the add's span on the episode clock: ``in(s, dst)`` of a pour / empty_into,
 ``in(o, c)`` of add_ingredient / put_in_container / insert). Prints, per suite, the tasks,
 the tasks with two or more conditions, and the recipe-step tasks with an add in their unit
-and how many of them lack an ``in()`` for one of those adds; ``--list`` names each such
-task and add. ``add_coverage(export, source)`` returns the same as an :class:`AddCoverage`.
+and how many of them lack an ``in()`` for one of those adds, and those adds per class of
+their ``dropped.jsonl`` reason (the closed set ``ADD_DROP_REASONS``); ``--list`` names
+each such task, add and class. ``add_coverage(export, source)`` returns the same as an :class:`AddCoverage`.
 """
 from __future__ import annotations
 
