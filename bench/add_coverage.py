@@ -8,14 +8,16 @@ Issue 34's measure of "every add bound where the source names its vessel". For e
 task of ``cohort/tasks.jsonl`` whose unit is a recipe step (``refs.unit`` is "recipe step
 with its prep segments"), the add events of ``complete_recipes.json`` of that recipe whose
 start lies inside one of the unit's segments (same video, the segment's own times) are
-the adds *timed in its unit*. A task *holds the in()* of such an add when its contract
+the adds *timed in its unit* (an add timed in segments of several steps belongs to the one
+whose text names the ingredient, when one does: the compiler's rule). A task *holds the in()* of such an add when its contract
 has an ``in(x, v)`` condition that the add's compiled operation establishes (the episode's
 operation whose provenance names the add's recipe and ingredient and whose ``refs.time``
 is inside the add's span on the episode clock: ``in(s, dst)`` of a pour / empty_into,
 ``in(o, c)`` of add_ingredient / put_in_container / insert). Prints, per suite, the tasks,
 the tasks with two or more conditions, and the recipe-step tasks with an add in their unit
-and how many of them lack an ``in()`` for one of those adds; ``--list`` names each such
-task and add. ``add_coverage(export, source)`` returns the same as an :class:`AddCoverage`.
+and how many of them lack an ``in()`` for one of those adds, and those adds per class of
+their ``dropped.jsonl`` reason (the closed set ``ADD_DROP_REASONS``); ``--list`` names
+each such task, add and class. ``add_coverage(export, source)`` returns the same as an :class:`AddCoverage`.
 """
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ import gzip
 import json
 import os
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis.compiler.episodes import offsets_of
+from analysis.compiler.grounding import add_drop_class, words
 from analysis.compiler.readers import read_durations, read_recipes
 
 STEP_UNIT = "recipe step with its prep segments"
@@ -43,6 +47,15 @@ class AddCoverage:
     lacking: int
     per_suite: dict                                   # suite -> {"tasks", "two_or_more"}
     missing: list = field(default_factory=list)       # (task_id, recipe/ingredient, name)
+    reasons: list = field(default_factory=list)       # per missing add: its class (below)
+
+    @property
+    def by_reason(self) -> dict:
+        """Missing adds per class: a class of the closed set of add drop reasons
+        (``analysis.compiler.grounding.ADD_DROP_REASONS``) of the add's ``dropped.jsonl``
+        record; ``in another unit's task`` (compiled, no record: its group lies in another
+        unit); ``not listed`` (neither compiled nor in ``dropped.jsonl``)."""
+        return dict(sorted(Counter(self.reasons).items(), key=lambda kv: (-kv[1], kv[0])))
 
     @property
     def lacking_share(self) -> float:
@@ -55,6 +68,21 @@ def _read_jsonl(path: Path) -> list[dict]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
+def _owners(recipe, cap, ev) -> set:
+    """The steps an add is timed in: those of its recipe with a step or prep segment
+    overlapping it; when there are several, the one whose text names the ingredient if
+    exactly one does (the compiler's rule, ``grounding.adds``: "Heat the oil in a heavy
+    bottomed pan" owns the oil add that the prep segment of "Add the onions" also spans)."""
+    sp = ev.span
+    steps = {s.step_id for s in cap.segments
+             if s.span.video == sp.video and sp.start < s.span.end and s.span.start < sp.end}
+    if len(steps) > 1:
+        named = {x for x in steps if set(words(recipe.steps.get(x, ""))) & set(words(ev.name))}
+        if len(named) == 1:
+            return named
+    return steps
+
+
 def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
     """Measure the export's compiled cohort against the HD-EPIC ``source`` it came from."""
     cohort = Path(export) / "cohort"
@@ -63,11 +91,11 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
     suites = _read_jsonl(cohort / "suites.jsonl")
     recipes = read_recipes(Path(source))
     durations = read_durations(Path(source))
-    adds = {}       # recipe -> [(ingredient, name, Span)]
+    adds = {}       # recipe -> [(ingredient, name, Span, the steps it belongs to)]
     for rid, r in recipes.items():
         for cap in r.captures:
-            adds.setdefault(rid, []).extend((ev.ingredient_id, ev.name, ev.span) for ev in cap.events
-                                            if ev.kind == "add")
+            adds.setdefault(rid, []).extend((ev.ingredient_id, ev.name, ev.span, _owners(r, cap, ev))
+                                            for ev in cap.events if ev.kind == "add")
     # (episode, recipe, ingredient) -> [(episode time, in-atom)] of compiled add operations
     ops = {}
     for eid, ep in episodes.items():
@@ -78,7 +106,16 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     i, j = IN_ARGS[op["type"]]
                     ops.setdefault((eid, refs.get("recipe"), refs["ingredient"]), []).append(
                         (refs.get("time"), ["in", op["args"][i], op["args"][j]]))
-    total, lacking, missing = 0, 0, []
+    # (episode, recipe, ingredient, video, start) -> reason of the add's dropped record
+    drops = {}
+    if (cohort / "dropped.jsonl").is_file():
+        for d in _read_jsonl(cohort / "dropped.jsonl"):
+            r = d.get("refs", {})
+            if d.get("kind") == "add" and r.get("ingredient") and r.get("start") is not None \
+                    and not d.get("what", "").startswith("weigh"):      # a weigh row is no add
+                drops.setdefault((d["episode_id"], r.get("recipe"), r["ingredient"], r.get("video"),
+                                  round(float(r["start"]), 2)), d["reason"])
+    total, lacking, missing, reasons = 0, 0, [], []
     for t in tasks:
         refs = t["provenance"]["refs"]
         if refs.get("unit") != STEP_UNIT:
@@ -86,8 +123,9 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         ep = episodes[t["episode_id"]]
         off = offsets_of(ep["videos"], durations)
         segs = refs.get("segments", [])
-        mine = [(iid, name, sp) for iid, name, sp in adds.get(refs.get("recipe"), [])
-                if any(s["video"] == sp.video and sp.start < s["end"] and s["start"] < sp.end for s in segs)]
+        mine = [(iid, name, sp) for iid, name, sp, owners in adds.get(refs.get("recipe"), [])
+                if refs.get("step") in owners
+                and any(s["video"] == sp.video and sp.start < s["end"] and s["start"] < sp.end for s in segs)]
         if not mine:
             continue
         total += 1
@@ -99,6 +137,9 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     if tm is not None and a - SLACK <= tm <= b + SLACK]
             if not any(atom in atoms for atom in done):
                 lost.append((f"{refs['recipe']}/{iid}", name))
+                why = drops.get((t["episode_id"], refs["recipe"], iid, sp.video, round(sp.start, 2)))
+                reasons.append(add_drop_class(why) if why else
+                               "in another unit's task" if done else "not listed")
         if lost:
             lacking += 1
             missing.extend((t["task_id"], key, name) for key, name in lost)
@@ -108,7 +149,7 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         ts = [by_id[x] for x in s["task_ids"] if x in by_id]
         per_suite[s["suite"]] = {"tasks": len(ts),
                                  "two_or_more": sum(len(x["contract"]["conditions"]) >= 2 for x in ts)}
-    return AddCoverage(total, lacking, per_suite, missing)
+    return AddCoverage(total, lacking, per_suite, missing, reasons)
 
 
 def main(argv: list[str]) -> int:
@@ -121,10 +162,11 @@ def main(argv: list[str]) -> int:
                                                str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic")))
     cov = add_coverage(args[0], source)
     if "list" in opts:
-        for tid, key, name in cov.missing:
-            print(f"{tid}\t{key}\t{name}")
+        for (tid, key, name), why in zip(cov.missing, cov.reasons):
+            print(f"{tid}\t{key}\t{name}\t{why}")
     print(f"recipe-step tasks with an add timed in their unit: {cov.step_tasks_with_add}; "
           f"lacking an in() for one: {cov.lacking} ({100 * cov.lacking_share:.1f}%)")
+    print("adds lacking an in(), by reason: " + "; ".join(f"{k} {v}" for k, v in cov.by_reason.items()))
     for suite, c in sorted(cov.per_suite.items()):
         print(f"{suite}: {c['tasks']} tasks, {c['two_or_more']} with two or more conditions")
     return 0

@@ -845,3 +845,41 @@ def test_admission_refuses_a_task_with_any_condition_true_at_its_start():
     # an event condition never holds at a start (no accepted event yet)
     ev = {"id": "c1", "kind": "event", "event": {"type": "stir", "args": [None, None, None]}}
     assert true_at_start({**task, "tier": "event", "conditions": [ev]}, states, objects) == []
+
+
+def test_an_add_whose_in_is_no_condition_of_its_step_task_is_listed_with_the_reason():
+    # issue 34: every add of a step unit is an in() of its task or in dropped.jsonl
+    from types import SimpleNamespace as NS
+    from analysis.compiler.grounding import add_drop_class
+    from analysis.compiler.tasks import _adds_left_out
+
+    def add(args, sources, t):
+        return NS(action={"type": "add_ingredient", "args": args}, time=t,
+                  planned=NS(kind="add", what=f"add {args[0]}", refs={"recipe": "R", "ingredient": args[0],
+                                                                      "start": t, "step": None}),
+                  provenance={"refs": {"args": [{"source": s, "refs": {"rule": r} if r else {}}
+                                                for s, r in sources]}})
+    obs = ("observed", None)
+    kept = add(["onion", "pan", "hob"], [obs, obs, ("curated", "x")], 1.0)
+    merged = add(["garlic", "pan", "hob"], [obs, ("curated", "same_name_across_videos_of_the_episode"),
+                                            ("curated", "x")], 2.0)
+    again = add(["salt", "pan", "hob"], [obs, obs, obs], 3.0)        # salt was in the pan already
+    moved = add(["egg", "bowl", "hob"], [obs, obs, obs], 4.0)        # the egg moves on in the unit
+    not_an_add = NS(action={"type": "stir", "args": ["spoon", "pan", "hob"]}, time=5.0,
+                    planned=NS(kind="step", what="stir", refs={}), provenance={"refs": {"args": []}})
+    end = {("in", "onion", "pan"), ("in", "garlic", "pan"), ("in", "salt", "pan")}
+    by = {("in", "onion", "pan"): kept, ("in", "garlic", "pan"): merged}
+    atoms = [(0, 0, ("in", "onion", "pan"), [0, 1])]
+    out = _adds_left_out([kept, merged, again, moved, not_an_add], by, end, {("in", "salt", "pan")},
+                         frozenset(), atoms, "e/g0001")
+    assert [(d["kind"], d["refs"]["atom"], d["refs"]["group_id"]) for d in out] == [
+        ("add", ["in", "garlic", "pan"], "e/g0001"), ("add", ["in", "salt", "pan"], "e/g0001"),
+        ("add", ["in", "egg", "bowl"], "e/g0001")]
+    assert [d["reason"] for d in out] == [
+        "not a condition of its unit's task: in(garlic, pan): an argument is not observed: pan "
+        "(same_name_across_videos_of_the_episode)",
+        "not a condition of its unit's task: in(salt, pan): true_at_task_start: it already holds when the "
+        "unit's task starts (no free credit)",
+        "not a condition of its unit's task: in(egg, bowl): the unit changes it again before its end (the "
+        "content moved on)"]
+    assert {add_drop_class(d["reason"]) for d in out} == {"not_a_condition"}

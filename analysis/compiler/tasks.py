@@ -230,6 +230,7 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
     units = sorted(((u, gs[0], gs[-1], set(gs)) for u, gs in members.items()), key=lambda x: (x[1], x[2]))
     out, rejected, seen = [], [], {}
     held_at_start: list[tuple] = []     # (first group, atom, operation) of end states held at the start
+    left_out: list[dict] = []           # adds of a step unit whose in() is no condition (dropped.jsonl)
     init = states[-1]
     for u, first, last, mine in units:
         start, end = states[first - 1], states[last]
@@ -325,6 +326,9 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                 seen_state.add(k)
             kept.append(a)
         atoms = kept
+        if u[0] == "step":
+            left_out += _adds_left_out([op for i in sorted(mine) for op in ops_of.get(i, [])], by, end,
+                                       start, init, atoms, group_recs[first]["group_id"])
         goal = [a for a in atoms if a[2][0] in GOAL_ATOM_PREDICATES and by[a[2]].planned is not None]
         events = []
         for op in key_ops:
@@ -421,9 +425,57 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                            "never changed it meets it for free"),
                 "time": op.time, "refs": {"group_id": group_recs[first]["group_id"],
                                           "operation": op.action["type"], "atom": list(atom)}}
-               for first, atom, op, at_start in held_at_start]
+               for first, atom, op, at_start in held_at_start] + left_out
     return out, [{"task_id": c["task_id"], "episode_id": episode_id, "reason": "duplicate_condition_set",
                   "detail": f"{c['title']}: {why}"} for c, why in rejected], dropped
+
+
+#: the add operations and the arguments of the ``in`` they establish (content, vessel)
+ADD_IN_ARGS = {"pour": (0, 2), "empty_into": (0, 2), "add_ingredient": (0, 1),
+               "put_in_container": (0, 1), "insert": (0, 1)}
+
+
+def _adds_left_out(unit_ops, by, end, start, init, atoms, group_id) -> list[dict]:
+    """``dropped.jsonl`` records (kind ``add``, reason ``not a condition of its unit's task:
+    ...``) for the grounded adds of a step unit's groups whose ``in`` is none of the
+    unit's end-state atoms ``atoms``, saying why: the unit changes it again, it held at the
+    task's start or in the initial world (no free credit), or an argument the condition
+    would keep is curated (a vessel merged across videos, placed by a curated rule).
+    Every add of a step unit is thus either an ``in()`` of its task or listed with its
+    reason (issue 34)."""
+    kept = {a[2] for a in atoms}
+    out = []
+    for op in unit_ops:
+        p = op.planned
+        if p is None or p.kind != "add" or op.action["type"] not in ADD_IN_ARGS:
+            continue
+        i, j = ADD_IN_ARGS[op.action["type"]]
+        atom = ("in", op.action["args"][i], op.action["args"][j])
+        if atom in kept:
+            continue
+        if atom not in end:
+            why = "the unit changes it again before its end (the content moved on)"
+        elif atom in start:
+            why = "true_at_task_start: it already holds when the unit's task starts (no free credit)"
+        elif atom in init:
+            why = "true_in_initial_world: it holds in the episode's initial world (no free credit)"
+        elif by.get(atom) is None:
+            why = "it already held before this add (established by another unit's group)"
+        elif by[atom] is not op:
+            why = "a later operation of the unit establishes it again (that one is its witness)"
+        elif _atom_keep(op, atom) is None:
+            refs = _arg_refs(op)
+            cur = [f"{a} ({(refs[k].get('refs') or {}).get('rule', 'curated')})"
+                   for k, a in enumerate(op.action["args"]) if a in atom[1:]
+                   and k < len(refs) and refs[k]["source"] != "observed"]
+            why = f"an argument is not observed: {', '.join(cur)}"
+        else:
+            continue
+        out.append({"kind": "add", "what": p.what or f"{op.action['type']}({', '.join(op.action['args'])})",
+                    "reason": f"not a condition of its unit's task: in({atom[1]}, {atom[2]}): {why}",
+                    "time": op.time, "refs": {**{k: v for k, v in sorted(p.refs.items()) if v is not None},
+                                              "group_id": group_id, "atom": list(atom)}})
+    return out
 
 
 def _event_keep(op, world) -> list[int] | None:

@@ -18,14 +18,15 @@ Evidence, and nothing else:
 No binding is ever decided by recency or by sorted ID: where the evidence leaves more
 than one candidate (or none), the event is dropped with the reason, and inconsistent
 source labels (an add whose time matches another ingredient's track; steps of one capture
-overlapping the same add) are reported as source checks.
+overlapping the same add) are dropped as source checks (kind ``add``, reason
+``source check <check>: ...``, one of the closed set :data:`ADD_DROP_REASONS`).
 
 >>> words("Add the frothed milk into the coffee")
 ['add', 'frothed', 'milk', 'coffee']
 """
 from __future__ import annotations
 
-from .adds import AddsMixin
+from .adds import ADD_DROP_REASONS, AddsMixin, add_drop_class
 from .grounder import GrounderBase
 from .rows import RowsMixin
 from .snippets import ground_snippets
@@ -37,9 +38,9 @@ from .text import (COLOUR_WORDS, CONTAINER_WORDS, EXCLUDED_TARGETS, LOOKBACK, MA
     row_words, strip_postposed, target_groups, target_phrases, title_of, words)
 from .windows import Grounding, Planned, StepWindow, step_windows
 
-__all__ = ["COLOUR_WORDS", "CONTAINER_WORDS", "EXCLUDED_TARGETS", "Grounder", "Grounding",
+__all__ = ["ADD_DROP_REASONS", "COLOUR_WORDS", "CONTAINER_WORDS", "EXCLUDED_TARGETS", "Grounder", "Grounding",
            "LOOKBACK", "MARGIN", "PART_WORDS", "Planned", "ROW_VERBS", "STIR_TOOLS", "STOP",
-           "SUBSTANCE_WORDS", "StepWindow", "TEXT_VESSEL_RULE", "UNTRACKED_RULE", "VESSEL_ACTIONS", "WHERE_IT_STANDS", "all_verbs", "ground",
+           "SUBSTANCE_WORDS", "StepWindow", "TEXT_VESSEL_RULE", "UNTRACKED_RULE", "VESSEL_ACTIONS", "WHERE_IT_STANDS", "all_verbs", "ground", "add_drop_class",
            "ground_snippets", "ingredient_entity", "ingredient_type", "key_verb",
            "name_content", "name_head", "overlaps", "row_verbs", "row_words", "step_vessels", "step_windows",
            "strip_postposed", "target_groups", "target_phrases", "title_of", "words"]

@@ -3,8 +3,54 @@ from __future__ import annotations
 
 import re
 
-from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
-from .windows import Planned
+from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
+from .windows import Planned, StepWindow
+
+#: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
+SERVED_FROM_WORDS = {"bowl", "plate", "cup", "ramekin", "dish", "saucer"}
+
+#: The closed set of reasons an add event of ``complete_recipes.json`` is not compiled
+#: (``dropped.jsonl`` kind ``add``; docs/compiler.md "Adds not compiled"): reason prefix ->
+#: class. Every add is either compiled or dropped with a reason that starts with one of
+#: these (:func:`add_drop_class`); the reason goes on to say what was checked.
+ADD_DROP_REASONS = {
+    "weigh events are not compiled": "weigh",                       # no scale binding rule
+    "source check add_time_matches_other_ingredient": "add_time_matches_other_ingredient",
+    "source check overlapping_steps": "overlapping_steps",          # its step is not decided
+    "source check add_without_track": "add_without_track",          # no track names the ingredient
+    "several tracked objects match the ingredient": "ambiguous_ingredient",
+    "several tracks of the ingredient overlap the add": "ambiguous_ingredient_track",
+    "ingredient typed": "not_food",                                  # neither food nor substance
+    "matching track": "not_food",                                    # the track is no food/supply/container
+    "target not decided": "target_not_decided",                      # the vessel is not decided
+    # compiled, but its in() is no condition of its step unit's task (tasks._adds_left_out)
+    "not a condition of its unit's task": "not_a_condition",
+}
+#: the operation builder's refusal of a grounded add (``operations.OpBuilder.emit``): its
+#: object is not in the hand (its track was dropped), or the rules reject the operation
+NOT_EXECUTABLE = ("is not in the hand at", "rejected by the rules")
+
+
+def add_drop_class(reason: str) -> str:
+    """The class of an add's drop ``reason`` in the closed set (:data:`ADD_DROP_REASONS`,
+    or ``not_executable`` for the operation builder's refusals); ``ValueError`` naming the
+    reason for any other.
+
+    >>> add_drop_class("target not decided: step text names 'cup'; ...")
+    'target_not_decided'
+    >>> add_drop_class("source check add_without_track: no track named for the ingredient ...")
+    'add_without_track'
+    >>> add_drop_class("jar is not in the hand at 2944.63s (its track was not selected or not executable)")
+    'not_executable'
+    """
+    for prefix, cls in ADD_DROP_REASONS.items():
+        if reason.startswith(prefix):
+            return cls
+    if any(x in reason for x in NOT_EXECUTABLE):
+        return "not_executable"
+    raise ValueError(f"add drop reason {reason!r} is not in the closed set ADD_DROP_REASONS "
+                     "(analysis/compiler/grounding/adds.py); add it there and to docs/compiler.md")
+
 
 class AddsMixin:
     """Ingredient adds: each add event of complete_recipes.json bound to its food or
@@ -34,6 +80,12 @@ class AddsMixin:
                         continue
                     self.ground_add(rid, cap, ev, matches, refs)
 
+    def source_check(self, check: str, what: str, reason: str, t: float, refs: dict):
+        """An add the source itself leaves inconsistent or open (not compiled): listed in
+        ``dropped.jsonl`` as kind ``add`` (every add not compiled is), reason
+        ``source check <check>: <reason>``, one of :data:`ADD_DROP_REASONS`."""
+        self.drop("add", what, f"source check {check}: {reason}", t, **refs)
+
     def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
         out = []
         for tr in self.overlapping(t0, t1):
@@ -44,8 +96,14 @@ class AddsMixin:
         return out
 
     def is_cover(self, ent: str) -> bool:
-        """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food."""
-        return self.is_a(ent, "lid") or bool(self.tokens.get(ent, set()) & COVER_WORDS)
+        """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food;
+        a lid it comes *with* does not make a container one ("jar of spices with green lid")."""
+        return self.is_a(ent, "lid") or any(set(ws) & COVER_WORDS for ws in self.main_words(ent))
+
+    def main_words(self, ent: str) -> list[list[str]]:
+        """The words of each name of ``ent`` before a "with" clause, which describes the
+        object, not what it is or holds ("jar of spices with green lid": jar, spices)."""
+        return [words(re.split(r"\bwith\b", n.lower())[0]) for n in self.w.names.get(ent, [])]
 
     @staticmethod
     def names_ingredient(ws: list, ing_words: set) -> bool:
@@ -54,8 +112,10 @@ class AddsMixin:
         it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
         if not ws:
             return False
-        if ws[-1] in ing_words:
-            return True
+        if ws[-1] in ing_words or _spelling(ws[-1]) in {_spelling(w) for w in ing_words}:
+            return True         # "chili" names green chillies
+        if ws[-1] in PART_WORDS and (set(ws[:-1]) - COLOUR_WORDS) & ing_words:
+            return True         # a part names its food: a "garlic clove" is garlic
         # a colour names the container, not its content: "black jar1" is not black pepper
         return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
 
@@ -70,24 +130,38 @@ class AddsMixin:
             # (a lid taken off it is no container of food): it is the add's source
             held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")
                     and not self.is_cover(tr.entity)]
-            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS for ws in self.name_words.get(tr.entity, []))
+            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS | SERVED_FROM_WORDS
+                                              for ws in self.main_words(tr.entity))
                      and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
             leaf, _ = ingredient_type(ev.name, self.vocab)
             if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
                     and self.vocab.is_a(leaf, "substance")):
-                mine, generic = plain, True
+                # a bowl or plate (the spice measured out on it) is the source only when the
+                # step text names the vessel it goes into (checked in ground_instance)
+                mine = plain
+                generic = "vessel" if any(set(ws) & SERVED_FROM_WORDS for ws in self.main_words(plain[0].entity)) \
+                    else True
         if not mine:
             others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
                              and self.ingredient_tracks(ws, t0, t1)})
             if others:
-                self.out.checks.append({"check": "add_time_matches_other_ingredient", "what": what,
-                                        "reason": f"the tracks overlapping this add are named for "
-                                                  f"{others}, not for {ev.name!r}: add times swapped or "
-                                                  f"mislabelled", "time": t0, "refs": refs})
+                self.source_check("add_time_matches_other_ingredient", what,
+                                  f"the tracks overlapping this add are named for {others}, not for "
+                                  f"{ev.name!r}: add times swapped or mislabelled", t0, refs)
             else:
                 self.add_untracked(rid, ev, matches, refs, what)
             return
         ents = sorted({tr.entity for tr in mine})
+        if len(ents) > 1:
+            # a track whose head is the ingredient's own head noun ("oil bottle", "bottle of
+            # oil" for vegetable oil) names it; one named by a modifier word only ("basket
+            # vegetable") names something else
+            head = words(ev.name)[-1:]
+            own = [tr for tr in mine if any(ws and (ws[-1:] == head or (ws[-1] in CONTAINER_WORDS and
+                                                                       set(head) & set(ws[:-1])))
+                                            for ws in self.name_words.get(tr.entity, []))]
+            if own and len({tr.entity for tr in own}) < len(ents):
+                mine, ents = own, sorted({tr.entity for tr in own})
         if len(ents) > 1:
             strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
             if len({tr.entity for tr in strict}) == 1:
@@ -130,12 +204,17 @@ class AddsMixin:
         ``siblings``: the other instances the same add row puts in (never its target)."""
         t0, t1 = ev.span.start, ev.span.end
         tr = sorted(mine, key=lambda x: (abs(x.start - t0), x.track_id))[0]
+        several = 1
         if len([x for x in mine if x.entity == ent]) > 1:
             tr = [x for x in mine if x.entity == ent and overlaps(x.start, x.end, t0, t1, 0.0)]
-            if len(tr) != 1:
+            if not tr:
                 self.drop("add", what, "several tracks of the ingredient overlap the add", t0, **refs)
                 return
-            tr = tr[0]
+            # the tracks of one object are one candidate (issue 34): what went in is decided;
+            # the add is placed in the track that holds it longest during the add (the jar
+            # put down and picked up again while the honey is spooned out)
+            several = len(tr)
+            tr = sorted(tr, key=lambda x: (-(min(x.end, t1) - max(x.start, t0)), x.start))[0]
         ok, win = self.step_of_add(rid, ev, matches, refs, what)
         if not ok:
             return
@@ -150,17 +229,37 @@ class AddsMixin:
             or self.vocab.is_a(typ, "electric_container") or (self.vocab.is_a(typ, "vessel") and subst)
         ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
         src_ev = {"how": ("the only container held during the whole add (its name names no content)"
-                          if generic else "track named for the ingredient overlaps the add"), **self.track_ref(tr)}
+                          if generic else "track named for the ingredient overlaps the add")
+                  + (f" (the one of {several} tracks of {ent} overlapping the add that holds it longest "
+                     "during it)" if several > 1 else ""), **self.track_ref(tr)}
         if container:
             if not subst and not self.vocab.is_a(leaf, "food"):
                 self.drop("add", what, f"ingredient typed {leaf}", t0, **refs)
                 return
             sub = ingredient_entity(ev.name, self.vocab)
+            if generic == "vessel":
+                # with no track of the spice, a bowl or plate held through its add is its
+                # source or where it goes: its source only when the step text names another
+                # vessel, of another noun, that the target rule binds
+                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs,
+                                              same_step=False)
+                if target is None:
+                    return
+                if tev.get("evidence") != "step_text" and not str(tev.get("how", "")).startswith("step text names") \
+                        or self.own_heads.get(target, set()) & self.own_heads.get(ent, set()):
+                    self.drop("add", what, f"target not decided: {ent} is held through the add of a substance "
+                              "no track names: its source or its target (the step text names no other vessel "
+                              f"the target rule binds; it bound {target}: {tev.get('how')})", t0, **refs)
+                    return
+                src_ev = {**src_ev, "how": f"the only container held through the whole add, a {ent} with no "
+                                           f"content in its name, while the step text names {target} as the target"}
             self.out.objects.setdefault(sub, leaf)
             self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
                 **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
-                "how": "the track's name names the ingredient it holds"}})
-            target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
+                "how": ("the add row: the ingredient leaves it (held through the add)" if generic
+                        else "the track's name names the ingredient it holds")}})
+            if generic != "vessel":
+                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
             if target is None:
                 return
             action = "pour" if subst else "empty_into"
@@ -225,12 +324,36 @@ class AddsMixin:
         if len({w.step for w in steps}) > 1:
             named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
             if len({w.step for w in named}) != 1:
-                self.out.checks.append({"check": "overlapping_steps", "what": what,
-                                        "reason": f"steps {sorted({w.step for w in steps})} overlap the add "
-                                                  "and the text does not decide", "time": t0, "refs": refs})
+                self.source_check("overlapping_steps", what, f"steps {sorted({w.step for w in steps})} overlap "
+                                  "the add and the text does not decide", t0, refs)
                 return False, None
             steps = named
+        if not steps:
+            steps = self.prep_windows_at(ev.span.video, t0, t1, rid, matches[ev.ingredient_id])
         return True, (steps[0] if steps else None)
+
+    def prep_windows_at(self, video, t0, t1, rid, ing_words=frozenset()):
+        """The step an add belongs to when no step segment overlaps it but a *prep*
+        segment of its recipe does (the flour weighed into the bowl minutes before the
+        "Mix the flour ... in a large bowl" step segment, which the step window, built
+        from prep segments that end at most 30 s before its step segment, leaves out):
+        the unit of that step (its task) holds the add, so its text names the add's
+        vessel. Prep segments of several steps overlapping the add: the one step whose
+        text names the ingredient ("Heat the oil in a heavy bottomed pan" for the oil, not
+        "Add the onions"), as for overlapping step segments. One window, spanning every
+        segment of that step in the video; ``[]`` unless one step is left."""
+        hits = {s[2] for s in self.segments if s[0] == video and s[1] == rid and s[3] == "prep"
+                and overlaps(s[4], s[5], t0, t1, 0.0)}
+        if len(hits) > 1:
+            hits = {h for h in hits if set(words(self.recipes[rid].steps.get(h, ""))) & set(ing_words)}
+        if len(hits) != 1:
+            return []
+        step = hits.pop()
+        spans = tuple(sorted((s[4], s[5]) for s in self.segments if s[0] == video and s[1] == rid
+                             and s[2] == step))
+        seg = [sp for sp in spans if overlaps(sp[0], sp[1], t0, t1, 0.0)][0]
+        return [StepWindow(rid, step, self.recipes[rid].steps.get(step, ""), video, seg[0], seg[1], seg[0],
+                           0, spans)]
 
     def add_untracked(self, rid, ev, matches, refs, what):
         """An add no track names the ingredient for (and no track of another ingredient
@@ -248,8 +371,7 @@ class AddsMixin:
         base = "no track named for the ingredient overlaps the add"
 
         def check(reason):
-            self.out.checks.append({"check": "add_without_track", "what": what,
-                                    "reason": f"{base}; {reason}", "time": t0, "refs": refs})
+            self.source_check("add_without_track", what, f"{base}; {reason}", t0, refs)
 
         leaf, _ = ingredient_type(ev.name, self.vocab)
         if self.vocab.is_a(leaf, "substance"):

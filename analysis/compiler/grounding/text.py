@@ -111,7 +111,7 @@ def name_content(name: str) -> list[str]:
     return right if left and right and left[-1] not in PART_WORDS else []
 
 
-_SPELLINGS = {"yoghurt": "yogurt", "chili": "chilli"}
+_SPELLINGS = {"yoghurt": "yogurt", "chili": "chilli", "chilly": "chilli"}     # "chillies" singularises to chilly
 
 
 def _spelling(w: str) -> str:
