@@ -85,8 +85,10 @@ class LeaderboardTiersResult(Provenance):
     best tier), ``top_tier`` (in tier 1), ``separated_from`` (tuple of the planners the
     family separates it from). ``tiers_by_metric``: one row per (metric, tier) with
     ``planners`` (tuple, best first). ``mdd``: one row per metric with ``n_pairs``
-    (contrasts with nonzero SE), ``se_median``, ``halfwidth_median``, ``mdd_median``,
-    ``mdd_min``, ``mdd_max`` (same units as the metric). ``power`` the MDD's power;
+    (contrasts with nonzero SE), ``n_undetectable`` (pairs whose MDD is infinite),
+    ``se_at`` (``"alternative"``: at the alternative's rates, from ``data``;
+    ``"observed"``: at the observed SE), ``se_median``, ``halfwidth_median``,
+    ``mdd_median``, ``mdd_min``, ``mdd_max`` (same units as the metric). ``power`` the MDD's power;
     ``critical_value``, ``per_contrast_level``, ``n_clusters`` and the provenance fields
     are the family's.
     """
