@@ -32,7 +32,8 @@ plus the stated difference).
 seed of the one numpy Generator every draw comes from (datasets and the family's
 Gaussian multipliers), ``--resamples`` the family's multiplier draws (default 1,000; the
 tables use 10,000), ``--pilot`` the null datasets that set a power design's difference
-(default 40). The default run takes about two minutes on one core.
+(default 40). The default run takes about 7 minutes of CPU time on one core (the
+MDD's root finding on every dataset is most of it).
 """
 
 from __future__ import annotations
