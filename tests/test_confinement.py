@@ -43,6 +43,7 @@ from analysis.transaction import export_txn_dir, recover, recover_export
 
 from test_integrity_adversarial import forge_records
 from test_llm import make_export
+from tree_state import tree_state
 
 REPO = Path(__file__).resolve().parents[1]
 RID = "greedy_hints__planner__persistent"
@@ -50,25 +51,15 @@ RID = "greedy_hints__planner__persistent"
 
 # --- helpers -------------------------------------------------------------------------------
 
+def _lock_file(p: Path) -> bool:
+    """The (empty) lock files of analysis.locking and their folder."""
+    return (p.name.endswith(".lock") and p.parent.name == ".run_state") or (
+        p.name == ".run_state" and p.is_dir() and not p.is_symlink())
+
+
 def snap(root: Path) -> dict:
-    """Every path under ``root`` with its bytes / link target / kind (lock files aside)."""
-    out = {}
-    for dirpath, dirs, names in os.walk(root):
-        for n in dirs + names:
-            p = Path(dirpath) / n
-            rel = p.relative_to(root).as_posix()
-            if (n.endswith(".lock") and p.parent.name == ".run_state") or (
-                    n == ".run_state" and p.is_dir() and not p.is_symlink()):
-                continue  # the (empty) lock files of analysis.locking and their folder
-            if p.is_symlink():
-                out[rel] = ("link", os.readlink(p))
-            elif p.is_fifo():
-                out[rel] = "fifo"
-            elif p.is_file():
-                out[rel] = p.read_bytes()
-            elif p.is_dir():
-                out[rel] = "dir"
-    return out
+    """Every path under ``root`` with its checksum / link target / kind (lock files aside)."""
+    return tree_state(root, skip=_lock_file)
 
 
 def command(capsys, name: str, body, argv=()) -> tuple[int, str]:

@@ -31,27 +31,10 @@ from analysis.planners.llm.testserver import LoopbackServer
 from analysis.run import run_suite
 
 from test_llm import make_export
+from tree_state import tree_state as tree_sums
 
 RID = "chat__planner__persistent"
 FAST = {"max_planner_calls": 2}
-
-
-def tree_sums(root: Path) -> dict:
-    """Every path under ``root``: SHA-256 of a file, the target of a link, or its kind."""
-    out = {}
-    for dirpath, dirs, names in os.walk(root):
-        for n in dirs + names:
-            p = Path(dirpath) / n
-            rel = p.relative_to(root).as_posix()
-            if p.is_symlink():
-                out[rel] = ("link", os.readlink(p))
-            elif p.is_fifo():
-                out[rel] = "fifo"
-            elif p.is_file():
-                out[rel] = hashlib.sha256(p.read_bytes()).hexdigest()
-            else:
-                out[rel] = "dir"
-    return out
 
 
 @pytest.fixture(scope="module")

@@ -32,6 +32,7 @@ from analysis.planners.toy import toy_episode, toy_tasks
 from analysis.reexecute import reexecute
 
 from export_factory import build_export, build_replayable_export, toy_run_records
+from tree_state import tree_state as snapshot
 
 RUN = "runs/alpha__planner__persistent"
 FLAKY = "runs/flaky__planner__persistent"
@@ -57,21 +58,6 @@ def ex(templates, tmp_path):
 def toy(templates, tmp_path):
     """A fresh copy of the replayable toy export (real runtime records)."""
     return Path(shutil.copytree(templates["toy"], tmp_path / "toy", symlinks=True))
-
-
-def snapshot(root: Path) -> dict:
-    out = {}
-    for dirpath, dirs, names in os.walk(root):
-        for n in dirs + names:
-            p = Path(dirpath) / n
-            rel = p.relative_to(root).as_posix()
-            if p.is_symlink():
-                out[rel] = ("link", os.readlink(p))
-            elif p.is_file():
-                out[rel] = p.read_bytes()
-            elif not p.is_dir():
-                out[rel] = ("special", p.stat().st_mode)
-    return out
 
 
 def refuse(root: Path, *fragments: str) -> str:

@@ -17,9 +17,9 @@ from analysis import run as run_mod
 from analysis.planners.chat import ChatPlanner, ChatSchemaPlanner
 from analysis.planners.llm.client import ChatClient, ClientSettings
 from analysis.planners.llm.preflight import PreflightError, check_endpoint
-from analysis.planners.llm.testserver import LoopbackServer
 from analysis.executor.protocol import ProviderError
-from test_llm import FAST, make_export
+from test_llm import FAST, make_export, server  # noqa: F401  (server: the fixture)
+from tree_state import tree_state as snapshot
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,24 +29,6 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def snapshot(folder: Path) -> dict:
-    return {p.relative_to(folder).as_posix(): p.read_bytes()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
-
-
-@pytest.fixture()
-def server():
-    srvs = []
-
-    def start(**kw):
-        s = LoopbackServer(**kw).start()
-        srvs.append(s)
-        return s
-    yield start
-    for s in srvs:
-        s.stop()
 
 
 def chat_settings(url, tmp_path, **kw):

@@ -13,7 +13,8 @@ import pytest
 from scipy import stats
 
 from analysis.stats import PairwiseResult, leaderboard_tiers, pairwise_simultaneous
-from analysis.stats.tiers import tier_groups
+from analysis.stats.intervals import kg_interval, mover_difference
+from analysis.stats.tiers import detectable_difference, pair_design, tier_groups
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -182,6 +183,75 @@ def test_user_mistakes_name_the_argument():
         leaderboard_tiers(f, means=bad.iloc[:1])
     with pytest.raises(ValueError, match=r"means lacks columns \['estimate'\]"):
         leaderboard_tiers(f, means=bad.drop(columns="estimate"))
+
+
+# --- minimum detectable difference at the alternative's rates ---------------------------
+
+def exact_power(rate_hi, rate_lo, n, c):
+    """Exact probability that the family's interval (Korn-Graubard Clopper-Pearson of
+    each mean at one-sided level Phi(-c), MOVER, independent samples) excludes 0 for two
+    binomial samples of n tasks (episodes of one task) at the given rates: a sum over
+    every outcome pair weighted by scipy's binomial pmf."""
+    x = np.arange(n + 1)
+    th = x / n
+    lo, hi, _ = kg_interval(th, th * (1 - th) / n, 0.0, n, n - 1, stats.norm.sf(c))
+    low, _ = mover_difference(th[:, None], lo[:, None], hi[:, None], th[None, :],
+                              lo[None, :], hi[None, :], 0.0)
+    w = stats.binom.pmf(x, n, rate_hi)[:, None] * stats.binom.pmf(x, n, rate_lo)[None, :]
+    return float((w * (low > 0)).sum())
+
+
+@pytest.mark.parametrize("ra, rb", [(0.2, 0.3), (0.05, 0.1), (0.6, 0.8), (0.45, 0.55)])
+def test_mdd_has_its_power_in_the_binomial_case(ra, rb):
+    # 200 independent tasks, a 95% interval (c = 1.96): at q = the pair's mean rate
+    # (mirrored to <= 1/2) and q + MDD the exact power is 0.80; the old MDD, (c + z_0.8)
+    # se at the observed rates, falls short (0.61-0.78)
+    n, c = 200, 1.96
+    d = float(detectable_difference(ra, rb, n, n - 1, 0.0, c, n))
+    q = min((ra + rb) / 2, 1 - (ra + rb) / 2)
+    assert exact_power(q + d, q, n, c) == pytest.approx(0.80, abs=0.01)
+    old = (c + stats.norm.ppf(0.8)) * np.sqrt((ra * (1 - ra) + rb * (1 - rb)) / n)
+    assert exact_power(q + old, q, n, c) < 0.79
+    # the mirror image (rates 1 - r) has the same MDD; the planners' order does not matter
+    assert detectable_difference(1 - ra, 1 - rb, n, n - 1, 0.0, c, n) == pytest.approx(d)
+    assert detectable_difference(rb, ra, n, n - 1, 0.0, c, n) == pytest.approx(d)
+
+
+def test_mdd_grows_with_the_critical_value_and_shrinks_with_tasks():
+    d = lambda **kw: float(detectable_difference(**{**dict(  # noqa: E731
+        rate_a=0.3, rate_b=0.3, n_eff=100, df=17, r=0.0, critical_value=3.0,
+        n_clusters=18), **kw}))
+    assert d(critical_value=2.0) < d() < d(critical_value=3.5)
+    assert d(n_eff=400) < d() < d(n_eff=50)
+    # positively correlated means (paired planners) need a smaller difference
+    assert d(r=0.5) < d()
+    # 10 tasks at a critical value of 6: no difference up to 1 - q reaches 80% power
+    assert np.isnan(d(n_eff=10, critical_value=6.0))
+    with pytest.raises(ValueError, match=r"power=0; valid: a number strictly between 0 and 1"):
+        detectable_difference(0.3, 0.3, 100, 17, 0.0, 3.0, 18, power=0)
+
+
+def test_table_mdd_at_the_alternative_uses_the_data():
+    df = make_df(shift={"A": 1.5, "B": 0.8, "C": 0.7})
+    fam = pairwise_simultaneous(df, ["success", "validity"], n_resamples=2000, seed=3)
+    obs = leaderboard_tiers(fam)
+    alt = leaderboard_tiers(fam, data=df)
+    assert obs.mdd.se_at.tolist() == ["observed"] * 2
+    assert alt.mdd.se_at.tolist() == ["alternative"] * 2
+    # the tiers do not depend on how the MDD is computed
+    pd.testing.assert_frame_equal(obs.table, alt.table)
+    # each pair's MDD is detectable_difference on the pair's own design
+    t = fam.table[fam.table.metric == "success"]
+    pairs = list(zip(t.planner_a, t.planner_b))
+    per_pair = detectable_difference(*pair_design(df, "success", pairs),
+                                     fam.critical_value, fam.n_clusters, 0.8)
+    m = alt.mdd.set_index("metric").loc["success"]
+    assert m.mdd_median == pytest.approx(np.median(per_pair))
+    assert (m.mdd_min, m.mdd_max) == pytest.approx((per_pair.min(), per_pair.max()))
+    # pair_design: the means are the planners' task means
+    ra, rb, *_ = pair_design(df, "success", [("A", "D")])
+    assert (ra[0], rb[0]) == pytest.approx((df[df.planner == "A"].success.mean(),
+                                            df[df.planner == "D"].success.mean()))
 
 
 # --- on the real family ---------------------------------------------------------------

@@ -91,6 +91,31 @@ def _boot(results, df, cols, by=("label",)):
     return boot(results.config, df, cols, list(by)).table.set_index([*by, "metric"])
 
 
+def _interval_cells(bt, key, stem: str, estimate: str) -> dict:
+    """Row cells ``{stem}_{estimate}``, ``{stem}_low``, ``{stem}_high`` of ``key`` in the
+    bootstrap table ``bt`` (from :func:`_boot`; NaN where it has no row with records)."""
+    ok = bt is not None and key in bt.index and bt.loc[key, "n_records"] > 0
+    return {f"{stem}_{estimate}": float(bt.loc[key, "estimate"]) if ok else np.nan,
+            f"{stem}_low": float(bt.loc[key, "low"]) if ok else np.nan,
+            f"{stem}_high": float(bt.loc[key, "high"]) if ok else np.nan}
+
+
+def _ci_column(data, stem: str, estimate: str, blank_missing: bool = False) -> list[str]:
+    """Display cells ``estimate [low, high]`` (%) of the columns :func:`_interval_cells`
+    wrote; ``blank_missing``: an empty cell where the estimate is missing."""
+    return [("" if blank_missing and e != e else pct_ci(e, lo, hi)) for e, lo, hi in
+            zip(data[f"{stem}_{estimate}"], data[f"{stem}_low"], data[f"{stem}_high"])]
+
+
+def _table(results, name, title, paper_ref, data, display, notes):
+    """A table of this module: 4 decimals, the notes followed by the statistics settings,
+    the runs covered and the methods pointer."""
+    from .output import Table
+    return Table(name=name, title=title, paper_ref=paper_ref, data=data, display=display,
+                 decimals=4, notes=" ".join([notes, results.config.brief(),
+                                             runs_note(results), METHODS_POINTER]))
+
+
 def _label_order(present) -> list[str]:
     from ..executor.failures import LABELS
     return [x for x in LABELS if x in set(present)]
@@ -141,7 +166,6 @@ def _shares(results, export):
 def failure_labels_table(export, results):
     """Per planner and label: counts, pooled share of rejected attempts (group labels:
     of groups) and task-macro share, each with its episode-cluster interval."""
-    from .output import Table
     f, pooled, gc, macro, a_labels, g_labels, gfail = _shares(results, export)
     if not a_labels and not g_labels:
         raise Skip("no rejected attempt and no non-completed group on the planner suite")
@@ -160,35 +184,25 @@ def failure_labels_table(export, results):
             row = {"planner": p, "label": x, "unit": "rejected attempt" if attempt else "group",
                    "count": n, "of": int(n_att.get(p, 0) if attempt else n_grp.get(p, 0))}
             for pre, bt in (("pooled", b), ("task_macro", bm if attempt else None)):
-                key = (p, x)
-                if bt is not None and key in bt.index:
-                    row[f"{pre}_share"] = float(bt.loc[key, "estimate"])
-                    row[f"{pre}_low"] = float(bt.loc[key, "low"])
-                    row[f"{pre}_high"] = float(bt.loc[key, "high"])
-                else:
-                    row[f"{pre}_share"] = row[f"{pre}_low"] = row[f"{pre}_high"] = np.nan
+                row.update(_interval_cells(bt, (p, x), pre, "share"))
             rows.append(row)
     data = pd.DataFrame(rows)
     disp = pd.DataFrame({
         "planner": data.planner, "label": data.label, "unit": data.unit,
         "count": data["count"].astype(str) + " / " + data["of"].astype(str),
-        "pooled share (%)": [pct_ci(e, lo, hi) for e, lo, hi in
-                             zip(data.pooled_share, data.pooled_low, data.pooled_high)],
-        "task-macro share (%)": [pct_ci(e, lo, hi) if e == e else "" for e, lo, hi in
-                                 zip(data.task_macro_share, data.task_macro_low,
-                                     data.task_macro_high)]})
-    return Table(
-        name="table15_failure_labels", title="Why attempts and groups fail: failure labels",
-        paper_ref="paper 6.3 and E.1", data=data, display=disp, decimals=4,
-        notes=("Every rejected attempt has exactly one label, derived by re-executing the run "
-               "from the verified records (labels, their precedence and the precondition "
-               "families: docs/executor.md, Failure labels); every group that did not "
-               "complete has one outcome label (budget_exhausted: the attempt limit). "
-               "Pooled share: of the planner's rejected attempts (of its groups for group "
-               "labels); task-macro share: the mean over tasks with a rejected attempt of the "
-               "label's share of that task's rejected attempts. Labels that occur for no "
-               "planner are left out. " + results.config.brief() + " " + runs_note(results)
-               + " " + METHODS_POINTER))
+        "pooled share (%)": _ci_column(data, "pooled", "share"),
+        "task-macro share (%)": _ci_column(data, "task_macro", "share", blank_missing=True)})
+    return _table(
+        results, "table15_failure_labels", "Why attempts and groups fail: failure labels",
+        "paper 6.3 and E.1", data, disp,
+        "Every rejected attempt has exactly one label, derived by re-executing the run "
+        "from the verified records (labels, their precedence and the precondition "
+        "families: docs/executor.md, Failure labels); every group that did not "
+        "complete has one outcome label (budget_exhausted: the attempt limit). "
+        "Pooled share: of the planner's rejected attempts (of its groups for group "
+        "labels); task-macro share: the mean over tasks with a rejected attempt of the "
+        "label's share of that task's rejected attempts. Labels that occur for no "
+        "planner are left out.")
 
 
 def failure_labels_figure(export, results, width: float = SINGLE_COLUMN):
@@ -240,7 +254,6 @@ def failure_labels_figure(export, results, width: float = SINGLE_COLUMN):
 def condition_ledger_table(export, results):
     """Per planner and condition kind: attainment rate, share first met in the task's
     first group, undone rate, each with its episode-cluster interval."""
-    from .output import Table
     f = _need(results)
     led = f.ledger
     if led.empty:
@@ -265,29 +278,21 @@ def condition_ledger_table(export, results):
                    "attained_at_end": int((sub.end_truth == "TRUE").sum()),
                    "undone": int(sub.undone.sum())}
             for c in cols:
-                key = (p, k, c)
-                ok = key in bt.index and bt.loc[key, "n_records"] > 0
-                row[f"{c}_rate"] = float(bt.loc[key, "estimate"]) if ok else np.nan
-                row[f"{c}_low"] = float(bt.loc[key, "low"]) if ok else np.nan
-                row[f"{c}_high"] = float(bt.loc[key, "high"]) if ok else np.nan
+                row.update(_interval_cells(bt, (p, k, c), c, "rate"))
             rows.append(row)
     data = pd.DataFrame(rows)
     disp = pd.DataFrame({
         "planner": data.planner, "kind": data.kind, "conditions": data.conditions,
-        "attained at the task's end (%)": [pct_ci(*v) for v in zip(
-            data.attained_rate, data.attained_low, data.attained_high)],
-        "first met in the first group (% of met)": [pct_ci(*v) for v in zip(
-            data.first_group_rate, data.first_group_low, data.first_group_high)],
-        "undone (% of met)": [pct_ci(*v) for v in zip(
-            data.undone_rate, data.undone_low, data.undone_high)]})
-    return Table(
-        name="table16_condition_ledger", title="Condition progress ledger",
-        paper_ref="paper 6.3", data=data, display=disp, decimals=4,
-        notes=("Every condition of every task, evaluated at the end of each of the task's "
-               "groups on the re-executed world and accepted events (the contract rules of "
-               "the task's end). Kind: the atom's predicate in or at, any other predicate "
-               "(container or appliance state, item state) state, or an event condition. "
-               "Attained: TRUE at the task's end (the GCR numerator). First met in the first "
-               "group and undone (TRUE at some group's end, FALSE at the task's end) are "
-               "shares of the conditions met at some group's end. "
-               + results.config.brief() + " " + runs_note(results) + " " + METHODS_POINTER))
+        "attained at the task's end (%)": _ci_column(data, "attained", "rate"),
+        "first met in the first group (% of met)": _ci_column(data, "first_group", "rate"),
+        "undone (% of met)": _ci_column(data, "undone", "rate")})
+    return _table(
+        results, "table16_condition_ledger", "Condition progress ledger", "paper 6.3", data,
+        disp,
+        "Every condition of every task, evaluated at the end of each of the task's "
+        "groups on the re-executed world and accepted events (the contract rules of "
+        "the task's end). Kind: the atom's predicate in or at, any other predicate "
+        "(container or appliance state, item state) state, or an event condition. "
+        "Attained: TRUE at the task's end (the GCR numerator). First met in the first "
+        "group and undone (TRUE at some group's end, FALSE at the task's end) are "
+        "shares of the conditions met at some group's end.")

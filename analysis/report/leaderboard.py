@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pandas as pd
-from scipy import special
 
 from ..stats.tiers import leaderboard_tiers
 from .common import METHODS_POINTER
@@ -42,7 +41,9 @@ def leaderboard_tiers_table(export, results) -> Table:
     means = pd.DataFrame([{"planner": p, "metric": m, "estimate": float(v)}
                           for m in metrics
                           for p, v in pt.groupby("label")[m].mean().items()])
-    r = leaderboard_tiers(fam, means=means, power=MDD_POWER)
+    paired = set(pd.unique(fam.table[["planner_a", "planner_b"]].to_numpy().ravel()))
+    r = leaderboard_tiers(fam, means=means, power=MDD_POWER,
+                          data=pt[pt.label.isin(paired)], planner_col="label")
     t = r.table.merge(r.mdd, on="metric", how="left")
     data = pd.DataFrame({
         "metric": t.metric, "rank": t["rank"], "planner": t.planner,
@@ -76,16 +77,17 @@ def leaderboard_tiers_table(export, results) -> Table:
         "(compact letter display, Piepho 2004), numbered from the best by their members' "
         "ranks; rank orders the planners by their task-macro mean (equal means share a "
         "rank). Separated from: the planners whose contrast with this one excludes 0. "
-        f"MDD: the true difference the family separates with {pct} probability, "
-        "approximately the contrast's simultaneous half-width plus "
-        f"z_{r.power:g} = {special.ndtri(r.power):.3f} times its CR1 standard error "
-        "(normal approximation with the observed standard errors), summarised over the pairs of the metric with "
-        "nonzero standard error; the CSV keeps the fractions. It is optimistic, a lower "
-        "bound: a truly better planner has a wider interval than the observed rates "
-        "give, and the simulated power at the printed MDD is below 80%. Calibration "
-        "under the "
-        "committed episode structure (identical planners in different tiers, power): "
-        "docs/statistics.md, Leaderboard tiers. " + _family_note(results, fam) + " "
+        f"MDD: for each pair, the smallest true difference d that the family separates "
+        f"with {pct} probability when one planner is at the pair's mean rate q (mirrored to "
+        "at most 50%) and the other at q + d: the interval (each mean's Korn-Graubard "
+        "interval at the family's per-contrast level, MOVER, the t(G-1) floor) and the "
+        "standard error are taken at those rates, each mean keeping its effective number "
+        "of tasks, degrees of freedom and the pair's correlation, and the estimate over its "
+        "standard error is taken as noncentral t; the median over the pairs of the metric "
+        "with nonzero standard error, and the range (inf: no difference the rates leave "
+        "room for reaches that power); the CSV keeps the fractions. Calibration under the "
+        "committed episode structure (identical planners in different tiers; power, also "
+        "at the printed MDD): docs/statistics.md, Leaderboard tiers. " + _family_note(results, fam) + " "
         + METHODS_POINTER)
     return Table(name="table17_leaderboard_tiers", title="Leaderboard tiers per contrast metric",
                  paper_ref="paper C.5", data=data, display=disp, notes=notes)

@@ -36,17 +36,30 @@ from C although nothing separates them. When the separations are consistent with
 ranking (a planner separated from one above it is separated from all above that one),
 every tier is a contiguous run of the ranking.
 
-Minimum detectable difference (MDD) at ``power`` per metric: for a contrast with CR1
-standard error ``se`` and simultaneous half-width ``w`` (the mean of its two sides), the
-family separates a true difference ``delta`` when the estimate exceeds ``w``; with the
-estimate approximately normal around ``delta`` that has probability
-``Phi((delta - w) / se)``, so ``MDD = w + z_power * se``: for a symmetric interval
-``c * se`` the usual ``(c + z_power) * se``. An approximation: ``w`` and ``se`` are the
-observed ones and move with the rates (the MOVER intervals are asymmetric near 0 and 1).
-Per metric: the median over the pairs with nonzero SE, and the range. The bench checks
-the median against simulated power: it is optimistic (power 0.52-0.74 at the printed
-MDD, lowest for GCR-like fractions, whose variance grows with the rate), so read it as a
-lower bound on the difference needed for 80% power.
+Minimum detectable difference (MDD) at ``power`` per metric
+(:func:`detectable_difference`): the smallest true difference ``d`` that the family
+separates with probability ``power``, with the interval and standard error taken at the
+rates of that alternative, not at the observed ones (a truly better planner has another
+variance; at the observed ones the MDD, ``w + z_power se``, gave simulated power 0.77,
+0.56 and 0.53 for validity, completed and GCR). Per pair: the alternative puts one
+planner at ``q`` and one at ``q + d``, ``q`` the pair's mean rate mirrored to at most
+1/2 (``min(p, 1 - p)``: towards 1/2, where the variance grows). Each mean keeps its
+effective number of tasks ``n_eff = p (1 - p) / v`` (the Korn-Graubard one: variance
+follows the rate as a binomial one does, with the observed design effect), its
+Satterthwaite df and the pair's correlation; at ``q`` and ``q + d`` the family's own
+construction gives the lower half-width ``w(d)`` (each mean's Korn-Graubard interval at
+the family's per-contrast level, MOVER, the ``t_{G-1} se`` floor) and the SE ``se(d)``.
+The family separates ``d`` when the estimate exceeds ``w(d)``; the estimate over its
+estimated SE is taken as noncentral t (``df``, ``d / se(d)``), so power is
+``P(T > w(d) / se(d))``, and the MDD is the ``d`` where it reaches ``power``
+(bisection; NaN, counted as infinite, when no ``d`` below ``1 - q`` reaches it). Per
+metric: the median over the pairs with nonzero SE, and the range. It needs the per-task
+data (``data=``); without it the MDD is ``w + z_power se`` at the observed SE.
+In the binomial case this is exact to about 0.005 in power; under the committed episode
+structure ``bench/tier_calibration.py`` measured power 0.79 (validity), 0.67 (completed)
+and 0.74 (GCR) at the printed MDD: the interval's width varies from dataset to dataset
+(estimated df at an extreme level), which the computation at the true rates leaves out,
+so the MDD is still somewhat optimistic (docs/statistics.md, "Leaderboard tiers").
 """
 from __future__ import annotations
 
@@ -55,11 +68,13 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy import special
+from scipy import special, stats
 
-from ._core import ESTIMAND, Provenance
+from ._core import ESTIMAND, Provenance, cr1_se
+from .intervals import column_df, kg_interval
 
-__all__ = ["LeaderboardTiersResult", "leaderboard_tiers", "tier_groups"]
+__all__ = ["LeaderboardTiersResult", "detectable_difference", "leaderboard_tiers",
+           "tier_groups"]
 
 
 @dataclass(frozen=True)
@@ -73,8 +88,10 @@ class LeaderboardTiersResult(Provenance):
     best tier), ``top_tier`` (in tier 1), ``separated_from`` (tuple of the planners the
     family separates it from). ``tiers_by_metric``: one row per (metric, tier) with
     ``planners`` (tuple, best first). ``mdd``: one row per metric with ``n_pairs``
-    (contrasts with nonzero SE), ``se_median``, ``halfwidth_median``, ``mdd_median``,
-    ``mdd_min``, ``mdd_max`` (same units as the metric). ``power`` the MDD's power;
+    (contrasts with nonzero SE), ``n_undetectable`` (pairs whose MDD is infinite),
+    ``se_at`` (``"alternative"``: at the alternative's rates, from ``data``;
+    ``"observed"``: at the observed SE), ``se_median``, ``halfwidth_median``,
+    ``mdd_median``, ``mdd_min``, ``mdd_max`` (same units as the metric). ``power`` the MDD's power;
     ``critical_value``, ``per_contrast_level``, ``n_clusters`` and the provenance fields
     are the family's.
     """
@@ -134,15 +151,119 @@ def tier_groups(order, separated) -> list[tuple]:
     return [tuple(sorted(g, key=rank.get)) for g in groups]
 
 
+def detectable_difference(rate_a, rate_b, n_eff, df, r, critical_value, n_clusters,
+                          power: float = 0.8):
+    """Minimum detectable difference of a contrast of two rates (module docstring): the
+    smallest ``d`` such that a planner at ``q + d`` is separated from one at ``q`` with
+    probability ``power`` by the MOVER Korn-Graubard interval at the per-contrast
+    critical value ``critical_value`` (a normal quantile, as in the family), ``q`` the
+    pair's mean rate mirrored to at most 1/2.
+
+    ``n_eff``: the pair's effective number of tasks (``p (1 - p) / v_CR1``, held as the
+    rates move), ``df`` the degrees of freedom of its variance, ``r`` the correlation of
+    the two means, ``n_clusters`` the episodes (the family's ``t_{G-1}`` floor). At the
+    alternative rates: the interval's lower half-width ``w(d)`` and standard error
+    ``se(d)``; power ``P(T > w(d) / se(d))`` with ``T`` noncentral t (``df``,
+    ``d / se(d)``), whose estimated SE is what widens a t interval; the MDD is the root
+    (bisection). NaN where no ``d`` below ``1 - q`` reaches ``power``. Arrays broadcast.
+
+    Two independent binomial samples of 200 tasks (episodes of one task) at 0.2 and 0.3,
+    a 95% interval: the MDD from the pair's mean 0.25 is 0.133, where the textbook
+    ``(1.96 + 0.84) se`` at the observed SE gives 0.121.
+
+    >>> d = detectable_difference(0.2, 0.3, 200, 199, 0.0, 1.96, 200)
+    >>> round(float(d), 3)
+    0.133
+    """
+    if not 0 < power < 1:
+        raise ValueError(f"power={power!r}; valid: a number strictly between 0 and 1")
+    ra, rb, ne, df, r = np.broadcast_arrays(*(np.asarray(v, float) for v in
+                                              (rate_a, rate_b, n_eff, df, r)))
+    if np.any((ra < 0) | (ra > 1) | (rb < 0) | (rb > 1)):
+        raise ValueError("rate_a, rate_b: rates in [0, 1]")
+    a1 = special.ndtr(-critical_value)              # the family's one-sided level
+    t_floor = -special.stdtrit(max(n_clusters - 1.0, 1.0), a1)
+    pm = (ra + rb) / 2
+    q = np.minimum(pm, 1 - pm)
+    r = np.clip(r, -1, 1)
+
+    def pw(d):
+        hi = q + d
+        v1, v0 = hi * (1 - hi), q * (1 - q)
+        # the family's single intervals (kg_interval) at the alternative rates with the
+        # pair's effective size: n_eff = p (1 - p) / v, so v = p (1 - p) / n_eff
+        lo1, _, _ = kg_interval(hi, v1 / ne, 0.0, ne, df, a1)
+        _, hi0, _ = kg_interval(q, v0 / ne, 0.0, ne, df, a1)
+        lw, uw = hi - lo1, hi0 - q
+        w = np.sqrt(np.maximum(lw * lw + uw * uw - 2 * r * lw * uw, 0.0))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            se = np.sqrt(np.maximum(v1 + v0 - 2 * r * np.sqrt(v1 * v0), 0.0) / ne)
+            w = np.maximum(w, t_floor * se)
+            return np.where(se > 0, stats.nct.sf(w / np.where(se > 0, se, 1), df,
+                                                 d / np.where(se > 0, se, 1)), 0.0)
+
+    lo, hi = np.zeros_like(q), 1 - q
+    ok = (ne > 0) & (pw(hi) >= power)
+    for _ in range(40):  # bisection: (1 - q) / 2^40, far below any printed digit
+        mid = (lo + hi) / 2
+        below = pw(mid) < power
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.where(ok, (lo + hi) / 2, np.nan)[()]
+
+
+def pair_design(data, metric, pairs, planner_col="planner", task_col="task_id",
+                cluster_col="episode_id"):
+    """Per pair of ``pairs`` the inputs of :func:`detectable_difference` from the
+    tidy per-task ``data`` (as :func:`analysis.stats.pairwise_simultaneous` takes it):
+    ``(rate_a, rate_b, n_eff, df, r)``, the family's own per-mean quantities (CR1
+    variance floored at ``s^2 / n``, Satterthwaite df, correlation of the episode
+    scores); ``n_eff`` the pair's harmonic mean, ``df`` the mean, so that the MDD does
+    not depend on which planner is called ``a``."""
+    wide = data.pivot(index=task_col, columns=planner_col, values=metric)
+    ep = data.drop_duplicates(task_col).set_index(task_col)[cluster_col].loc[wide.index]
+    _, cl = np.unique(ep.to_numpy(), return_inverse=True)
+    names = list(wide.columns)
+    X = wide.to_numpy(float)
+    G = int(cl.max()) + 1
+    S, Q = np.zeros((G, X.shape[1])), np.zeros((G, X.shape[1]))
+    np.add.at(S, cl, X)
+    np.add.at(Q, cl, X * X)
+    N1 = np.repeat(np.bincount(cl, minlength=G).astype(float)[:, None], X.shape[1], axis=1)
+    th, se1, _ = cr1_se(S, N1)
+    n = N1.sum(axis=0)
+    s2 = np.maximum(Q.sum(axis=0) - n * th * th, 0) / np.maximum(n - 1, 1)
+    e1 = S - th * N1
+    dfs = column_df(e1, N1)
+    v = np.maximum(se1 * se1, s2 / n)
+    V = th * (1 - th)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        # a mean at 0 or 1 has no variance to scale: n tasks, as kg_interval takes it
+        neff = np.where((V > 0) & (v > 0), V / np.where(v > 0, v, 1), n)
+    ia = np.array([names.index(a) for a, _ in pairs], int)
+    ib = np.array([names.index(b) for _, b in pairs], int)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = np.sqrt((e1[:, ia] ** 2).sum(axis=0) * (e1[:, ib] ** 2).sum(axis=0))
+        r = np.where(den > 0, (e1[:, ia] * e1[:, ib]).sum(axis=0) / np.where(den > 0, den, 1),
+                     0.0)
+    return (th[ia], th[ib], 2 / (1 / neff[ia] + 1 / neff[ib]), (dfs[ia] + dfs[ib]) / 2, r)
+
+
 def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
-                      power: float = 0.8) -> LeaderboardTiersResult:
+                      power: float = 0.8, data: pd.DataFrame | None = None,
+                      planner_col: str = "planner", task_col: str = "task_id",
+                      cluster_col: str = "episode_id") -> LeaderboardTiersResult:
     """Tiers per contrast metric from a simultaneous pairwise family, and the minimum
     detectable difference at ``power`` per metric (module docstring).
 
     ``pairwise``: a :class:`analysis.stats.PairwiseResult` (Table 6's is the default
     ``mover_kg_maxz`` family); ``means`` (optional): one row per (``planner``,
     ``metric``) with the planner's ``estimate``, shown beside the tiers and checked
-    against the contrasts (mean_a - mean_b must equal the contrast's estimate).
+    against the contrasts (mean_a - mean_b must equal the contrast's estimate);
+    ``data`` (optional): the per-task frame the family was computed from (columns
+    ``planner_col``, ``task_col``, ``cluster_col`` and the metrics), from which the MDD
+    of a metric in [0, 1] is taken at the alternative's rates
+    (:func:`detectable_difference`, ``mdd.se_at == "alternative"``); without it, the
+    MDD is ``(k + z_power) se`` at the observed SE (``"observed"``), optimistic.
 
     Example
     -------
@@ -155,13 +276,13 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
     ...                    "episode_id": np.tile(np.arange(60) // 4, 3),
     ...                    "success": (rng.random(180) < p).astype(float)})
     >>> fam = pairwise_simultaneous(df, ["success"], n_resamples=1000, seed=rng)
-    >>> r = leaderboard_tiers(fam)
+    >>> r = leaderboard_tiers(fam, data=df)
     >>> r.tiers_by_metric.planners.tolist()
     [('a',), ('b', 'c')]
     >>> r.table.tiers.tolist()
     [(1,), (2,), (2,)]
-    >>> bool(r.mdd.mdd_median.iloc[0] > 0)
-    True
+    >>> r.mdd.se_at.tolist(), bool(r.mdd.mdd_median.iloc[0] > 0)
+    (['alternative'], True)
     """
     if not 0 < power < 1:
         raise ValueError(f"power={power!r}; valid: a number strictly between 0 and 1")
@@ -172,7 +293,6 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
     if missing:
         raise ValueError(f"pairwise.table lacks columns {missing}; pass the result of "
                          "analysis.stats.pairwise_simultaneous")
-    z_pow = float(special.ndtri(power))
     rows, tier_rows, mdd_rows = [], [], []
     # plain arrays: the per-metric work is a few dozen rows, pandas indexing would dominate
     col = {c: t[c].to_numpy() for c in need}
@@ -208,21 +328,36 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         ok = ~col["zero_se"][idx].astype(bool) & ~set_aside
         se = col["se"][idx].astype(float)[ok]
         half = ((col["high"][idx] - col["low"][idx]).astype(float) / 2)[ok]
-        mdd = half + z_pow * se
+        if data is not None and metric in data.columns and data[metric].between(0, 1).all():
+            # the rates of the alternative (detectable_difference); critical value: the
+            # family's per-contrast normal quantile
+            design = pair_design(data[data[planner_col].isin(planners)], metric,
+                                 list(zip(pa[ok], pb[ok])), planner_col, task_col,
+                                 cluster_col)
+            mdd = detectable_difference(*design, pairwise.critical_value,
+                                        pairwise.n_clusters, power)
+            model = "alternative"
+        else:
+            mdd = (half / se + special.ndtri(power)) * se
+            model = "observed"
+        # a pair with no attainable MDD needs more than the rates allow: infinite
+        mdd = np.where(np.isnan(mdd), np.inf, np.atleast_1d(mdd))
+        top = lambda f: float(f(mdd)) if ok.any() else np.nan  # noqa: E731
         mdd_rows.append({"metric": metric, "n_pairs": int(ok.sum()),
+                         "n_undetectable": int(np.isinf(mdd).sum()),
+                         "se_at": model,
                          "se_median": float(np.median(se)) if ok.any() else np.nan,
                          "halfwidth_median": float(np.median(half)) if ok.any() else np.nan,
-                         "mdd_median": float(np.median(mdd)) if ok.any() else np.nan,
-                         "mdd_min": float(mdd.min()) if ok.any() else np.nan,
-                         "mdd_max": float(mdd.max()) if ok.any() else np.nan})
+                         "mdd_median": top(np.median), "mdd_min": top(np.min),
+                         "mdd_max": top(np.max)})
     return LeaderboardTiersResult(
         table=pd.DataFrame(rows, columns=["metric", "rank", "planner", "estimate",
                                           "vs_average", "tiers", "top_tier",
                                           "separated_from"]),
         tiers_by_metric=pd.DataFrame(tier_rows, columns=["metric", "tier", "planners"]),
-        mdd=pd.DataFrame(mdd_rows, columns=["metric", "n_pairs", "se_median",
-                                            "halfwidth_median", "mdd_median", "mdd_min",
-                                            "mdd_max"]),
+        mdd=pd.DataFrame(mdd_rows, columns=["metric", "n_pairs", "n_undetectable",
+                                            "se_at", "se_median", "halfwidth_median",
+                                            "mdd_median", "mdd_min", "mdd_max"]),
         power=float(power),
         critical_value=float(pairwise.critical_value),
         per_contrast_level=float(getattr(pairwise, "per_contrast_level", np.nan)),
