@@ -1,0 +1,74 @@
+"""bench/unit_gaps.py on a kitchen small enough to check by hand.
+
+One video ``v``: an activity row 0-100 s (``P00.csv:2``) holding step R/S1 (10-20 s).
+Rows: the salt added at 12-14 s (S1), the pepper at 40-41 s (the row's); a mug put down
+at 15 s (put answer q1, S1); the bottle closed at 16 s (snippet f1, S1). The ledger lists
+the mug's put-down (``move_may_precede_unit``) and the pepper add (``not_grounded``); the
+salt and the close are expressed by S1's task (two conditions). The row has no task.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from analysis.compiler.readers import (Activity, Association, Capture, IngredientEvent, LocationAnswer,
+                                       Recipe, Snippet, Span, StepSegment, Track)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(REPO / "bench"))
+    spec = importlib.util.spec_from_file_location("unit_gaps", REPO / "bench" / "unit_gaps.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, mod)   # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _src():
+    ev = lambda i, n, a, b: IngredientEvent(i, n, "add", Span("v", a, b))  # noqa: E731
+    recipe = Recipe("R", "P00", "Toast", {"S1": "Salt it"}, (Capture(
+        "R", 0, ("v",), {"I1": "salt", "I2": "pepper"}, (ev("I1", "salt", 12, 14), ev("I2", "pepper", 40, 41)),
+        (StepSegment("S1", "step", Span("v", 10, 20)),)),))
+    return SimpleNamespace(
+        recipes={"R": recipe}, activities=[Activity("v", ("R",), "Make toast", 0, 100, False, "P00.csv:2")],
+        assocs={"v": [Association("v", "mug", "mug", "mug", (Track("m0", 15, 15.5),))]},
+        answers=[LocationAnswer("q1", "v", "put", 15.0, "sink")], itineraries=[],
+        snippets=[Snippet("f1", "fine_grained_how_recognition.json", "v", 16, 16.5, "close bottle", "", "")],
+        contents=[])
+
+
+def _drop(unit, row, ids, time, code):
+    return {"kind": "ledger", "time": time + 100.0,     # the episode clock: v starts at 100 s
+            "refs": {"unit": unit, "row": row, "video": "v", "ids": ids, "code": code}}
+
+
+def test_each_strict_end_state_is_expressed_or_carries_its_ledger_code(bench):
+    ledger = [_drop("R/S1", "placement", ["q1"], 15.5, "move_may_precede_unit"),
+              _drop("P00.csv:2", "add", ["R/I2"], 40.0, "not_grounded")]
+    gaps = bench.episode_gaps(_src(), "planner", "ep", ["v"], {"v": 100.0}, {"R/S1": ("ep/t000", 2)}, ledger)
+    assert [(g.unit, g.task, g.conditions, g.strict, g.expressed) for g in gaps] == [
+        ("P00.csv:2", None, 0, 1, 0), ("R/S1", "ep/t000", 2, 3, 2)]
+    row, step = gaps
+    assert row.missing == [("add", "R/I2 (pepper)", "not_grounded")]
+    assert [(k, s) for k, _, s in step.items] == [("add", "expressed"), ("placement", "move_may_precede_unit"),
+                                                  ("close", "expressed")]
+    lines = bench.summary(gaps)
+    assert lines[0].startswith("planner: 2 units with a strict end state (1 with a task), 1 with two or more "
+                               "(1 with a task of two or more conditions); sound ceiling 2 / 1; end states "
+                               "expressed 2 of 4")
+    assert lines[1] == "planner not expressed: move_may_precede_unit 1; not_grounded 1"
+
+
+def test_no_credit_end_states_leave_the_sound_ceiling(bench):
+    ledger = [_drop("R/S1", "placement", ["q1"], 15.5, "true_at_task_start")]
+    step = [g for g in bench.episode_gaps(_src(), "planner", "ep", ["v"], {"v": 100.0}, {}, ledger)
+            if g.unit == "R/S1"][0]
+    assert (step.strict, step.sound, step.task) == (3, 2, None)
+    assert bench.unit_lines([step])[1].split("\t")[:8] == ["planner", "ep", "R/S1", "3", "2", "-", "0", "2"]
