@@ -883,3 +883,28 @@ def test_an_add_whose_in_is_no_condition_of_its_step_task_is_listed_with_the_rea
         "not a condition of its unit's task: in(egg, bowl): the unit changes it again before its end (the "
         "content moved on)"]
     assert {add_drop_class(d["reason"]) for d in out} == {"not_a_condition"}
+
+
+def test_an_itinerary_final_move_the_rows_place_inside_the_unit_counts():
+    # the wooden spoon of P03-20240218-190556 (itinerary_51: drawer right of oven -> counter
+    # left of hob -> counter top left of dishwasher, 2 moves over 7 tracks; row 328 starts at
+    # 2623.0 s): the take answer 389 says track 5 (2623.7-2702.9 s) took it from the counter
+    # left of the hob, so the final move is made by track 5, 6 or 7, all ending in the row;
+    # the dishwasher counter is no move's 'from', so the spoon is not there at the row's start
+    from types import SimpleNamespace as NS
+    from analysis.compiler.tasks import _move_may_precede
+    spans = [(1113.4, 1132.3), (1480.3, 1487.1), (1998.1, 2010.9), (2133.1, 2149.2), (2623.7, 2702.9),
+             (2707.8, 2748.4), (2752.7, 2789.9)]
+    tracks = [NS(track_id=f"t{k}", start=a, end=b, dst=None, src=None, assoc=NS(video="v", assoc_id="spoon"))
+              for k, (a, b) in enumerate(spans)]
+    answer = ("from drawer right of oven to counter left of hob, then from counter left of hob to counter top "
+              "left of dishwasher")
+    op = NS(action={"args": ["wooden_spoon", "counter_left_of_dishwasher"]}, provenance={"refs": {"args": [
+        {"refs": {"file": "assoc_info.json", "id": "v/spoon/t6"}},
+        {"refs": {"video": "v", "final_move_possible_from": 1480.3, "answer": answer}}]}})
+    world = NS(offsets={"v": 0.0}, tracks=tracks)
+    assert _move_may_precede(world, op, since=2623.0)       # without the take answer: track 2 may have
+    tracks[4].src = "counter_left_of_hob"                   # take answer 389 (2702.9 s)
+    assert not _move_may_precede(world, op, since=2623.0)
+    tracks[4].src = "counter_left_of_dishwasher"            # taken from the final 'to': no narrowing
+    assert _move_may_precede(world, op, since=2623.0)

@@ -49,6 +49,7 @@ from __future__ import annotations
 import re
 
 from .grounding import title_of
+from .normalise import fixture_id
 
 END_PREDICATES = {"in", "at", "open", "powered", "running", "capped", "covered"}
 GOAL_ATOM_PREDICATES = {"in", "powered"}     # what an add, a transfer or a switch-on is for
@@ -151,14 +152,76 @@ def _cut_later(world, atom, op, until: float, vocab) -> bool:
     return False
 
 
+_MOVE_RE = re.compile(r"from (.+?) to (.+?)(?=, then from |$)")
+
+
 def _move_may_precede(world, op, since: float) -> bool:
-    """Whether the put-down ``op`` rests on an itinerary's final 'to' whose move may have
-    been made by an earlier track of the object than this one, starting before ``since``
-    (episode time): the itinerary has fewer moves than the object has tracks, so any
-    track from the n-th on may have made the final move."""
-    ref = op.provenance["refs"].get("args", [{}, {}])[1].get("refs", {})
+    """Whether the put-down ``op`` rests on an itinerary's final 'to' whose move may precede
+    the unit (``since``: its start, episode time), so that the rows may already have the
+    object there when the unit starts. The itinerary has fewer moves than the object has
+    tracks, so any track from the n-th on (the *window*) may have made the final move; the
+    later tracks are handlings in place. The move lies in the unit when the rows show that
+
+    * the final arrival is after ``since``: no window track ends before it, the window
+      starting after the last track whose observed destination (a VQA answer, or the next
+      track's observed origin) is not the final 'to' (the object left such a track
+      elsewhere, so the final move comes later), and
+    * the object is not at the final 'to' at ``since``: the itinerary never has it there
+      before its final move (the 'to' is no move's 'from'), or a track of the object spans
+      ``since`` (it is in the hand), or the window starts after a track with such an
+      observed destination that ended by ``since`` (it stood elsewhere).
+
+    >>> from types import SimpleNamespace as NS
+    >>> tr = lambda k, a, b, dst=None, src=None: NS(entity="mug", track_id=f"t{k}", start=a, end=b,
+    ...     dst=dst, src=src, assoc=NS(video="v", assoc_id="m"))
+    >>> def put(froms, tracks, since):
+    ...     w = NS(offsets={"v": 0.0}, tracks=tracks)
+    ...     moves = ", then ".join(f"from {f} to {t}" for f, t in froms)
+    ...     o = NS(action={"args": ["mug", "sink"]}, provenance={"refs": {"args": [
+    ...         {"refs": {"file": "assoc_info.json", "id": f"v/m/{tracks[-1].track_id}"}},
+    ...         {"refs": {"video": "v", "final_move_possible_from": tracks[0].start, "answer": moves}}]}})
+    ...     return _move_may_precede(w, o, since)
+    >>> put([("hob", "sink")], [tr(1, 0, 5), tr(2, 50, 60)], 40)       # track 1 may have moved it
+    True
+    >>> put([("hob", "sink")], [tr(1, 30, 45), tr(2, 50, 60)], 40)     # every window track ends later
+    False
+    >>> put([("sink", "hob"), ("hob", "sink")], [tr(1, 30, 45), tr(2, 50, 60)], 40)  # in the hand at 40
+    False
+    >>> put([("sink", "hob"), ("hob", "sink")], [tr(1, 30, 35), tr(2, 50, 60)], 40)  # at the sink at 40?
+    True
+    >>> put([("sink", "hob"), ("hob", "sink")], [tr(1, 30, 35, dst="hob"), tr(2, 50, 60)], 40)
+    False
+    """
+    refs = op.provenance["refs"].get("args", [{}, {}])
+    ref = refs[1].get("refs", {})
     t = ref.get("final_move_possible_from")
-    return t is not None and t + world.offsets.get(ref.get("video"), 0.0) < since - 1e-6
+    if t is None:
+        return False
+    off = world.offsets.get(ref.get("video"), 0.0)
+    if t + off >= since - 1e-6:
+        return False
+    # without the object's tracks the window cannot be narrowed: the move may precede
+    parts = str(refs[0].get("refs", {}).get("id", "")).split("/")
+    tracks = sorted((tr for tr in getattr(world, "tracks", ()) if len(parts) == 3
+                     and tr.assoc.video == parts[0] and tr.assoc.assoc_id == parts[1]), key=lambda tr: tr.start)
+    k = next((i for i, tr in enumerate(tracks) if abs(tr.start - (t + off)) < 1e-3), None)
+    if k is None or tracks[-1].track_id != parts[2]:
+        return True
+    to = op.action["args"][1]
+    # the final move comes after every track the rows leave elsewhere than the final 'to'
+    for i in range(k, len(tracks) - 1):
+        nxt = tracks[i + 1]
+        if (tracks[i].dst is not None and tracks[i].dst != to) or (nxt.src is not None and nxt.src != to):
+            k = i + 1
+    window = tracks[k:]
+    if any(tr.end < since - 1e-6 for tr in window):
+        return True
+    froms = {fixture_id(f) for f, _ in _MOVE_RE.findall(str(ref.get("answer", "")))}
+    held = any(tr.start - 1e-6 <= since <= tr.end + 1e-6 for tr in tracks)
+    elsewhere = k > 0 and tracks[k - 1].end <= since + 1e-6 and (
+        (tracks[k - 1].dst is not None and tracks[k - 1].dst != to)
+        or (tracks[k].src is not None and tracks[k].src != to))
+    return not (to not in froms or held or elsewhere)
 
 
 def _track_span(op) -> tuple[float, float] | None:
