@@ -20,7 +20,10 @@ strict count and the ledger's row rule differ on the item).
 It prints, per suite, the units with an end state and with two or more, how many have a
 task and a task of two or more conditions, and the unexpressed end states by code; the
 *sound ceiling* leaves out the end states no task may hold (``NO_CREDIT``: they hold at
-the task's start or in the initial world, so a planner doing nothing meets them).
+the task's start or in the initial world, so a planner doing nothing meets them); *under
+the soundness rules* counts the end states a task may still gain by binding work only
+(``SOUND_RULES`` left out) and names the units of two or more sound end states that those
+rules keep below two (:func:`blocked`).
 ``--list`` adds one tab-separated line per unit (:data:`HEADER`).
 """
 from __future__ import annotations
@@ -45,6 +48,12 @@ from analysis.compiler.readers import read_durations  # noqa: E402
 
 #: Codes of end states no faithful task may hold as a condition (no free credit).
 NO_CREDIT = ("true_at_task_start", "true_in_initial_world")
+#: Codes of the soundness rules (docs/compiler.md, "Tasks, admission, suites"): an end state
+#: they leave out stays out however the grounding improves; the other codes (a row set aside
+#: while grounding, a contents answer, an operation in another unit's groups, ...) are
+#: binding work a compiler may still do.
+SOUND_RULES = NO_CREDIT + ("intermediate", "move_may_precede_unit", "argument_not_observed",
+                           "evidence_before_unit", "duplicate_condition_set")
 HEADER = "suite\tepisode\tunit\tstrict\tsound\ttask\tconditions\texpressed\tmissing"
 
 
@@ -70,6 +79,12 @@ class UnitGap:
     def sound(self) -> int:
         """End states a faithful task may hold (``NO_CREDIT`` ones left out)."""
         return sum(s not in NO_CREDIT for _, _, s in self.items)
+
+    @property
+    def reachable(self) -> int:
+        """End states a task may hold if every binding left open were made: the expressed
+        ones and those no soundness rule (``SOUND_RULES``) leaves out."""
+        return sum(s not in SOUND_RULES for _, _, s in self.items)
 
     @property
     def missing(self) -> list:
@@ -164,7 +179,16 @@ def summary(gaps: list[UnitGap]) -> list[str]:
             f"expressed {sum(g.expressed for g in us)} of {sum(g.strict for g in us)}")
         lines.append(f"{suite} not expressed: " + "; ".join(f"{k} {v}" for k, v in
                                                               sorted(codes.items(), key=lambda kv: (-kv[1], kv[0]))))
+        lines.append(f"{suite} under the soundness rules: {sum(g.reachable >= 1 for g in us)} units may have a "
+                     f"task, {sum(g.reachable >= 2 for g in us)} one of two or more end states; blocked by them: "
+                     + ", ".join(f"{g.episode} {g.unit}" for g in blocked(us)))
     return lines
+
+
+def blocked(gaps: list[UnitGap]) -> list[UnitGap]:
+    """Units whose sound end states are two or more but whose task cannot reach two
+    conditions of them without loosening a soundness rule (fewer than two reachable)."""
+    return [g for g in gaps if g.sound >= 2 > g.reachable and g.conditions < 2]
 
 
 def unit_lines(gaps: list[UnitGap]) -> list[str]:

@@ -64,6 +64,10 @@ def test_each_strict_end_state_is_expressed_or_carries_its_ledger_code(bench):
                                "(1 with a task of two or more conditions); sound ceiling 2 / 1; end states "
                                "expressed 2 of 4")
     assert lines[1] == "planner not expressed: move_may_precede_unit 1; not_grounded 1"
+    # binding work could still express the pepper (not_grounded), never the mug's put-down
+    assert [(g.unit, g.reachable) for g in gaps] == [("P00.csv:2", 1), ("R/S1", 2)]
+    assert lines[2] == ("planner under the soundness rules: 2 units may have a task, 1 one of two or more "
+                        "end states; blocked by them: ")
 
 
 def test_no_credit_end_states_leave_the_sound_ceiling(bench):
@@ -72,3 +76,15 @@ def test_no_credit_end_states_leave_the_sound_ceiling(bench):
             if g.unit == "R/S1"][0]
     assert (step.strict, step.sound, step.task) == (3, 2, None)
     assert bench.unit_lines([step])[1].split("\t")[:8] == ["planner", "ep", "R/S1", "3", "2", "-", "0", "2"]
+
+
+def test_a_unit_the_soundness_rules_keep_below_two_is_named(bench):
+    # S1's three end states are sound (none held at the start), but its task keeps only the
+    # salt: the mug's put-down may precede the unit, the bottle is a curated (merged) object
+    ledger = [_drop("R/S1", "placement", ["q1"], 15.5, "move_may_precede_unit"),
+              _drop("R/S1", "snippet", ["f1"], 16.0, "argument_not_observed")]
+    gaps = bench.episode_gaps(_src(), "planner", "ep", ["v"], {"v": 100.0}, {"R/S1": ("ep/t000", 1)}, ledger)
+    step = [g for g in gaps if g.unit == "R/S1"][0]
+    assert (step.sound, step.reachable, step.expressed) == (3, 1, 1)
+    assert bench.blocked(gaps) == [step]
+    assert bench.summary(gaps)[2].endswith("blocked by them: ep R/S1")
