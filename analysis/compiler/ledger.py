@@ -56,6 +56,8 @@ REASONS = {
     "true_at_task_start": "the end state holds at the task's start (no free credit)",
     "true_in_initial_world": "the end state holds in the episode's initial world (no free credit)",
     "same_operation_state": "one operation set two states of one object; the first is the condition",
+    "same_add_row": "one add row put several instances in (tracked eggs of one 'eggs' add); "
+                    "the first is the condition",
     "no_condition": "the unit kept no condition, so it has no task",
     "duplicate_condition_set": "an earlier unit of the episode has the same condition set",
     "admission_refused": "admission refused the unit's task (cohort/rejected.jsonl)",
@@ -64,7 +66,7 @@ REASONS = {
 }
 #: codes the task builder gives an end state it leaves out (``tasks.unit_tasks``)
 SKIP_CODES = ("intermediate", "move_may_precede_unit", "evidence_before_unit", "argument_not_observed",
-              "true_at_task_start", "true_in_initial_world", "same_operation_state")
+              "true_at_task_start", "true_in_initial_world", "same_operation_state", "same_add_row")
 
 
 def reason(code: str, detail: str) -> str:

@@ -260,6 +260,22 @@ def _before_unit(op, spans) -> bool:
     return before > 0.5 * (t1 - t0) + 1e-9 if t1 > t0 else t0 < s0 - 1e-6
 
 
+def _add_row(op, atom) -> tuple | None:
+    """The add row behind an ``in`` end state ``atom`` that ``op`` establishes from a grounded
+    add (``(recipe, ingredient, video, start)``), else ``None``.
+
+    >>> from types import SimpleNamespace as NS
+    >>> p = NS(kind="add", refs={"recipe": "R", "ingredient": "I", "video": "v", "start": 2.0})
+    >>> _add_row(NS(planned=p), ("in", "egg2", "bowl")), _add_row(NS(planned=None), ("in", "egg2", "bowl"))
+    (('R', 'I', 'v', 2.0), None)
+    """
+    p = op.planned
+    if atom[0] != "in" or p is None or p.kind != "add":
+        return None
+    r = p.refs
+    return r.get("recipe"), r.get("ingredient"), r.get("video"), r.get("start")
+
+
 def unit_key(u) -> str:
     """A unit's key as ``bench/evidence_ceiling.py`` and the ledger name it:
     ``<recipe>/<step>`` or the activity row's ``<file>:<line>``.
@@ -377,8 +393,11 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
             skip(a[2], "true_at_task_start" if a[2] in start else "true_in_initial_world")
         atoms.sort()
         # one observed end state, one condition: two state atoms one operation set on the
-        # same object (``powered`` and ``running`` from one button press) count once
+        # same object (``powered`` and ``running`` from one button press) count once, and
+        # so do the instances one add row put in (three tracked eggs of one "eggs" add: the
+        # row records one end state, the ingredient in its vessel; the first is the condition)
         seen_state: set = set()
+        seen_rows: set = set()
         kept = []
         for a in atoms:
             if a[0] == 2:
@@ -387,6 +406,12 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
                     skip(a[2], "same_operation_state")
                     continue
                 seen_state.add(k)
+            row = _add_row(by[a[2]], a[2])
+            if row is not None:
+                if row in seen_rows:
+                    skip(a[2], "same_add_row")
+                    continue
+                seen_rows.add(row)
             kept.append(a)
         atoms = kept
         if u[0] == "step":
