@@ -48,6 +48,7 @@ from scipy import special
 from scipy.optimize import brentq
 
 from analysis.stats import PairwiseResult, leaderboard_tiers, pairwise_simultaneous
+from analysis.report.leaderboard import MDD_SIMS
 from analysis.stats.pairwise import DEFAULT_METHOD, MOVER_METHODS, mover_family
 
 METRICS = ("action_validity", "completed", "gcr")
@@ -199,10 +200,15 @@ def planner_means(X, P):
                          for q in range(P) for k, m in enumerate(METRICS)])
 
 
-def table17(X, cl, P, B, rng):
-    """Table 17's pipeline on one dataset: the family, then the tiers and MDD."""
-    return leaderboard_tiers(family(X, cl, P, B, rng), means=planner_means(X, P),
-                             data=as_frame(X, cl, P))
+def table17(X, cl, P, B, rng, mdd=True):
+    """Table 17's pipeline on one dataset: the family, then the tiers and (``mdd``) the
+    MDD calibrated by simulation as Table 17 computes it (its 400 datasets, drawn from
+    ``rng``); without ``mdd`` the tiers only (they do not read the MDD)."""
+    fam = family(X, cl, P, B, rng)
+    if not mdd:
+        return leaderboard_tiers(fam, means=planner_means(X, P))
+    return leaderboard_tiers(fam, means=planner_means(X, P), data=as_frame(X, cl, P),
+                             n_sims=MDD_SIMS, seed=rng)
 
 
 def check_family(X, cl, P, B, seed):
@@ -215,21 +221,25 @@ def check_family(X, cl, P, B, seed):
 
 
 def pilot_mdd(dz, metric, sizes, P, B, rng, n=40):
-    """Mean MDD (80% power) the table reports for ``metric`` on null datasets of ``dz``."""
+    """Mean MDD (80% power) the table reports for each metric on null datasets of
+    ``dz`` (``{metric: mean}``)."""
     null = dict(dz, effect={})
     mu, _ = setup(null, P)
-    got = []
+    got = {m: [] for m in METRICS}
     for _ in range(n):
         X, cl = simulate(rng, null, mu, sizes)
         r = table17(X, cl, P, B, rng)
-        got.append(float(r.mdd.set_index("metric").mdd_median[metric]))
-    return float(np.mean(got))
+        for m, v in zip(r.mdd.metric, r.mdd.mdd_median):
+            got[m].append(float(v))
+    return {m: float(np.mean(v)) for m, v in got.items()}
 
 
 def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
-    effect = {}
+    effect, pilot = {}, {}
     for m, (who, d) in dz["effect"].items():
-        effect[m] = (who, pilot_mdd(dz, m, sizes, P, B, rng, n_pilot) if d == "mdd" else d)
+        if d == "mdd":
+            pilot = pilot_mdd(dz, m, sizes, P, B, rng, n_pilot)
+        effect[m] = (who, pilot[m] if d == "mdd" else d)
     dz = dict(dz, effect=effect, mdd_effect=[m for m, (_, d) in dz["effect"].items()
                                              if d == "mdd"])
     mu, truth = setup(dz, P)
@@ -240,12 +250,11 @@ def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
     n_eq = sum(equal.values())
     n_diff = len(equal) - n_eq
     fw_false = false = power = wrong = 0
-    mdd = {m: [] for m in METRICS}
     for i in range(n_sims):
         X, cl = simulate(rng, dz, mu, sizes)
         if i == 0:
             check_family(X, cl, P, B, int(rng.integers(2**32)))
-        r = table17(X, cl, P, B, rng)
+        r = table17(X, cl, P, B, rng, mdd=False)
         tiers = {(m, p): set(t) for m, p, t in zip(r.table.metric, r.table.planner,
                                                     r.table.tiers)}
         rank = {(m, p): k for m, p, k in zip(r.table.metric, r.table.planner,
@@ -263,8 +272,6 @@ def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
                 power += right
                 wrong += not right
         fw_false += any_false
-        for m, v in zip(r.mdd.metric, r.mdd.mdd_median):
-            mdd[m].append(v)
     eff = "; ".join(f"{m} +{100 * d:.1f} pp for {len(w)}"
                     + (" (= MDD of a null pilot)" if m in dz["mdd_effect"] else "")
                     for m, (w, d) in dz["effect"].items())
@@ -277,7 +284,7 @@ def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
            "power": power / (n_diff * n_sims) if n_diff else np.nan,
            "wrong_sign": wrong / (n_diff * n_sims) if n_diff else np.nan}
     for m in METRICS:
-        out[f"mdd_{m}"] = float(np.nanmean(mdd[m])) if mdd[m] else np.nan
+        out[f"mdd_{m}"] = pilot.get(m, np.nan)
     return out
 
 
@@ -319,8 +326,8 @@ def main(argv=None):
     for r in res.itertuples():
         print(f"| {r.design} | {r.rates} | {r.icc:g} | {r.corr} | {r.effect} | "
               f"{f(r.fw_false)} ({f(r.fw_false_mcse)}) | {f(r.pair_false, 4)} | {f(r.power)} | "
-              f"{f(r.wrong_sign)} | {100 * r.mdd_action_validity:.1f} / "
-              f"{100 * r.mdd_completed:.1f} / {100 * r.mdd_gcr:.1f} |")
+              f"{f(r.wrong_sign)} | {f(100 * r.mdd_action_validity, 1)} / "
+              f"{f(100 * r.mdd_completed, 1)} / {f(100 * r.mdd_gcr, 1)} |")
     at_mdd = {m: res.power[res.design == f"power-{m.split('_')[-1]}"] for m in METRICS}
     shown = [f"{m} {float(v.iloc[0]):.3f}" for m, v in at_mdd.items() if len(v)]
     if shown:

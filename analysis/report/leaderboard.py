@@ -10,10 +10,13 @@ from .output import Table
 from .context import few_clusters_note
 from .pairwise import _need, draws_text
 
-__all__ = ["leaderboard_tiers_table", "MDD_POWER"]
+__all__ = ["leaderboard_tiers_table", "MDD_POWER", "MDD_SIMS"]
 
 #: Power at which the minimum detectable difference is stated (issue 35).
 MDD_POWER = 0.8
+#: Simulated datasets behind each metric's MDD (Monte Carlo SE of the power at the
+#: printed MDD: sqrt(0.8 * 0.2 / 400) = 0.02).
+MDD_SIMS = 400
 
 
 def _join(values) -> str:
@@ -43,7 +46,8 @@ def leaderboard_tiers_table(export, results) -> Table:
                           for p, v in pt.groupby("label")[m].mean().items()])
     paired = set(pd.unique(fam.table[["planner_a", "planner_b"]].to_numpy().ravel()))
     r = leaderboard_tiers(fam, means=means, power=MDD_POWER,
-                          data=pt[pt.label.isin(paired)], planner_col="label")
+                          data=pt[pt.label.isin(paired)], planner_col="label",
+                          n_sims=MDD_SIMS, seed=results.config.seed)
     t = r.table.merge(r.mdd, on="metric", how="left")
     data = pd.DataFrame({
         "metric": t.metric, "rank": t["rank"], "planner": t.planner,
