@@ -75,7 +75,10 @@ DESIGNS = [
            effect={m: ([2, 3], d) for m, d in zip(METRICS, (0.1, 0.25, 0.25))}),
     # one planner better by the MDD the table reports for the design (mean over a pilot
     # of null datasets): the power there should be about 0.8
-    design("power-validity", effect={"action_validity": ([0], "mdd")}),
+    # (rates at or below 1/2 where the effect is: the MDD describes a difference from
+    # q = min(p, 1 - p) towards 1/2, and from 0.55 upwards the variance is smaller)
+    design("power-validity", rates=(0.45, 0.75, 0.2),
+           effect={"action_validity": ([0], "mdd")}),
     design("power-completed", rates=(0.55, 0.35, 0.2), effect={"completed": ([0], "mdd")}),
     design("power-gcr", effect={"gcr": ([0], "mdd")}),
 ]

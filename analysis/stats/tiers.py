@@ -57,9 +57,23 @@ metric: the median over the pairs with nonzero SE, and the range. It needs the p
 data (``data=``); without it the MDD is ``w + z_power se`` at the observed SE.
 In the binomial case this is exact to about 0.005 in power; under the committed episode
 structure ``bench/tier_calibration.py`` measured power 0.79 (validity), 0.67 (completed)
-and 0.74 (GCR) at the printed MDD: the interval's width varies from dataset to dataset
-(estimated df at an extreme level), which the computation at the true rates leaves out,
-so the MDD is still somewhat optimistic (docs/statistics.md, "Leaderboard tiers").
+and 0.74 (GCR) at it: the interval's width varies from dataset to dataset (estimated df
+at an extreme level), which the computation at the true rates leaves out.
+
+Calibrated by simulation (:func:`calibrated_difference`; ``leaderboard_tiers(...,
+n_sims=, seed=)``, what Table 17 prints): per metric one pooled pair design (the
+planners' mean rate ``q``, mirrored to at most 1/2; the harmonic mean of the pairs'
+``n_eff``; their mean correlation; the tasks' variance over ``p (1 - p)``) and the
+data's episode layout (task counts). ``n_sims`` datasets of two planners at ``q`` and
+``q + d`` (:func:`simulated_power`: Beta episode means with the design's variance,
+Gaussian copula for the correlation), on each the family's own decision (each mean's
+CR1 variance, Satterthwaite df and Korn-Graubard interval from that dataset, MOVER, the
+``t_{G-1}`` floor); the MDD is the ``d`` where the share separated reaches ``power``,
+by bisection on common random numbers (the same draws at every ``d``: the simulated
+power is monotone in ``d``). One numpy Generator from ``seed`` draws everything; the
+Monte Carlo SE of the power at the MDD, ``sqrt(power (1 - power) / n_sims)``, is
+``mdd.power_mcse`` (docs/statistics.md, "Leaderboard tiers", for what the bench
+measured at it).
 """
 from __future__ import annotations
 
@@ -91,7 +105,9 @@ class LeaderboardTiersResult(Provenance):
     (contrasts with nonzero SE), ``n_undetectable`` (pairs whose MDD is infinite),
     ``se_at`` (``"alternative"``: at the alternative's rates, from ``data``;
     ``"observed"``: at the observed SE), ``se_median``, ``halfwidth_median``,
-    ``mdd_median``, ``mdd_min``, ``mdd_max`` (same units as the metric). ``power`` the MDD's power;
+    ``mdd_median``, ``mdd_min``, ``mdd_max`` (same units as the metric; ``"simulated"``:
+    one pooled value, so the three are equal), ``power_mcse`` (Monte Carlo SE of the
+    simulated power at the MDD; NaN unless simulated). ``power`` the MDD's power;
     ``critical_value``, ``per_contrast_level``, ``n_clusters`` and the provenance fields
     are the family's.
     """
@@ -414,6 +430,10 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
     of a metric in [0, 1] is taken at the alternative's rates
     (:func:`detectable_difference`, ``mdd.se_at == "alternative"``); without it, the
     MDD is ``(k + z_power) se`` at the observed SE (``"observed"``), optimistic.
+    ``n_sims`` (with ``data``): the MDD calibrated by simulation on each metric's
+    pooled pair design (:func:`calibrated_difference`, ``mdd.se_at == "simulated"``),
+    its draws from ``seed`` (an int or a numpy Generator; one Generator for every
+    metric, in the family's metric order).
 
     Example
     -------
