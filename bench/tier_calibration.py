@@ -12,9 +12,12 @@ dataset; then ``leaderboard_tiers``), and reports
   metric; the target is at most 5% at the 95% level);
 * power: how often two truly different planners are in different tiers with the better
   one ranked above (wrong sign: separated the wrong way round);
-* the MDD at 80% power the table would print (mean over datasets; Table 17's pipeline
-  with the per-task data, so at the alternative's rates), and in the ``power-*``
-  designs the power actually reached at that difference, printed last per metric.
+* the MDD at 80% power the table would print (Table 17's pipeline with the per-task
+  data: calibrated by simulation, 400 datasets drawn from this bench's Generator, so
+  independent of the datasets that measure the power), as the mean over the pilot of a
+  ``power-*`` design's null datasets, and in the ``power-*`` designs the power actually
+  reached at that difference, printed last per metric. The other designs do not compute
+  the MDD (the tiers do not read it), so their MDD column is empty.
 
 Generator (its own, not bench/coverage.py's, which fixes 6 planners): per task t of
 episode g, planner p and metric m a latent ``z = mu_pm + u_gm + w_pgm + v_tm + e_ptm``
@@ -32,8 +35,9 @@ plus the stated difference).
 seed of the one numpy Generator every draw comes from (datasets and the family's
 Gaussian multipliers), ``--resamples`` the family's multiplier draws (default 1,000; the
 tables use 10,000), ``--pilot`` the null datasets that set a power design's difference
-(default 40). The default run takes about 7 minutes of CPU time on one core (the
-MDD's root finding on every dataset is most of it).
+(default 40). Each ``power-*`` design alone
+(``--designs power-validity``) takes a few minutes of CPU time, most of it the pilot's
+MDD simulations.
 """
 
 from __future__ import annotations
