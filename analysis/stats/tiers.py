@@ -502,7 +502,8 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         bounded = (data is not None and metric in data.columns
                    and bool(data[metric].between(0, 1).all()))
         mcse = np.nan
-        if bounded and n_sims and ok.any():
+        # (a simulation needs two episodes at least; with one, the analytic MDD)
+        if bounded and n_sims and ok.any() and data[cluster_col].nunique() >= 2:
             # one pooled pair design per metric, its MDD calibrated by simulation
             sub = data[data[planner_col].isin(planners)]
             ra, rb, ne, _, rr = pair_design(sub, metric, list(zip(pa[ok], pb[ok])),
