@@ -12,9 +12,12 @@ dataset; then ``leaderboard_tiers``), and reports
   metric; the target is at most 5% at the 95% level);
 * power: how often two truly different planners are in different tiers with the better
   one ranked above (wrong sign: separated the wrong way round);
-* the MDD at 80% power the table would print (mean over datasets; Table 17's pipeline
-  with the per-task data, so at the alternative's rates), and in the ``power-*``
-  designs the power actually reached at that difference, printed last per metric.
+* the MDD at 80% power the table would print (Table 17's pipeline with the per-task
+  data: calibrated by simulation, 400 datasets drawn from this bench's Generator, so
+  independent of the datasets that measure the power), as the mean over the pilot of a
+  ``power-*`` design's null datasets, and in the ``power-*`` designs the power actually
+  reached at that difference, printed last per metric. The other designs do not compute
+  the MDD (the tiers do not read it), so their MDD column is empty.
 
 Generator (its own, not bench/coverage.py's, which fixes 6 planners): per task t of
 episode g, planner p and metric m a latent ``z = mu_pm + u_gm + w_pgm + v_tm + e_ptm``
@@ -32,8 +35,9 @@ plus the stated difference).
 seed of the one numpy Generator every draw comes from (datasets and the family's
 Gaussian multipliers), ``--resamples`` the family's multiplier draws (default 1,000; the
 tables use 10,000), ``--pilot`` the null datasets that set a power design's difference
-(default 40). The default run takes about 7 minutes of CPU time on one core (the
-MDD's root finding on every dataset is most of it).
+(default 40). Each ``power-*`` design alone
+(``--designs power-validity``) takes a few minutes of CPU time, most of it the pilot's
+MDD simulations.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from scipy import special
 from scipy.optimize import brentq
 
 from analysis.stats import PairwiseResult, leaderboard_tiers, pairwise_simultaneous
+from analysis.report.leaderboard import MDD_SIMS
 from analysis.stats.mover import EpisodeSums
 from analysis.stats.pairwise import DEFAULT_METHOD, MOVER_METHODS, mover_family
 
@@ -76,7 +81,10 @@ DESIGNS = [
            effect={m: ([2, 3], d) for m, d in zip(METRICS, (0.1, 0.25, 0.25))}),
     # one planner better by the MDD the table reports for the design (mean over a pilot
     # of null datasets): the power there should be about 0.8
-    design("power-validity", effect={"action_validity": ([0], "mdd")}),
+    # (rates at or below 1/2 where the effect is: the MDD describes a difference from
+    # q = min(p, 1 - p) towards 1/2, and from 0.55 upwards the variance is smaller)
+    design("power-validity", rates=(0.45, 0.75, 0.2),
+           effect={"action_validity": ([0], "mdd")}),
     design("power-completed", rates=(0.55, 0.35, 0.2), effect={"completed": ([0], "mdd")}),
     design("power-gcr", effect={"gcr": ([0], "mdd")}),
 ]
@@ -201,10 +209,15 @@ def planner_means(X, P):
                          for q in range(P) for k, m in enumerate(METRICS)])
 
 
-def table17(X, cl, P, B, rng):
-    """Table 17's pipeline on one dataset: the family, then the tiers and MDD."""
-    return leaderboard_tiers(family(X, cl, P, B, rng), means=planner_means(X, P),
-                             data=as_frame(X, cl, P))
+def table17(X, cl, P, B, rng, mdd=True):
+    """Table 17's pipeline on one dataset: the family, then the tiers and (``mdd``) the
+    MDD calibrated by simulation as Table 17 computes it (its 400 datasets, drawn from
+    ``rng``); without ``mdd`` the tiers only (they do not read the MDD)."""
+    fam = family(X, cl, P, B, rng)
+    if not mdd:
+        return leaderboard_tiers(fam, means=planner_means(X, P))
+    return leaderboard_tiers(fam, means=planner_means(X, P), data=as_frame(X, cl, P),
+                             n_sims=MDD_SIMS, seed=rng)
 
 
 def check_family(X, cl, P, B, seed):
@@ -217,21 +230,25 @@ def check_family(X, cl, P, B, seed):
 
 
 def pilot_mdd(dz, metric, sizes, P, B, rng, n=40):
-    """Mean MDD (80% power) the table reports for ``metric`` on null datasets of ``dz``."""
+    """Mean MDD (80% power) the table reports for each metric on null datasets of
+    ``dz`` (``{metric: mean}``)."""
     null = dict(dz, effect={})
     mu, _ = setup(null, P)
-    got = []
+    got = {m: [] for m in METRICS}
     for _ in range(n):
         X, cl = simulate(rng, null, mu, sizes)
         r = table17(X, cl, P, B, rng)
-        got.append(float(r.mdd.set_index("metric").mdd_median[metric]))
-    return float(np.mean(got))
+        for m, v in zip(r.mdd.metric, r.mdd.mdd_median):
+            got[m].append(float(v))
+    return {m: float(np.mean(v)) for m, v in got.items()}
 
 
 def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
-    effect = {}
+    effect, pilot = {}, {}
     for m, (who, d) in dz["effect"].items():
-        effect[m] = (who, pilot_mdd(dz, m, sizes, P, B, rng, n_pilot) if d == "mdd" else d)
+        if d == "mdd":
+            pilot = pilot_mdd(dz, m, sizes, P, B, rng, n_pilot)
+        effect[m] = (who, pilot[m] if d == "mdd" else d)
     dz = dict(dz, effect=effect, mdd_effect=[m for m, (_, d) in dz["effect"].items()
                                              if d == "mdd"])
     mu, truth = setup(dz, P)
@@ -242,12 +259,11 @@ def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
     n_eq = sum(equal.values())
     n_diff = len(equal) - n_eq
     fw_false = false = power = wrong = 0
-    mdd = {m: [] for m in METRICS}
     for i in range(n_sims):
         X, cl = simulate(rng, dz, mu, sizes)
         if i == 0:
             check_family(X, cl, P, B, int(rng.integers(2**32)))
-        r = table17(X, cl, P, B, rng)
+        r = table17(X, cl, P, B, rng, mdd=False)
         tiers = {(m, p): set(t) for m, p, t in zip(r.table.metric, r.table.planner,
                                                     r.table.tiers)}
         rank = {(m, p): k for m, p, k in zip(r.table.metric, r.table.planner,
@@ -265,8 +281,6 @@ def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
                 power += right
                 wrong += not right
         fw_false += any_false
-        for m, v in zip(r.mdd.metric, r.mdd.mdd_median):
-            mdd[m].append(v)
     eff = "; ".join(f"{m} +{100 * d:.1f} pp for {len(w)}"
                     + (" (= MDD of a null pilot)" if m in dz["mdd_effect"] else "")
                     for m, (w, d) in dz["effect"].items())
@@ -279,7 +293,7 @@ def run_design(dz, sizes, P, n_sims, B, rng, n_pilot=40):
            "power": power / (n_diff * n_sims) if n_diff else np.nan,
            "wrong_sign": wrong / (n_diff * n_sims) if n_diff else np.nan}
     for m in METRICS:
-        out[f"mdd_{m}"] = float(np.nanmean(mdd[m])) if mdd[m] else np.nan
+        out[f"mdd_{m}"] = pilot.get(m, np.nan)
     return out
 
 
@@ -321,8 +335,8 @@ def main(argv=None):
     for r in res.itertuples():
         print(f"| {r.design} | {r.rates} | {r.icc:g} | {r.corr} | {r.effect} | "
               f"{f(r.fw_false)} ({f(r.fw_false_mcse)}) | {f(r.pair_false, 4)} | {f(r.power)} | "
-              f"{f(r.wrong_sign)} | {100 * r.mdd_action_validity:.1f} / "
-              f"{100 * r.mdd_completed:.1f} / {100 * r.mdd_gcr:.1f} |")
+              f"{f(r.wrong_sign)} | {f(100 * r.mdd_action_validity, 1)} / "
+              f"{f(100 * r.mdd_completed, 1)} / {f(100 * r.mdd_gcr, 1)} |")
     at_mdd = {m: res.power[res.design == f"power-{m.split('_')[-1]}"] for m in METRICS}
     shown = [f"{m} {float(v.iloc[0]):.3f}" for m, v in at_mdd.items() if len(v)]
     if shown:

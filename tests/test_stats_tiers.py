@@ -14,7 +14,10 @@ from scipy import stats
 
 from analysis.stats import PairwiseResult, leaderboard_tiers, pairwise_simultaneous
 from analysis.stats.intervals import kg_interval, mover_difference
-from analysis.stats.tiers import detectable_difference, pair_design, tier_groups
+from analysis.stats.intervals import satterthwaite_df
+from analysis.stats.tiers import (_satterthwaite_rows, calibrated_difference,
+                                 detectable_difference, pair_design, simulated_power,
+                                 tier_groups)
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -252,6 +255,73 @@ def test_table_mdd_at_the_alternative_uses_the_data():
     ra, rb, *_ = pair_design(df, "success", [("A", "D")])
     assert (ra[0], rb[0]) == pytest.approx((df[df.planner == "A"].success.mean(),
                                             df[df.planner == "D"].success.mean()))
+
+
+# --- minimum detectable difference calibrated by simulation --------------------------
+
+def test_simulated_mdd_has_its_power_in_the_binomial_case():
+    # 80 independent tasks (episodes of one task) at 0.2 and 0.3, a 95% interval: the
+    # simulated MDD (400 datasets, Monte Carlo SE of the power 0.02) has exact power
+    # 0.80 within 2.5 Monte Carlo SEs (the exact sum of exact_power)
+    n, c = 80, 1.96
+    d, mcse = calibrated_difference([0.2], [0.3], [n], [0.0], [1.0], [1] * n, c, seed=1)
+    assert mcse == pytest.approx(np.sqrt(0.8 * 0.2 / 400))
+    assert exact_power(0.25 + d[0], 0.25, n, c) == pytest.approx(0.80, abs=2.5 * mcse)
+    # the analytic MDD is the same difference up to the Monte Carlo error
+    assert d[0] == pytest.approx(float(detectable_difference(0.2, 0.3, n, n - 1, 0.0, c, n)),
+                                 abs=0.02)
+
+
+def test_simulated_mdd_is_deterministic_and_its_power_monotone():
+    args = ([0.4], [0.5], [60.0], [0.3], [0.6], [2, 3, 5, 8, 4, 6, 2, 9, 3, 5], 2.8)
+    d1, _ = calibrated_difference(*args, seed=7)
+    d2, _ = calibrated_difference(*args, seed=np.random.default_rng(7))
+    assert d1 == d2  # an int seed and the Generator it makes: the same draws
+    assert calibrated_difference(*args, seed=8)[0] != d1
+    # common random numbers: on fixed draws the power never falls as d grows
+    z = np.random.default_rng(0).standard_normal((2, 200, 10))
+    grid = np.linspace(0, 0.5, 26)
+    pw = [float(simulated_power([g], *args[:-1], args[-1], *z)[0]) for g in grid]
+    assert np.all(np.diff(pw) >= 0) and pw[0] < 0.02 and pw[-1] > 0.95
+    # the MDD is where that curve (on the MDD's own draws) crosses 0.8
+    z7 = np.random.default_rng(7).standard_normal((2, 400, 10))
+    assert simulated_power(d1, *args[:-1], args[-1], *z7)[0] >= 0.8
+    assert simulated_power(d1 - 0.002, *args[:-1], args[-1], *z7)[0] < 0.8
+    with pytest.raises(ValueError, match=r"n_sims=5; valid: an integer >= 10"):
+        calibrated_difference(*args, n_sims=5)
+
+
+def test_satterthwaite_rows_equals_the_family_df():
+    rng = np.random.default_rng(2)
+    n = np.array([2, 3, 5, 8, 15, 4, 6, 2, 9, 3], float)
+    for _ in range(50):
+        e = rng.standard_normal(10) * np.sqrt(n * rng.random() + n * n * rng.random()
+                                              * (rng.random() < 0.5))
+        assert _satterthwaite_rows((e * e)[None], n)[0] == pytest.approx(
+            satterthwaite_df(e[:, None], n), rel=1e-9)
+
+
+def test_table_mdd_simulated_on_the_pooled_design():
+    df = make_df(shift={"A": 1.5, "B": 0.8, "C": 0.7})
+    fam = pairwise_simultaneous(df, ["success", "validity"], n_resamples=2000, seed=3)
+    sim = leaderboard_tiers(fam, data=df, n_sims=200, seed=5)
+    again = leaderboard_tiers(fam, data=df, n_sims=200, seed=5)
+    pd.testing.assert_frame_equal(sim.mdd, again.mdd)
+    m = sim.mdd.set_index("metric").loc["success"]
+    assert m.se_at == "simulated" and m.mdd_min == m.mdd_median == m.mdd_max
+    assert m.power_mcse == pytest.approx(np.sqrt(0.16 / 200))
+    # the pooled design: the pairs' mean rate, harmonic n_eff, mean correlation
+    t = fam.table[fam.table.metric == "success"]
+    ra, rb, ne, _, r = pair_design(df, "success", list(zip(t.planner_a, t.planner_b)))
+    sizes = df.drop_duplicates("task_id").episode_id.value_counts().to_numpy()
+    p = df.groupby("planner").success.agg(["mean", "var"])
+    k = float(np.mean(p["var"] / (p["mean"] * (1 - p["mean"]))))
+    want, _ = calibrated_difference([np.mean((ra + rb) / 2)] * 2, [np.mean((ra + rb) / 2)] * 2,
+                                    [len(ne) / np.sum(1 / ne)] * 2, [np.mean(r)] * 2,
+                                    [k] * 2, sizes, fam.critical_value, 0.8, 200,
+                                    np.random.default_rng(5))
+    assert m.mdd_median == pytest.approx(want[0])
+    pd.testing.assert_frame_equal(sim.table, leaderboard_tiers(fam).table)
 
 
 # --- on the real family ---------------------------------------------------------------

@@ -10,10 +10,13 @@ from .output import Table
 from .context import few_clusters_note
 from .pairwise import _need, draws_text
 
-__all__ = ["leaderboard_tiers_table", "MDD_POWER"]
+__all__ = ["leaderboard_tiers_table", "MDD_POWER", "MDD_SIMS"]
 
 #: Power at which the minimum detectable difference is stated (issue 35).
 MDD_POWER = 0.8
+#: Simulated datasets behind each metric's MDD (Monte Carlo SE of the power at the
+#: printed MDD: sqrt(0.8 * 0.2 / 400) = 0.02).
+MDD_SIMS = 400
 
 
 def _join(values) -> str:
@@ -43,7 +46,8 @@ def leaderboard_tiers_table(export, results) -> Table:
                           for p, v in pt.groupby("label")[m].mean().items()])
     paired = set(pd.unique(fam.table[["planner_a", "planner_b"]].to_numpy().ravel()))
     r = leaderboard_tiers(fam, means=means, power=MDD_POWER,
-                          data=pt[pt.label.isin(paired)], planner_col="label")
+                          data=pt[pt.label.isin(paired)], planner_col="label",
+                          n_sims=MDD_SIMS, seed=results.config.seed)
     t = r.table.merge(r.mdd, on="metric", how="left")
     data = pd.DataFrame({
         "metric": t.metric, "rank": t["rank"], "planner": t.planner,
@@ -51,7 +55,7 @@ def leaderboard_tiers_table(export, results) -> Table:
         "tiers": t.tiers.map(_join), "top_tier": t.top_tier,
         "separated_from": t.separated_from.map(_join),
         "mdd_power": r.power, "mdd_median": t.mdd_median, "mdd_min": t.mdd_min,
-        "mdd_max": t.mdd_max, "mdd_pairs": t.n_pairs,
+        "mdd_max": t.mdd_max, "mdd_pairs": t.n_pairs, "mdd_power_mcse": t.power_mcse,
     })
     first = ~t.metric.duplicated()
     pct = f"{100 * r.power:g}%"
@@ -61,11 +65,12 @@ def leaderboard_tiers_table(export, results) -> Table:
         "mean (%)": [f"{100 * e:.1f}" for e in t.estimate],
         "tier(s)": t.tiers.map(lambda v: ", ".join(map(str, v))),
         "separated from": t.separated_from.map(lambda v: ", ".join(v) if v else "none"),
-        f"MDD at {pct} power (pp): median [range]": [
-            (f"{100 * a:.1f} [{100 * lo:.1f}, {100 * hi:.1f}] over {n} pairs"
+        f"MDD at {pct} power (pp)": [
+            (f"{100 * a:.1f} (pooled over {n} pairs)"
              if f and n else ("no pair with nonzero SE" if f else ""))
-            for a, lo, hi, n, f in zip(t.mdd_median, t.mdd_min, t.mdd_max, t.n_pairs, first)],
+            for a, n, f in zip(t.mdd_median, t.n_pairs, first)],
     })
+    mcse = float(r.mdd.power_mcse.max()) if len(r.mdd) else float("nan")
     n_top = r.table.groupby("metric", sort=False).top_tier.sum()
     tops = "; ".join(f"{METRIC_LABELS.get(m, m)}: {int(n_top[m])} of "
                      f"{int((r.table.metric == m).sum())} planners in tier 1"
@@ -77,15 +82,18 @@ def leaderboard_tiers_table(export, results) -> Table:
         "(compact letter display, Piepho 2004), numbered from the best by their members' "
         "ranks; rank orders the planners by their task-macro mean (equal means share a "
         "rank). Separated from: the planners whose contrast with this one excludes 0. "
-        f"MDD: for each pair, the smallest true difference d that the family separates "
-        f"with {pct} probability when one planner is at the pair's mean rate q (mirrored to "
-        "at most 50%) and the other at q + d: the interval (each mean's Korn-Graubard "
-        "interval at the family's per-contrast level, MOVER, the t(G-1) floor) and the "
-        "standard error are taken at those rates, each mean keeping its effective number "
-        "of tasks, degrees of freedom and the pair's correlation, and the estimate over its "
-        "standard error is taken as noncentral t; the median over the pairs of the metric "
-        "with nonzero standard error, and the range (inf: no difference the rates leave "
-        "room for reaches that power); the CSV keeps the fractions. Calibration under the "
+        f"MDD: the smallest true difference d that the family separates with {pct} "
+        "probability, calibrated by simulation (analysis.stats.tiers.calibrated_difference): "
+        f"{MDD_SIMS} datasets with the committed episodes (their task counts), two planners "
+        "at q and q + d, q the planners' mean rate (mirrored to at most 50%), with the "
+        "metric's pooled design (harmonic mean of the pairs' effective numbers of tasks, "
+        "their mean correlation, the tasks' variance), on each of which the family's own "
+        "decision is taken (Korn-Graubard intervals with each dataset's df, MOVER, the "
+        "t(G-1) floor); d by bisection on the same draws, seed "
+        f"{results.config.seed}; one value per metric (the pooled pair), {pct} power "
+        f"+/- {100 * mcse:.0f} points (Monte Carlo SE of the simulated power); inf: no "
+        "difference the rates leave room for reaches that power; the CSV keeps the "
+        "fractions. Calibration under the "
         "committed episode structure (identical planners in different tiers; power, also "
         "at the printed MDD): docs/statistics.md, Leaderboard tiers. " + _family_note(results, fam) + " "
         + METHODS_POINTER)

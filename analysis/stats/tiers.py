@@ -57,9 +57,23 @@ metric: the median over the pairs with nonzero SE, and the range. It needs the p
 data (``data=``); without it the MDD is ``w + z_power se`` at the observed SE.
 In the binomial case this is exact to about 0.005 in power; under the committed episode
 structure ``bench/tier_calibration.py`` measured power 0.79 (validity), 0.67 (completed)
-and 0.74 (GCR) at the printed MDD: the interval's width varies from dataset to dataset
-(estimated df at an extreme level), which the computation at the true rates leaves out,
-so the MDD is still somewhat optimistic (docs/statistics.md, "Leaderboard tiers").
+and 0.74 (GCR) at it: the interval's width varies from dataset to dataset (estimated df
+at an extreme level), which the computation at the true rates leaves out.
+
+Calibrated by simulation (:func:`calibrated_difference`; ``leaderboard_tiers(...,
+n_sims=, seed=)``, what Table 17 prints): per metric one pooled pair design (the
+planners' mean rate ``q``, mirrored to at most 1/2; the harmonic mean of the pairs'
+``n_eff``; their mean correlation; the tasks' variance over ``p (1 - p)``) and the
+data's episode layout (task counts). ``n_sims`` datasets of two planners at ``q`` and
+``q + d`` (:func:`simulated_power`: Beta episode means with the design's variance,
+Gaussian copula for the correlation), on each the family's own decision (each mean's
+CR1 variance, Satterthwaite df and Korn-Graubard interval from that dataset, MOVER, the
+``t_{G-1}`` floor); the MDD is the ``d`` where the share separated reaches ``power``,
+by bisection on common random numbers (the same draws at every ``d``: the simulated
+power is monotone in ``d``). One numpy Generator from ``seed`` draws everything; the
+Monte Carlo SE of the power at the MDD, ``sqrt(power (1 - power) / n_sims)``, is
+``mdd.power_mcse`` (docs/statistics.md, "Leaderboard tiers", for what the bench
+measured at it).
 """
 from __future__ import annotations
 
@@ -73,8 +87,8 @@ from scipy import special, stats
 from ._core import ESTIMAND, Provenance, cr1_se
 from .intervals import column_df, kg_interval
 
-__all__ = ["LeaderboardTiersResult", "detectable_difference", "leaderboard_tiers",
-           "tier_groups"]
+__all__ = ["LeaderboardTiersResult", "calibrated_difference", "detectable_difference",
+           "leaderboard_tiers", "simulated_power", "tier_groups"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +105,9 @@ class LeaderboardTiersResult(Provenance):
     (contrasts with nonzero SE), ``n_undetectable`` (pairs whose MDD is infinite),
     ``se_at`` (``"alternative"``: at the alternative's rates, from ``data``;
     ``"observed"``: at the observed SE), ``se_median``, ``halfwidth_median``,
-    ``mdd_median``, ``mdd_min``, ``mdd_max`` (same units as the metric). ``power`` the MDD's power;
+    ``mdd_median``, ``mdd_min``, ``mdd_max`` (same units as the metric; ``"simulated"``:
+    one pooled value, so the three are equal), ``power_mcse`` (Monte Carlo SE of the
+    simulated power at the MDD; NaN unless simulated). ``power`` the MDD's power;
     ``critical_value``, ``per_contrast_level``, ``n_clusters`` and the provenance fields
     are the family's.
     """
@@ -211,6 +227,155 @@ def detectable_difference(rate_a, rate_b, n_eff, df, r, critical_value, n_cluste
     return np.where(ok, (lo + hi) / 2, np.nan)[()]
 
 
+def _satterthwaite_rows(e2, n):
+    """:func:`analysis.stats.intervals.satterthwaite_df` of one column, for every row of
+    the squared scores ``e2`` (..., G) at once: the non-negative least-squares fit of
+    ``a_g = b1 n_g + b2 n_g^2`` solved in closed form (the unconstrained fit when both
+    coefficients are >= 0, else the better of the two one-term fits)."""
+    tot = e2.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = np.where(tot > 0, e2 / np.where(tot > 0, tot, 1), 0.0)
+    x1, x2 = n, n * n
+    s11, s12, s22 = x1 @ x1, x1 @ x2, x2 @ x2
+    y1, y2 = v @ x1, v @ x2
+    det = s11 * s22 - s12 * s12
+    with np.errstate(invalid="ignore", divide="ignore"):  # det = 0: equal episodes
+        b1, b2 = (s22 * y1 - s12 * y2) / det, (s11 * y2 - s12 * y1) / det
+    # one-term fits (clipped at 0) and their residual sums of squares, v'v dropped
+    c1, c2 = np.maximum(y1 / s11, 0), np.maximum(y2 / s22, 0)
+    r1, r2 = c1 * c1 * s11 - 2 * c1 * y1, c2 * c2 * s22 - 2 * c2 * y2
+    both = (b1 >= 0) & (b2 >= 0)
+    b1 = np.where(both, b1, np.where(r1 <= r2, c1, 0.0))
+    b2 = np.where(both, b2, np.where(r1 <= r2, 0.0, c2))
+    a = b1[..., None] * x1 + b2[..., None] * x2
+    none = ~np.any(a > 0, axis=-1) | (tot[..., 0] <= 0)
+    a = np.where(none[..., None], x1, a)
+    return np.maximum(a.sum(axis=-1) ** 2 / (a * a).sum(axis=-1) - 1, 1.0)
+
+
+def _power_curve(rate_a, rate_b, n_eff, r, task_ratio, sizes, critical_value, z_a, z_b):
+    """``(q, pw)``: the alternative's lower rate per pair and ``pw(d)``, the simulated
+    power at ``d`` (:func:`simulated_power`), with the draws and the planner at ``q``
+    fixed (computed once: only the planner at ``q + d`` moves with ``d``)."""
+    n_g = np.asarray(sizes, float)
+    G, n = len(n_g), float(n_g.sum())
+    if G < 2:
+        raise ValueError(f"sizes={list(sizes)!r}; valid: task counts of 2 or more episodes")
+    a1 = special.ndtr(-critical_value)
+    t_floor = -special.stdtrit(max(G - 1.0, 1.0), a1)
+    pm = (np.asarray(rate_a, float) + np.asarray(rate_b, float)) / 2
+    q = np.minimum(pm, 1 - pm)
+    k = np.asarray(task_ratio, float)[:, None, None]
+    ne = np.asarray(n_eff, float)[:, None, None]
+    # the episode correlation that gives sum_g n_g a_g = n^2 / n_eff
+    rho = np.maximum((n * n / (ne * k) - n) / max(float(n_g @ n_g) - n, 1e-12), 0.0)
+    k = np.minimum(k, n / ne)                      # rho = 0 and still too much variance
+    a_g = k * (1 + (n_g - 1) * rho)
+    # an episode's mean is Beta(p phi, (1 - p) phi): mean p, variance p (1 - p) a_g / n_g
+    # (phi + 1 = n_g / a_g); bounded and skewed near 0 and 1 as the data are, Bernoulli
+    # in the limit phi -> 0 (one task per episode, k = 1)
+    phi = np.maximum(n_g / a_g - 1, 1e-3)
+    rr = np.clip(np.asarray(r, float), -1, 1)[:, None, None]
+    u_a = special.ndtr(z_a)
+    u_b = special.ndtr(rr * z_a + np.sqrt(1 - rr * rr) * z_b)
+    cr1 = G / (G - 1)
+
+    def parts(p, u):
+        S = n_g * special.betaincinv(p * phi, (1 - p) * phi, u)
+        th = S.sum(axis=-1) / n
+        e = S - th[..., None] * n_g
+        v = cr1 * (e * e).sum(axis=-1) / (n * n)
+        return th, e, v, _satterthwaite_rows(e * e, n_g)
+
+    q0 = q[:, None, None]
+    th0, e0, v0, df0 = parts(q0, u_a)
+    kk = k[..., 0]
+    _, hi0, _ = kg_interval(th0, v0, kk * th0 * (1 - th0), n, df0, a1)
+    uw = hi0 - th0
+    ss0 = (e0 * e0).sum(axis=-1)
+
+    def pw(d):
+        th1, e1, v1, df1 = parts(q0 + np.asarray(d, float)[:, None, None], u_b)
+        lo1, _, _ = kg_interval(th1, v1, kk * th1 * (1 - th1), n, df1, a1)
+        lw = th1 - lo1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            den = np.sqrt(ss0 * (e1 * e1).sum(axis=-1))
+            rh = np.where(den > 0, (e0 * e1).sum(axis=-1) / np.where(den > 0, den, 1), 0.0)
+        w = np.sqrt(np.maximum(lw * lw + uw * uw - 2 * rh * lw * uw, 0.0))
+        ec = e1 - e0
+        w = np.maximum(w, t_floor * np.sqrt(cr1 * (ec * ec).sum(axis=-1)) / n)
+        return ((th1 - th0) > w).mean(axis=-1)
+
+    return q, pw
+
+
+def simulated_power(d, rate_a, rate_b, n_eff, r, task_ratio, sizes, critical_value,
+                    z_a, z_b):
+    """Power of the family's decision to separate a planner at ``q + d`` from one at
+    ``q`` (``q`` the pair's mean rate mirrored to at most 1/2), the share of the
+    datasets of the standard normal draws ``z_a``, ``z_b`` (n_sims, G) it separates;
+    arrays over pairs (1-D).
+
+    Each dataset: per episode g with ``n_g`` tasks (``sizes``) and each planner at rate
+    ``p``, the episode mean is Beta with mean ``p`` and variance ``p (1 - p) a_g / n_g``,
+    ``a_g = k (1 + (n_g - 1) rho)``: ``k`` the task variance over ``p (1 - p)``
+    (``task_ratio``; 1 for 0/1 outcomes) and ``rho`` >= 0 the episode correlation that
+    gives the mean the pair's effective size ``n_eff`` (``k`` lowered where even
+    ``rho = 0`` is above it); the two planners' draws are correlated ``r`` (Gaussian
+    copula). On each dataset the family's own decision at the per-contrast critical
+    value: each mean's CR1 variance (floored at ``s^2 / n``, ``s^2 = k p (1 - p)``),
+    Satterthwaite df from its episode scores, Korn-Graubard Clopper-Pearson interval,
+    MOVER with the estimated correlation, the contrast's ``t_{G-1} se`` floor;
+    separated when the lower bound exceeds 0.
+
+    >>> z = np.random.default_rng(0).standard_normal((2, 400, 18))
+    >>> pw = [float(simulated_power([d], [0.3], [0.3], [60.0], [0.0], [1.0], [5] * 18,
+    ...                             2.5, *z)[0]) for d in (0.0, 0.2, 0.4)]
+    >>> pw[0] < 0.01 < pw[1] < pw[2], pw[2] > 0.9
+    (True, True)
+    """
+    _, pw = _power_curve(*(np.atleast_1d(np.asarray(v, float)) for v in
+                           (rate_a, rate_b, n_eff, r, task_ratio)),
+                         sizes, critical_value, z_a, z_b)
+    return pw(np.atleast_1d(np.asarray(d, float)))
+
+
+def calibrated_difference(rate_a, rate_b, n_eff, r, task_ratio, sizes, critical_value,
+                          power: float = 0.8, n_sims: int = 400, seed=None):
+    """Minimum detectable difference by simulation (module docstring): per pair the
+    smallest ``d`` at which :func:`simulated_power` reaches ``power``, by bisection on
+    common random numbers (the same ``n_sims`` datasets' draws at every ``d``, so the
+    simulated power is monotone in ``d`` and the root is stable). ``seed``: an int or
+    a numpy Generator, the only source of the draws. Returns ``(mdd, power_mcse)``:
+    NaN where no ``d`` below ``1 - q`` reaches ``power``; ``power_mcse`` =
+    ``sqrt(power (1 - power) / n_sims)``, the Monte Carlo SE of the power at ``mdd``.
+
+    18 episodes of 5 tasks, 0/1 outcomes at 0.3 (no episode effect), a per-contrast
+    critical value of 2.5:
+
+    >>> d, e = calibrated_difference([0.3], [0.3], [90.0], [0.0], [1.0], [5] * 18, 2.5,
+    ...                              seed=0)
+    >>> round(float(d[0]), 2), e
+    (0.29, 0.02)
+    """
+    if not 0 < power < 1:
+        raise ValueError(f"power={power!r}; valid: a number strictly between 0 and 1")
+    if int(n_sims) < 10:
+        raise ValueError(f"n_sims={n_sims!r}; valid: an integer >= 10")
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    ra, rb, ne, r, k = np.broadcast_arrays(*(np.atleast_1d(np.asarray(v, float)) for v in
+                                             (rate_a, rate_b, n_eff, r, task_ratio)))
+    z_a, z_b = rng.standard_normal((2, int(n_sims), len(sizes)))
+    q, pw = _power_curve(ra, rb, ne, r, k, sizes, critical_value, z_a, z_b)
+    lo, hi = np.zeros_like(q), 1 - q - 1e-9
+    ok = (ne > 0) & (pw(hi) >= power)
+    for _ in range(12):  # (1 - q) / 2^12 < 0.013 pp: below the printed digit
+        mid = (lo + hi) / 2
+        below = pw(mid) < power
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    return np.where(ok, hi, np.nan), float(np.sqrt(power * (1 - power) / int(n_sims)))
+
+
 def pair_design(data, metric, pairs, planner_col="planner", task_col="task_id",
                 cluster_col="episode_id"):
     """Per pair of ``pairs`` the inputs of :func:`detectable_difference` from the
@@ -251,7 +416,8 @@ def pair_design(data, metric, pairs, planner_col="planner", task_col="task_id",
 def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
                       power: float = 0.8, data: pd.DataFrame | None = None,
                       planner_col: str = "planner", task_col: str = "task_id",
-                      cluster_col: str = "episode_id") -> LeaderboardTiersResult:
+                      cluster_col: str = "episode_id", n_sims: int | None = None,
+                      seed=None) -> LeaderboardTiersResult:
     """Tiers per contrast metric from a simultaneous pairwise family, and the minimum
     detectable difference at ``power`` per metric (module docstring).
 
@@ -264,6 +430,10 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
     of a metric in [0, 1] is taken at the alternative's rates
     (:func:`detectable_difference`, ``mdd.se_at == "alternative"``); without it, the
     MDD is ``(k + z_power) se`` at the observed SE (``"observed"``), optimistic.
+    ``n_sims`` (with ``data``): the MDD calibrated by simulation on each metric's
+    pooled pair design (:func:`calibrated_difference`, ``mdd.se_at == "simulated"``),
+    its draws from ``seed`` (an int or a numpy Generator; one Generator for every
+    metric, in the family's metric order).
 
     Example
     -------
@@ -294,6 +464,7 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         raise ValueError(f"pairwise.table lacks columns {missing}; pass the result of "
                          "analysis.stats.pairwise_simultaneous")
     rows, tier_rows, mdd_rows = [], [], []
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     # plain arrays: the per-metric work is a few dozen rows, pandas indexing would dominate
     col = {c: t[c].to_numpy() for c in need}
     for metric in pd.unique(col["metric"]):
@@ -328,7 +499,25 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         ok = ~col["zero_se"][idx].astype(bool) & ~set_aside
         se = col["se"][idx].astype(float)[ok]
         half = ((col["high"][idx] - col["low"][idx]).astype(float) / 2)[ok]
-        if data is not None and metric in data.columns and data[metric].between(0, 1).all():
+        bounded = (data is not None and metric in data.columns
+                   and bool(data[metric].between(0, 1).all()))
+        mcse = np.nan
+        # (a simulation needs two episodes at least; with one, the analytic MDD)
+        if bounded and n_sims and ok.any() and data[cluster_col].nunique() >= 2:
+            # one pooled pair design per metric, its MDD calibrated by simulation
+            sub = data[data[planner_col].isin(planners)]
+            ra, rb, ne, _, rr = pair_design(sub, metric, list(zip(pa[ok], pb[ok])),
+                                            planner_col, task_col, cluster_col)
+            pm = float(np.mean((ra + rb) / 2))
+            sizes = sub.drop_duplicates(task_col)[cluster_col].value_counts().to_numpy()
+            d, mcse = calibrated_difference([pm], [pm], [len(ne) / np.sum(1 / ne)],
+                                            [float(np.mean(rr))],
+                                            [_task_ratio(sub, metric, planner_col)],
+                                            sizes, pairwise.critical_value, power,
+                                            n_sims, rng)
+            mdd = np.full(int(ok.sum()), float(d[0]))
+            model = "simulated"
+        elif bounded:
             # the rates of the alternative (detectable_difference); critical value: the
             # family's per-contrast normal quantile
             design = pair_design(data[data[planner_col].isin(planners)], metric,
@@ -349,7 +538,7 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
                          "se_median": float(np.median(se)) if ok.any() else np.nan,
                          "halfwidth_median": float(np.median(half)) if ok.any() else np.nan,
                          "mdd_median": top(np.median), "mdd_min": top(np.min),
-                         "mdd_max": top(np.max)})
+                         "mdd_max": top(np.max), "power_mcse": mcse})
     return LeaderboardTiersResult(
         table=pd.DataFrame(rows, columns=["metric", "rank", "planner", "estimate",
                                           "vs_average", "tiers", "top_tier",
@@ -357,7 +546,8 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         tiers_by_metric=pd.DataFrame(tier_rows, columns=["metric", "tier", "planners"]),
         mdd=pd.DataFrame(mdd_rows, columns=["metric", "n_pairs", "n_undetectable",
                                             "se_at", "se_median", "halfwidth_median",
-                                            "mdd_median", "mdd_min", "mdd_max"]),
+                                            "mdd_median", "mdd_min", "mdd_max",
+                                            "power_mcse"]),
         power=float(power),
         critical_value=float(pairwise.critical_value),
         per_contrast_level=float(getattr(pairwise, "per_contrast_level", np.nan)),
@@ -368,6 +558,15 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         confidence_level=pairwise.confidence_level,
         seed=pairwise.seed,
     )
+
+
+def _task_ratio(data, metric, planner_col) -> float:
+    """Mean over the planners (rates strictly inside (0, 1)) of the task variance over
+    ``p (1 - p)``: 1 for 0/1 outcomes, below 1 for averages such as action validity."""
+    g = data.groupby(planner_col)[metric]
+    p, s2 = g.mean().to_numpy(float), g.var().to_numpy(float)
+    inner = (p > 0) & (p < 1) & np.isfinite(s2)
+    return float(np.mean(s2[inner] / (p[inner] * (1 - p[inner])))) if inner.any() else 1.0
 
 
 def _means(means, metric, planners, contrasts) -> dict:
