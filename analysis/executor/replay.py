@@ -163,7 +163,7 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
             continue
         line_of[key], by_key[key] = i, g
     if suite is not None:
-        from ..limited import run_suite_of   # a limited run covers its first N episodes
+        from ..records.limited import run_suite_of   # a limited run covers its first N episodes
         suite = run_suite_of(run, suite, tasks)
         episode_ids = list(suite["episode_ids"])
         task_ids = list(suite["task_ids"])

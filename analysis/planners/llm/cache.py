@@ -35,7 +35,7 @@ def request_key(request: Mapping) -> str:
     return hashlib.sha256(_canonical(request)).hexdigest()
 
 
-from analysis.confine import DiskError
+from analysis._fs.confine import DiskError
 
 
 class CacheError(DiskError):
@@ -68,7 +68,7 @@ class ResponseCache:
         return self.dir / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        from analysis.confine import ConfinementError, read_regular
+        from analysis._fs.confine import ConfinementError, read_regular
         p = self._path(key)
         try:
             raw = read_regular(p, limit=64 << 20)
@@ -93,7 +93,7 @@ class ResponseCache:
         return response
 
     def put(self, key: str, request: Mapping, response: Mapping) -> None:
-        from analysis.confine import disk_error
+        from analysis._fs.confine import disk_error
         p = self._path(key)
         if request_key(request) != key:
             raise ValueError(f"cache key {key[:12]} is not the key of the request")

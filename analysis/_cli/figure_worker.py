@@ -51,7 +51,7 @@ def _prepare() -> None:
     import matplotlib.backends.backend_pdf  # noqa: F401 - imports fontTools (the bulk)
     import matplotlib.figure  # noqa: F401
 
-    from . import report  # noqa: F401 - the builders, and the classes of the results
+    from .. import report  # noqa: F401 - the builders, and the classes of the results
 
 
 def draw_figures(results, export=None) -> dict:
@@ -61,7 +61,7 @@ def draw_figures(results, export=None) -> dict:
     :class:`~analysis.report.Skipped`."""
     import dataclasses
 
-    from .report import BUILDERS, Skip, Skipped, figure_style, render_figure
+    from ..report import BUILDERS, Skip, Skipped, figure_style, render_figure
     out = {}
     for name, title, ref, build in BUILDERS:
         if not name.startswith("fig"):

@@ -234,9 +234,9 @@ def read_user_records(path: str | os.PathLike, limit: int = MAX_RECORD_FILE_BYTE
     a regular file (a symlink, FIFO or device is refused, never opened in a way that
     blocks) of at most ``limit`` bytes, decompressing to at most ``limit`` bytes, with
     lines of at most ``line_limit`` bytes. ``ValueError`` (a
-    :class:`~analysis.confine.ConfinementError` for the file's kind or size, a
+    :class:`~analysis._fs.errors.ConfinementError` for the file's kind or size, a
     :class:`RecordParseError` for its content) says which limit and where."""
-    from analysis.confine import read_regular
+    from analysis._fs.confine import read_regular
     raw = read_regular(path, str(path), limit=limit)
     if str(path).endswith(".gz"):
         try:

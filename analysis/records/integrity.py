@@ -11,7 +11,7 @@ order of trust:
 3. each file is hashed (SHA-256, size) *before* anything is decompressed or parsed;
    ``.gz`` files decompress to at most the manifest's ``decompressed_size``;
 4. each line is decoded by the typed decoder of its record type (the JSON Schema
-   documents, :mod:`analysis.frozen.schemas`), must equal its canonical serialization
+   documents, :mod:`analysis.records.schemas`), must equal its canonical serialization
    (which also rules out duplicate keys, a BOM, CRLF, other whitespace or key order)
    and the record hash the manifest lists; IDs are unique;
 5. cross-file checks: suites name known tasks, runs belong to this cohort and cover
@@ -238,7 +238,7 @@ def _read_manifest(root: Path, follow: bool = False) -> dict:
             full = json.loads(raw)
             extra = first_extra_field(full, manifest)
             why = (f"unknown field {extra!r}" if extra else "not in canonical form (as "
-                   "written by analysis.frozen.manifest.write_manifest: keys sorted, indent 1)")
+                   "written by analysis.records.manifest.write_manifest: keys sorted, indent 1)")
         raise IntegrityError(MANIFEST_NAME, why)
     seen = {}
     for rel, entry in manifest["files"].items():
@@ -864,7 +864,7 @@ def _check_cross_file(manifest: dict, records: dict, group_keys: dict) -> tuple[
             raise IntegrityError(rel, "run was produced on another cohort (cohort_sha256 "
                                  f"{run['cohort_sha256'][:12]}... != {fingerprint[:12]}...)",
                                  line=1, record_id=run_id)
-        from ..limited import run_suite_of   # a limited run covers its first N episodes
+        from .limited import run_suite_of   # a limited run covers its first N episodes
         suite = run_suite_of(run, suites[run["suite"]], tasks)
         _check_run_files(folder, run, suite, tasks, episodes, records, group_keys, manifest)
         runs[run_id] = run
@@ -974,7 +974,7 @@ def verify(root: str | os.PathLike | None = None, workers: int = 1) -> Verificat
     True
     """
     if root is None:
-        from ..resources import default_export_root   # where the repository's or the wheel's export is
+        from .._fs.resources import default_export_root   # where the repository's or the wheel's export is
         root = default_export_root()
     # the group records are checked and dropped one by one: verification alone keeps
     # none of them (a tenth of the memory)

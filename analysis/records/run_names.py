@@ -61,7 +61,7 @@ def resolve_run(name: str, run_ids, key: str = "run") -> list[str]:
 def manifest_run_ids(export_root) -> list[str]:
     """The run IDs an export's ``MANIFEST.json`` lists (no verification; an unreadable
     manifest gives ``[]``, and verification then names the problem)."""
-    from .frozen.manifest import read_manifest
+    from .manifest import read_manifest
     try:
         files = read_manifest(Path(export_root)).get("files", {})
     except (OSError, ValueError):

@@ -1,7 +1,7 @@
 """Frozen exports: canonical hashing, the manifest, verification and loading.
 
->>> from analysis import frozen
->>> frozen.verify("frozen_exports").summary()  # doctest: +SKIP
+>>> from analysis import records
+>>> records.verify("frozen_exports").summary()  # doctest: +SKIP
 """
 from .hashing import canonical_json, sha256_record
 from .integrity import IntegrityError, VerificationReport, verify
