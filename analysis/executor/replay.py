@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 from .executor import Executor
 from .rules import Rules
 from .runtime import RuntimeConfig, run_episode
+from .protocol import PlannerResponse
 
 __all__ = ["Divergence", "ReplayReport", "replay_run", "runtime_config", "QUERY_FIELDS",
            "ATTEMPT_FIELDS"]
@@ -96,7 +97,6 @@ class _RecordedPlanner:
         return {}
 
     def propose(self, view):
-        from analysis.planners.base import PlannerResponse
         gid = view.key[self.prefix:view.key.rindex("/")]
         calls = self.records[gid]["planner_calls"]
         k = view.call_index
