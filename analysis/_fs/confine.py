@@ -17,10 +17,12 @@ analysis._fs.errors.ConfinementError: GENERATION.json: path '../victim.txt' leav
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
+from .atomic import atomic_write
 from .errors import (ConfinementError, DiskError, JournalError, LocalFault, LockBusy,
                      TransactionBusy, disk_error, local_fault)
 
@@ -154,7 +156,6 @@ def write_state(path: str | os.PathLike, data: bytes, what: str) -> Path:
     it, then a rename), never writing through a symlink and never into a FIFO or device:
     one that is in its place is refused naming it (:class:`ConfinementError`), before
     anything is written; its folder must not be a symlink (:func:`state_folder`)."""
-    import tempfile
     path = Path(path)
     if os.path.lexists(path):
         if path.is_symlink():
@@ -162,21 +163,10 @@ def write_state(path: str | os.PathLike, data: bytes, what: str) -> Path:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             raise ConfinementError(f"{what} {path} is not a regular file; remove it")
     state_folder(path.parent, f"the folder of {what}")
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        return atomic_write(path, data)
     except OSError as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         raise disk_error(path, exc, "nothing was changed") from None
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def export_holding(path: str | os.PathLike) -> Path | None:

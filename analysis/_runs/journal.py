@@ -26,11 +26,11 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+from .._fs.atomic import atomic_write
 from .._fs.locking import export_lock  # noqa: F401 -- re-exported: the one lock of every writer
 
 __all__ = ["RunIncomplete", "RunJournal", "JournalMismatch", "run_episodes", "fingerprint",
@@ -171,21 +171,9 @@ def _atomic_write(path: Path, data: bytes) -> None:
                                "symlink, FIFO or device); remove it")
     state_folder(path.parent, "the state folder")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        atomic_write(path, data, fsync=True)
     except OSError as exc:
         raise disk_error(path, exc, "nothing written to the export") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise disk_error(path, exc, "nothing written to the export") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def run_episodes(job: Callable, args: Sequence, episode_ids: Sequence[str], jobs: int = 1,

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from .._fs.atomic import atomic_write
+
 __all__ = ["Shard", "parse_shard", "ShardJournal", "ShardOutcome", "finish_shard",
            "registered_stamp", "shard_call_log", "launcher_environment", "prepare_launcher",
            "ray_token_path",
@@ -338,14 +340,8 @@ def prepare_launcher(launcher: str, environ=None) -> None:
     if path.is_file():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, secrets.token_hex(32).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)   # whole or absent, also when two sweeps start at once
+    # whole or absent (0600), also when two sweeps start at once
+    atomic_write(path, secrets.token_hex(32).encode(), fsync=True)
 
 
 

@@ -20,6 +20,7 @@ run gets its own planner name (``chat_schema``, as its config file configs/plann
 """
 from __future__ import annotations
 
+from analysis._fs.atomic import keep_previous
 from analysis._fs.confine import local_fault
 from analysis.executor.protocol import PlannerResponse, PlannerView, ProviderError, render_prompt
 
@@ -126,7 +127,7 @@ class ChatPlanner:
                                        "; remove it (the run recreates it)")
         if fresh and log and os.path.exists(log):
             try:
-                os.replace(log, str(log) + ".previous")
+                keep_previous(log)
             except OSError as exc:
                 raise disk_error(log, exc, "nothing was run") from None
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
@@ -35,6 +34,7 @@ def request_key(request: Mapping) -> str:
     return hashlib.sha256(_canonical(request)).hexdigest()
 
 
+from analysis._fs.atomic import atomic_write
 from analysis._fs.confine import DiskError
 
 
@@ -99,17 +99,11 @@ class ResponseCache:
             raise ValueError(f"cache key {key[:12]} is not the key of the request")
         entry = {"key": key, "request": request, "response": response,
                  "sha256": _entry_sha(key, request, response)}
-        tmp = None
         try:
             if p.parent.is_symlink():
                 raise NotADirectoryError(20, "a symlink in place of a cache folder")
             p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", dir=p.parent)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(_canonical(entry))
-            os.replace(tmp, p)
+            atomic_write(p, _canonical(entry), prefix=f".{key[:8]}.")
         except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
             err = disk_error(p, exc, "the run stops (a local fault, not a planner failure)")
             raise CacheError(err.errno, err.strerror) from None
