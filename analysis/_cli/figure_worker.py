@@ -20,27 +20,9 @@ dict_keys(['fig05_endpoints.data.csv', 'fig05_endpoints.png', 'fig05_endpoints.p
 """
 from __future__ import annotations
 
-import os
-import pickle
-import signal
-import threading
+from .._fs.fork import ForkWorker
 
 __all__ = ["FigureWorker"]
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while True:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
 
 
 def _prepare() -> None:
@@ -75,101 +57,34 @@ def draw_figures(results, export=None) -> dict:
     return out
 
 
-def _child(request_fd: int, answer_fd: int) -> None:
-    """The worker: prepare, wait for the results (EOF: the command gave up), draw, answer.
-    Never returns."""
-    code = 0
-    try:
-        try:
-            _prepare()
-            request = _read_all(request_fd)
-            if not request:
-                os._exit(0)
-            payload = pickle.dumps(("ok", draw_figures(pickle.loads(request))))
-        except BaseException as exc:  # noqa: BLE001 - handed to the command
-            try:
-                payload = pickle.dumps(("error", exc))
-            except Exception:  # noqa: BLE001 - an exception that does not pickle
-                payload = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
-        _write_all(answer_fd, payload)
-    except BaseException:  # noqa: BLE001 - the command reports the missing answer
-        code = 1
-    finally:
-        os._exit(code)
-
-
 class FigureWorker:
-    """A forked figure process: :meth:`start`, then :meth:`submit` once and
-    :meth:`collect` once, or :meth:`close` to dismiss it (always safe to call)."""
+    """A forked figure process (:class:`analysis._fs.fork.ForkWorker`): :meth:`start`,
+    then :meth:`submit` once and :meth:`collect` once, or :meth:`close` to dismiss it
+    (always safe to call)."""
 
-    def __init__(self, pid: int, request_fd: int, answer_fd: int):
-        self.pid, self._request_fd, self._answer_fd = pid, request_fd, answer_fd
-        self._sender: threading.Thread | None = None
+    def __init__(self, worker: ForkWorker):
+        self._worker = worker
+
+    @property
+    def pid(self) -> int | None:
+        return self._worker.pid
 
     @classmethod
     def start(cls) -> FigureWorker | None:
         """Fork the worker (None where ``os.fork`` does not exist)."""
-        if not hasattr(os, "fork"):
-            return None
-        req_r, req_w = os.pipe()
-        ans_r, ans_w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(req_w)
-            os.close(ans_r)
-            _child(req_r, ans_w)
-        os.close(req_r)
-        os.close(ans_w)
-        return cls(pid, req_w, ans_r)
+        worker = ForkWorker.start(draw_figures, name="figure process", prepare=_prepare,
+                                  takes_request=True)
+        return None if worker is None else cls(worker)
 
     def submit(self, results) -> None:
         """Send the results; returns at once (a thread writes them while the worker may
         still be importing, so the pipe never stalls the command)."""
-        data = pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
-        fd = self._request_fd
-        self._request_fd = None
-
-        def send():
-            try:
-                _write_all(fd, data)
-            except OSError:
-                pass  # the worker ended early: its answer says why
-            finally:
-                os.close(fd)
-
-        self._sender = threading.Thread(target=send, name="figure-request", daemon=True)
-        self._sender.start()
+        self._worker.submit(results)
 
     def collect(self) -> dict:
         """The worker's figures (see :func:`draw_figures`); raises what a builder raised."""
-        try:
-            payload = _read_all(self._answer_fd)
-        finally:
-            self.close()
-        if not payload:
-            raise RuntimeError("the figure process ended without an answer")
-        kind, value = pickle.loads(payload)
-        if kind == "error":
-            raise value
-        return value
+        return self._worker.collect()
 
     def close(self) -> None:
-        """Dismiss the worker and reap it. A worker that was sent nothing is killed (it
-        writes nothing, and would otherwise finish its imports first)."""
-        if self._request_fd is not None:
-            os.close(self._request_fd)
-            self._request_fd = None
-            if self.pid is not None:
-                try:
-                    os.kill(self.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        if self._sender is not None:
-            self._sender.join()
-            self._sender = None
-        if self._answer_fd is not None:
-            os.close(self._answer_fd)
-            self._answer_fd = None
-        if self.pid is not None:
-            os.waitpid(self.pid, 0)
-            self.pid = None
+        """Dismiss the worker and reap it (killed when its figures were not collected)."""
+        self._worker.close()

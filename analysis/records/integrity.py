@@ -30,7 +30,6 @@ import hashlib
 import json
 import os
 import re
-import signal
 import stat
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -41,6 +40,7 @@ from typing import Any, NotRequired, TypedDict
 
 import msgspec
 
+from .._fs.fork import ForkWorker
 from .hashing import canonical_json, sha256_bytes
 from .io import DuplicateKey as _DuplicateKey
 from .io import gunzip_capped
@@ -648,63 +648,29 @@ def _split(manifest: dict, stream: dict) -> set[str]:
 
 
 def _verify_in_child(root: Path, follow: bool, manifest: dict, rels: list[str]):
-    """Fork a process that verifies ``rels`` (streamed, no callback). Returns
-    ``collect()``: ``{rel: (StreamedRecords, group keys)}``, or the ``IntegrityError``
-    of its first failing file (returned, not raised: the caller orders the errors)."""
-    import pickle
-    rfd, wfd = os.pipe()
-    # Ctrl-C is the parent's to handle (it reports "interrupted" and stops the children):
-    # a child cut mid-answer would only garble the report. SIGINT stays blocked across the
-    # fork so that none reaches the child before it ignores it; the parent gets it after.
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        pid = os.fork()
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        raise
-    if pid == 0:  # the child: never returns
-        code = 0
+    """Fork a process that verifies ``rels`` (streamed, no callback;
+    :class:`analysis._fs.fork.ForkWorker`). Returns ``collect()``: ``{rel:
+    (StreamedRecords, group keys)}``, or the ``IntegrityError`` of its first failing file
+    (returned, not raised: the caller orders the errors)."""
+
+    def work():
+        out: dict = {}
         try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-            os.close(rfd)
-            out: dict = {}
-            try:
-                for rel in rels:
-                    entry = manifest["files"][rel]
-                    keys = [] if entry["record_type"] == "group_record" else None
-                    n = len(_verify_file(root, rel, entry, follow, stream=True, keys=keys))
-                    out[rel] = (n, keys)
-                payload = pickle.dumps(("ok", out))
-            except IntegrityError as exc:
-                payload = pickle.dumps(("error", exc))
-            except BaseException as exc:  # noqa: BLE001 - handed to the parent
-                payload = pickle.dumps(("crash", f"{type(exc).__name__}: {exc}"))
-            with os.fdopen(wfd, "wb") as f:
-                f.write(payload)
-        except BaseException:  # noqa: BLE001 - the parent reports the missing answer
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(wfd)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+            for rel in rels:
+                entry = manifest["files"][rel]
+                keys = [] if entry["record_type"] == "group_record" else None
+                n = len(_verify_file(root, rel, entry, follow, stream=True, keys=keys))
+                out[rel] = (n, keys)
+            return ("ok", out)
+        except IntegrityError as exc:
+            return ("error", exc)
+        except BaseException as exc:  # noqa: BLE001 - handed to the parent
+            return ("crash", f"{type(exc).__name__}: {exc}")
+
+    worker = ForkWorker.start(work, name="verifying process")
 
     def collect():
-        try:
-            with os.fdopen(rfd, "rb") as f:
-                payload = f.read()
-        except BaseException:  # Ctrl-C in the parent: the child's answer is not wanted
-            os.kill(pid, signal.SIGKILL)
-            raise
-        finally:
-            os.waitpid(pid, 0)
-        if not payload:
-            raise RuntimeError("the verifying process ended without an answer")
-        try:
-            kind, value = pickle.loads(payload)
-        except (pickle.UnpicklingError, EOFError, ValueError):
-            raise RuntimeError("the verifying process ended before its whole answer was "
-                               "written") from None
+        kind, value = worker.collect()
         if kind == "crash":
             raise RuntimeError(f"the verifying process failed: {value}")
         if kind == "error":
