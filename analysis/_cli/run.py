@@ -30,23 +30,29 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
-from .._runs.journal import RunIncomplete, RunJournal, default_state_dir, run_episodes
+from .._fs.confine import state_path_problem
+from .multirun import multirun
 from .._fs.locking import export_lock
+from .._runs.journal import RunIncomplete, RunJournal, default_state_dir, run_episodes
+from .._runs.shards import (ShardJournal, already_registered, finish_shard, parse_shard,
+                            shard_call_log)
 from ..executor.belief import MEMORY_MODES
 from ..executor.cohort import Cohort, load_cohort
 from ..executor.rules import Rules
 from ..executor.runtime import RuntimeConfig, run_episode
-from ..records.hashing import sha256_file
-from ..records.io import encode_records, read_records
-from ..records.manifest import (FORMAT_VERSION, MANIFEST_NAME, cohort_fingerprint, file_entry,
-                              read_manifest, write_manifest)
+from ..records.io import encode_records
+from ..records.manifest import (FORMAT_VERSION, MANIFEST_NAME, file_entry, read_manifest,
+                               write_manifest)
 from .._fs.transaction import Transaction, export_txn_dir, recover_export
-from ..records.run_names import run_id
+from ..records import verify
+from ..records.limited import LIMIT_KEY, limited_suite
+from ..records.run_names import RunExists, check_run_absent, run_id
 from ..planners import check_settings, make_planner, planner_class, planner_label
 
-__all__ = ["run_suite", "run_id", "RunSummary", "load_cohort", "Cohort", "main"]
+__all__ = ["run_suite", "run", "RunSpec", "RunOptions", "run_id", "RunSummary",
+           "load_cohort", "Cohort", "main"]
 
 RUN_FILES = {"run.json": "run", "groups.jsonl.gz": "group_record", "tasks.jsonl": "task_record"}
 
@@ -108,6 +114,57 @@ def _progress(done: int, total: int, rid: str, enabled: bool, failed: int = 0) -
             print(line, file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class RunSpec:
+    """What is run: the settings that determine the records (``run.json`` keeps them).
+
+    ``run_name`` names the run apart from its planner (default: the planner's name): the
+    run ID is ``<run_name>__<suite>__<memory>`` and ``run.json`` keeps ``planner``,
+    ``planner_config`` and ``run_name`` apart. ``limit=N`` runs only the first N episodes
+    of the suite, a trial recorded as ``episode_limit`` in ``run.json``
+    (:mod:`analysis.records.limited`: the tables refuse it unless told otherwise); a
+    limit of at least the suite's size is a whole run.
+    """
+
+    planner: str
+    suite: str
+    memory: str
+    export_root: str | os.PathLike
+    seed: int = 0
+    attempt_limit: int = 80
+    planner_settings: Mapping | None = None
+    runtime: Mapping | None = None
+    run_name: str | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run is carried out: never changes its records.
+
+    With ``write``, an interrupted earlier change of the export is rolled back or
+    completed first, an existing run is refused unless ``overwrite``, and with
+    ``verify_export`` (the command's default) the export is verified before the planner
+    runs and again with the new run before the commit point. With ``resume`` finished
+    episodes are journaled under ``state_dir`` (default
+    :func:`analysis._runs.journal.default_state_dir`: a folder for the export under the
+    user cache directory) and a rerun continues from them (:mod:`analysis._runs.journal`);
+    a planner with ``io_bound = True`` runs its ``jobs`` episodes in threads.
+    ``shard="i/n"`` runs only shard ``i`` of ``n`` (by episode) and registers the run
+    when every shard is done (:mod:`analysis._runs.shards`).
+    """
+
+    jobs: int = 1
+    progress: bool = True
+    write: bool = True
+    overwrite: bool = False
+    verify_export: bool = False
+    resume: bool = True
+    state_dir: str | os.PathLike | None = None
+    say: Callable[[str], None] = _say
+    shard: str | None = None
+
+
 def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathLike,
               seed: int = 0, jobs: int = 1, attempt_limit: int = 80,
               planner_settings: Mapping | None = None, runtime: Mapping | None = None,
@@ -117,125 +174,164 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
               say=_say, shard: str | None = None,
               run_name: str | None = None,
               limit: int | None = None) -> tuple[RunSummary, dict]:
-    """Run ``planner`` over ``suite`` under ``memory``; write and register its records.
-
-    With ``write``, an interrupted earlier change of the export is rolled back or completed
-    first, an existing run is refused unless ``overwrite``, and with ``verify_export`` (the
-    command's default) the export is verified before the planner runs and again with the
-    new run before the commit point. With ``resume`` finished episodes are journaled under
-    ``state_dir`` (default :func:`analysis._runs.journal.default_state_dir`: a folder for the
-    export under the user cache directory) and a rerun continues from
-    them (:mod:`analysis._runs.journal`); a planner with ``io_bound = True`` runs its ``jobs``
-    episodes in threads. Returns the summary and the records ``{"run": ..., "groups":
-    [...], "tasks": [...]}``. ``shard="i/n"`` runs only shard ``i`` of ``n`` (by episode)
-    and registers the run when every shard is done (:mod:`analysis._runs.shards`); until then
-    the records are ``None`` and ``RunSummary.note`` says which shards are missing.
-    ``run_name`` names the run apart from its planner (default: the planner's name): the
-    run ID is ``<run_name>__<suite>__<memory>`` and ``run.json`` keeps ``planner``,
-    ``planner_config`` and ``run_name`` apart.
-    ``limit=N`` runs only the first N episodes of the suite, a trial recorded as
-    ``episode_limit`` in ``run.json`` (:mod:`analysis.records.limited`: the tables refuse it
-    unless told otherwise); a limit of at least the suite's size is a whole run.
+    """Run ``planner`` over ``suite`` under ``memory``; write and register its records:
+    :func:`run` with the keywords sorted into a :class:`RunSpec` (what is run) and
+    :class:`RunOptions` (how). Returns the summary and the records ``{"run": ...,
+    "groups": [...], "tasks": [...]}``; for a shard, until every shard is done, the
+    records are ``None`` and ``RunSummary.note`` says which shards are missing.
     """
-    label = planner_label(planner)  # validates the name or the import path
-    name = check_run_name(run_name, label)
-    if ":" in planner:   # a built-in's settings are checked against its configs/planner file
-        check_settings(planner, dict(planner_settings or {}))
-    if memory not in MEMORY_MODES:
-        raise ValueError(f"memory={memory!r}: expected one of {list(MEMORY_MODES)}")
-    if not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs={jobs!r}: expected a positive integer")
+    spec = RunSpec(planner, suite, memory, export_root, seed=seed,
+                   attempt_limit=attempt_limit, planner_settings=planner_settings,
+                   runtime=runtime, run_name=run_name, limit=limit)
+    options = RunOptions(jobs=jobs, progress=progress, write=write, overwrite=overwrite,
+                         verify_export=verify_export, resume=resume, state_dir=state_dir,
+                         say=say, shard=shard)
+    return run(spec, options)
+
+
+def _refuse_early(spec: RunSpec, opt: RunOptions):
+    """The refusals that need nothing read: ``(label, name, shard part, root)``."""
+    label = planner_label(spec.planner)  # validates the name or the import path
+    name = check_run_name(spec.run_name, label)
+    if ":" in spec.planner:   # a built-in's settings are checked against its configs/planner file
+        check_settings(spec.planner, dict(spec.planner_settings or {}))
+    if spec.memory not in MEMORY_MODES:
+        raise ValueError(f"memory={spec.memory!r}: expected one of {list(MEMORY_MODES)}")
+    if not isinstance(opt.jobs, int) or opt.jobs < 1:
+        raise ValueError(f"jobs={opt.jobs!r}: expected a positive integer")
+    limit = spec.limit
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                               or limit < 1):
         raise ValueError(f"limit={limit!r}: expected a positive number of episodes (or null "
                          "for the whole suite)")
-    root = Path(export_root)
-    from .._runs.shards import parse_shard
-    part = parse_shard(shard)
-    if part is not None and not (write and resume):
+    root = Path(spec.export_root)
+    part = parse_shard(opt.shard)
+    if part is not None and not (opt.write and opt.resume):
         raise ValueError(f"shard={part}: a sharded run needs write=true and resume=true "
                          "(its shards meet in the resume journal)")
-    if state_dir is not None and resume and write:
-        from .._fs.confine import state_path_problem
-        why = state_path_problem(state_dir, "dir", root)
+    if opt.state_dir is not None and opt.resume and opt.write:
+        why = state_path_problem(opt.state_dir, "dir", root)
         if why:
-            raise ValueError(f"state_dir={state_dir}: {why}")
-    if write:
-        # parallel multirun jobs write one export: recovery and the first verification
-        # must not see another job's transaction in flight
-        with export_lock(root):
-            recover_export(root, say)
-    cohort = load_cohort(root)
-    if suite not in cohort.suites:
-        raise ValueError(f"suite={suite!r}: expected one of {sorted(cohort.suites)}")
-    settings = dict(planner_settings or {})
-    if part is not None and settings.get("call_log"):
-        from .._runs.shards import shard_call_log
-        settings["call_log"] = shard_call_log(settings["call_log"], part)
-    cfg = {**RuntimeConfig().as_dict(), **dict(runtime or {}), "attempt_limit": int(attempt_limit)}
-    RuntimeConfig(**cfg)  # validate before any work
-    rid = run_id(name, suite, memory)
+            raise ValueError(f"state_dir={opt.state_dir}: {why}")
+    return label, name, part, root
+
+
+def _check_export(spec: RunSpec, opt: RunOptions, root: Path, rid: str, part):
+    """Before the planner runs: the run is absent (unless ``overwrite``), the planner's
+    preflight, then the export verified. Returns ``(check, registered)``: the check to
+    repeat before the commit point, and the refusal a shard meets when its siblings
+    already registered the run."""
     check = None
     registered = None
-    if write:
-        if not overwrite:
-            try:
-                check_run_absent(root, rid)
-            except RunExists as exc:
-                registered = exc  # a sharded run registered by its siblings is not an error
-                if part is None:
-                    raise
-    check_first = getattr(planner_class(planner), "preflight", None)
+    if opt.write and not opt.overwrite:
+        try:
+            check_run_absent(root, rid)
+        except RunExists as exc:
+            registered = exc  # a sharded run registered by its siblings is not an error
+            if part is None:
+                raise
+    check_first = getattr(planner_class(spec.planner), "preflight", None)
     if check_first is not None:
         # e.g. the chat planner: its model server answers and serves the model, checked
         # before anything is written (a ValueError naming the URL refuses the run), after
         # the cheap refusals (a run that already exists needs no server to be refused)
-        note = check_first(seed=seed, **dict(planner_settings or {}))
+        note = check_first(seed=spec.seed, **dict(spec.planner_settings or {}))
         if note:
-            say(note)
-    if write:
-        if verify_export:
-            from ..records import verify
-            say(f"verifying {root}")
-            with export_lock(root):
-                verify(root)
-            check = lambda: verify(root)  # noqa: E731
-    s = cohort.suites[suite]
-    if limit is not None and limit >= len(s["episode_ids"]):
-        say(f"limit={limit}: the suite {suite!r} has {len(s['episode_ids'])} episodes; "
-            "running all of them (a whole run, not a limited one)")
-        limit = None
-    if limit is not None:
-        from ..records.limited import limited_suite
-        s = limited_suite(s, limit, cohort.tasks)
-    suite_tasks = set(s["task_ids"])
-    jobs_args = []
-    for eid in s["episode_ids"]:
-        ep = cohort.episodes[eid]
-        tasks = [t for t in cohort.tasks.values() if t["task_id"] in suite_tasks
-                 and t["episode_id"] == eid]
-        jobs_args.append((ep, tasks, cohort.rules_json, planner, seed, settings, memory, cfg, rid))
-    planner_config = make_planner(planner, seed=seed, **settings).config()
-    if planner != label:
-        planner_config = {**planner_config, "import_path": planner}
+            opt.say(note)
+    if opt.write and opt.verify_export:
+        opt.say(f"verifying {root}")
+        with export_lock(root):
+            verify(root)
+        check = lambda: verify(root)  # noqa: E731
+    return check, registered
+
+
+def _run_record(spec: RunSpec, label: str, name: str, rid: str, cohort: Cohort, settings: dict,
+                cfg: dict, limit: int | None) -> dict:
+    """``run.json``: what was run, with the planner's own configuration."""
+    planner_config = make_planner(spec.planner, seed=spec.seed, **settings).config()
+    if spec.planner != label:
+        planner_config = {**planner_config, "import_path": spec.planner}
     run_rec = {"run_id": rid, "planner": label,
                # absent when the run is named as its planner: an unlabelled run's records
                # stay byte for byte what they were before run names existed
                **({"run_name": name} if name != label else {}),
-               "memory": memory, "suite": suite,
-               "seed": int(seed), "attempt_limit": int(attempt_limit),
+               "memory": spec.memory, "suite": spec.suite,
+               "seed": int(spec.seed), "attempt_limit": int(spec.attempt_limit),
                "cohort_sha256": cohort.fingerprint,
                "planner_config": {**planner_config, "runtime": cfg}}
     if limit is not None:
-        from ..records.limited import LIMIT_KEY
         run_rec[LIMIT_KEY] = int(limit)
+    return run_rec
+
+
+def _execute(spec: RunSpec, opt: RunOptions, jobs_args, positions, episode_ids, journal,
+             episodes_journal, rid: str, part, settings: dict) -> tuple[list, float]:
+    """Run the episodes at ``positions`` (the planner's before/after hooks around them),
+    journaled in ``episodes_journal`` (the run's ``journal``, or its shard's); returns
+    their results and the seconds taken."""
+    cls = planner_class(spec.planner)
+    before = getattr(cls, "before_run", None)
+    if before is not None:
+        # a fresh start (nothing journaled to resume) begins the planner's own logs anew
+        before(fresh=journal is None or not journal.dir.exists(), seed=spec.seed, **settings)
+    t0 = time.perf_counter()
+    try:
+        results = run_episodes(_episode_job, [jobs_args[p] for p in positions],
+                               [episode_ids[p] for p in positions], jobs=opt.jobs,
+                               threads=bool(getattr(cls, "io_bound", False)),
+                               journal=episodes_journal,
+                               on_done=lambda n, bad: _progress(
+                                   n, len(positions), rid if part is None else
+                                   f"{rid} shard {part}", opt.progress, bad))
+    finally:
+        after = getattr(cls, "after_run", None)
+        if after is not None:
+            after(seed=spec.seed, **settings)  # e.g. the chat planner's accounting summary
+    return results, time.perf_counter() - t0
+
+
+def run(spec: RunSpec, options: RunOptions = RunOptions()) -> tuple[RunSummary, dict]:
+    """Run ``spec`` as ``options`` say (see :func:`run_suite` for what is returned)."""
+    opt = options
+    label, name, part, root = _refuse_early(spec, opt)
+    if opt.write:
+        # parallel multirun jobs write one export: recovery and the first verification
+        # must not see another job's transaction in flight
+        with export_lock(root):
+            recover_export(root, opt.say)
+    cohort = load_cohort(root)
+    if spec.suite not in cohort.suites:
+        raise ValueError(f"suite={spec.suite!r}: expected one of {sorted(cohort.suites)}")
+    settings = dict(spec.planner_settings or {})
+    if part is not None and settings.get("call_log"):
+        settings["call_log"] = shard_call_log(settings["call_log"], part)
+    cfg = {**RuntimeConfig().as_dict(), **dict(spec.runtime or {}),
+           "attempt_limit": int(spec.attempt_limit)}
+    RuntimeConfig(**cfg)  # validate before any work
+    rid = run_id(name, spec.suite, spec.memory)
+    check, registered = _check_export(spec, opt, root, rid, part)
+    s, limit = cohort.suites[spec.suite], spec.limit
+    if limit is not None and limit >= len(s["episode_ids"]):
+        opt.say(f"limit={limit}: the suite {spec.suite!r} has {len(s['episode_ids'])} "
+                "episodes; running all of them (a whole run, not a limited one)")
+        limit = None
+    if limit is not None:
+        s = limited_suite(s, limit, cohort.tasks)
+    suite_tasks = set(s["task_ids"])
+    jobs_args = [(cohort.episodes[eid], [t for t in cohort.tasks.values()
+                                         if t["task_id"] in suite_tasks
+                                         and t["episode_id"] == eid],
+                  cohort.rules_json, spec.planner, spec.seed, settings, spec.memory, cfg, rid)
+                 for eid in s["episode_ids"]]
+    run_rec = _run_record(spec, label, name, rid, cohort, settings, cfg, limit)
     journal = None
-    if resume and write:
-        journal = RunJournal(state_dir or default_state_dir(root), rid,
-                             {**run_rec, "planner_path": planner},
+    if opt.resume and opt.write:
+        journal = RunJournal(opt.state_dir or default_state_dir(root), rid,
+                             {**run_rec, "planner_path": spec.planner},
                              derive=lambda i, groups: _derive_job(jobs_args[i], groups))
+    episode_ids = list(s["episode_ids"])
     if part is not None:
-        from .._runs.shards import ShardJournal, already_registered
         if registered is not None:
             if not already_registered(root, rid, journal.dir):
                 raise registered
@@ -244,44 +340,26 @@ def run_suite(planner: str, suite: str, memory: str, export_root: str | os.PathL
                                    "shard was complete); nothing to do"), None
         positions = part.positions(len(jobs_args))
         shard_journal = ShardJournal(journal, part, positions)
-    else:
-        positions = list(range(len(jobs_args)))
-    episode_ids = list(s["episode_ids"])
-    before = getattr(planner_class(planner), "before_run", None)
-    if before is not None:
-        # a fresh start (nothing journaled to resume) begins the planner's own logs anew
-        before(fresh=journal is None or not journal.dir.exists(), seed=seed, **settings)
-    t0 = time.perf_counter()
-    try:
-        results = run_episodes(_episode_job, [jobs_args[p] for p in positions],
-                               [episode_ids[p] for p in positions], jobs=jobs,
-                               threads=bool(getattr(planner_class(planner), "io_bound", False)),
-                               journal=journal if part is None else shard_journal,
-                               on_done=lambda n, bad: _progress(
-                                   n, len(positions), rid if part is None else
-                                   f"{rid} shard {part}", progress, bad))
-    finally:
-        after = getattr(planner_class(planner), "after_run", None)
-        if after is not None:
-            after(seed=seed, **settings)  # e.g. the chat planner's accounting summary
-    seconds = time.perf_counter() - t0
-    if part is not None:
-        from .._runs.shards import finish_shard
+        results, seconds = _execute(spec, opt, jobs_args, positions, episode_ids, journal,
+                                    shard_journal, rid, part, settings)
 
         def register(all_results):
             records = _assemble(all_results, s, run_rec, rid)
-            return records, write_run(root, rid, records, overwrite=overwrite, check=check)
+            return records, write_run(root, rid, records, overwrite=opt.overwrite,
+                                      check=check)
         out = finish_shard(shard_journal, root, rid, episode_ids, dict(zip(positions, results)),
-                           register, say)
+                           register, opt.say)
         recs = out.records
         return RunSummary(rid, str(root / "runs" / rid), len(positions),
                           sum(len(r[0]) for r in results), len(recs["tasks"]) if recs else 0,
                           seconds, out.size, note=out.message(rid)), recs
+    results, seconds = _execute(spec, opt, jobs_args, list(range(len(jobs_args))),
+                                episode_ids, journal, journal, rid, part, settings)
     records = _assemble(results, s, run_rec, rid)
     size = 0
-    if write:
+    if opt.write:
         with export_lock(root):
-            size = write_run(root, rid, records, overwrite=overwrite, check=check)
+            size = write_run(root, rid, records, overwrite=opt.overwrite, check=check)
         if journal is not None:
             journal.finish()
     return RunSummary(rid, str(root / "runs" / rid), len(jobs_args), len(records["groups"]),
@@ -323,19 +401,6 @@ def _assemble(results, suite_rec, run_rec, rid) -> dict:
     if missing:
         raise RuntimeError(f"run {rid}: no record for tasks {sorted(missing)[:5]}")
     return {"run": run_rec, "groups": groups, "tasks": task_recs}
-
-
-class RunExists(ValueError):
-    """The export already holds the run (replace it with ``overwrite=True``)."""
-
-
-def check_run_absent(root: Path, rid: str) -> None:
-    """Refuse to replace an existing run (raises :class:`RunExists`)."""
-    prefix = f"runs/{rid}/"
-    listed = any(k.startswith(prefix) for k in read_manifest(root).get("files", {}))
-    if listed or (root / "runs" / rid).exists():
-        raise RunExists(f"{root / 'runs' / rid} already exists; pass overwrite=true to "
-                        "replace it")
 
 
 def write_run(root: Path, rid: str, records: Mapping, overwrite: bool = False,
@@ -410,173 +475,9 @@ def _body(cfg) -> int:
     return 0
 
 
-def _sweep_combinations(argv: list[str]) -> list[list[str]]:
-    """Every job's overrides of a multirun: the cartesian product of the comma-separated
-    sweeps (``planner=chat,chat_schema``), in Hydra's order. Raises ConfigError for what
-    cannot be parsed or swept here (ranges, globs)."""
-    import itertools
-
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    from .config_check import ConfigError
-    try:
-        parsed = OverridesParser.create().parse_overrides(argv)
-    except HydraException as exc:
-        first = str(exc).strip().splitlines()[0]
-        raise ConfigError("", f"cannot parse the overrides {argv}: {first}") from None
-    axes = []
-    for ov, text in zip(parsed, argv):
-        key = text.split("=", 1)[0]
-        if ov.is_sweep_override():
-            if not ov.is_choice_sweep():
-                raise ConfigError(key.lstrip("+~"), f"{text}: only comma-separated sweeps "
-                                                    "(a,b,c) are supported")
-            axes.append([f"{key}={v}" for v in ov.sweep_string_iterator()])
-        else:
-            axes.append([text])
-    return [list(c) for c in itertools.product(*axes)]
-
-
 def _multirun(argv: list[str]) -> int:
-    """``-m``: Hydra's multirun (sweeps, launchers such as joblib). Every job's
-    configuration is checked like a single run's before any job starts (one line naming
-    the key, exit 2); the planner's own settings may be given without Hydra's ``++``
-    (they belong to the swept planner, not to the default one). Hydra's multirun folder
-    is a temporary folder removed afterwards unless ``hydra.sweep.dir`` is given."""
-    import shutil
-    import tempfile
-
-    import hydra
-    from omegaconf import OmegaConf
-
-    from .hydra_glue import CONFIG_PATH, UserError, check_composed, compose_config
-    from .config_check import ConfigError
-
-    ray_tmp = None
-    hydra_args = [a for a in argv if a.split("=", 1)[0].lstrip("+").startswith("hydra")]
-    own = [a for a in argv if a not in hydra_args and a not in ("-m", "--multirun")]
-    try:
-        combos = _sweep_combinations(own)
-        cfgs = [compose_config("run", combo) for combo in combos]
-    except ConfigError as exc:
-        print(f"analysis.run: {exc} (nothing was done)", file=sys.stderr)
-        return 2
-    from .hydra_glue import resolve_path
-    for cfg in cfgs:  # a run the export already holds is refused before any job starts
-        if not cfg.overwrite:
-            rid = run_id(cfg.get("run_name") or planner_label(cfg.planner.name),
-                         cfg.suite.name, cfg.memory)
-            try:
-                check_run_absent(resolve_path(cfg.export_root), rid)
-            except RunExists as exc:
-                print(f"analysis.run: refused, nothing was done: {exc}", file=sys.stderr)
-                return 1
-    for a in hydra_args:
-        key = a.split("=", 1)[0].lstrip("+")
-        if key.startswith("hydra/launcher"):
-            from .hydra_glue import _group_options
-            val = a.split("=", 1)[1] if "=" in a else ""
-            submitit = ("hydra_plugins.hydra_submitit_launcher",
-                        "'.[slurm]' (hydra-submitit-launcher)")
-            ray = ("hydra_plugins.hydra_ray_launcher", "'.[ray]' (hydra-ray-launcher)")
-            plugin = {"joblib_local": ("hydra_plugins.hydra_joblib_launcher",
-                                       "hydra-joblib-launcher (the [llm] extra)"),
-                      "slurm": submitit, "submitit_local": submitit,
-                      "ray_local": ray, "ray_cluster": ray}
-            # submitit_local is the plugin's own config (the local executor of Slurm's path)
-            options = sorted({"basic", "submitit_local", *_group_options("hydra/launcher")})
-            if val in plugin:
-                import importlib.util
-                try:
-                    found = importlib.util.find_spec(plugin[val][0]) is not None
-                except ModuleNotFoundError:   # no Hydra plugin at all: no hydra_plugins package
-                    found = False
-                if not found:
-                    print(f"analysis.run: hydra/launcher={val} needs pip install "
-                          f"{plugin[val][1]} (nothing was done)", file=sys.stderr)
-                    return 2
-            if val not in options:
-                from .config_check import suggest
-                print(f"analysis.run: hydra/launcher={val!r}: expected one of {options}"
-                      f"{suggest(val, options)} (nothing was done)", file=sys.stderr)
-                return 2
-            from .._runs.shards import prepare_launcher
-            prepare_launcher(val)   # Ray's settings and its token under the user cache dir
-            if val == "ray_local" and "RAY_TMPDIR" not in os.environ:
-                # the Ray started for this command keeps its files in a temporary folder
-                # removed after the sweep (Ray's default, /tmp/ray, would stay behind)
-                ray_tmp = tempfile.mkdtemp(prefix="e2wray")
-                os.environ["RAY_TMPDIR"] = ray_tmp
-    # a planner's settings exist only once the swept planner is chosen: '++' lets Hydra
-    # compose the sweep's base config (the default planner) without refusing them
-    own = [("++" + a.lstrip("+")) if a.lstrip("+").startswith("planner.settings.") else a
-           for a in own]
-    keep = any(a.split("=", 1)[0].lstrip("+") == "hydra.sweep.dir" for a in hydra_args)
-    sweep_dir = None if keep else tempfile.mkdtemp(prefix="e2w_multirun_")
-    extra = [] if keep else [f"hydra.sweep.dir={sweep_dir}"]
-    codes: list[int] = []
-
-    @hydra.main(config_path=CONFIG_PATH, config_name="run", version_base="1.3")
-    def job(cfg) -> None:
-        _quiet_http_logs()
-        data = OmegaConf.to_container(cfg, resolve=True)
-        data.pop("hydra", None)
-        try:
-            check_composed("run", data)
-            code = _body(OmegaConf.create(data))
-        except (ConfigError, UserError) as exc:
-            print(f"analysis.run: {exc}", file=sys.stderr)
-            raise SystemExit(2 if isinstance(exc, ConfigError) else 1) from None
-        codes.append(code or 0)
-        if code:
-            raise SystemExit(code)
-
-    saved = sys.argv
-    sys.argv = [saved[0], "-m", *hydra_args, *extra, *own]
-    try:
-        job()
-    except SystemExit as exc:  # a job's refusal (serial launcher) ends the sweep
-        code = int(exc.code or 0) if isinstance(exc.code, int) else 1
-        return max(code, _report_shards(cfgs))
-    finally:
-        sys.argv = saved
-        if sweep_dir is not None:
-            shutil.rmtree(sweep_dir, ignore_errors=True)
-        if ray_tmp is not None:
-            ray = sys.modules.get("ray")
-            if ray is not None and ray.is_initialized():
-                ray.shutdown()  # stops the Ray this command started before its folder goes
-            os.environ.pop("RAY_TMPDIR", None)
-            shutil.rmtree(ray_tmp, ignore_errors=True)
-    return max(max(codes, default=0), _report_shards(cfgs))
-
-
-def _report_shards(cfgs) -> int:
-    """After a multirun with shards: one line per sharded run, registered or not (then
-    naming the shards to rerun; under a process launcher a job's own messages are in its
-    log, or above in the launcher's report); 3 if any is not registered, else 0."""
-    from .hydra_glue import resolve_path
-    from .._runs.shards import registered_runs, unregistered_runs
-    runs = {}
-    for cfg in cfgs:
-        if cfg.get("shard") is not None:
-            rid = run_id(cfg.get("run_name") or planner_label(cfg.planner.name),
-                         cfg.suite.name, cfg.memory)
-            runs[(str(resolve_path(cfg.export_root)), rid)] = cfg.get("state_dir")
-    for line in registered_runs(runs):
-        print(f"analysis.run: {line}", file=sys.stderr)
-    lines = unregistered_runs(runs)
-    for line in lines:
-        print(f"analysis.run: {line}", file=sys.stderr)
-    return 3 if lines else 0
-
-
-def _quiet_http_logs() -> None:
-    """Hydra's job logging sets the root logger to INFO after the client was imported;
-    the per-request lines stay off (analysis/planners/llm/client.py)."""
-    from ..planners.llm.client import quiet_http_logs
-    quiet_http_logs()
+    """``-m``: Hydra's multirun of this command (:func:`analysis._cli.multirun.multirun`)."""
+    return multirun(argv, _body)
 
 
 def main(argv=None) -> None:
