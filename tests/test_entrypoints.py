@@ -126,7 +126,7 @@ CASES = [
 
 
 def _call(command: str, argv: list[str], capsys) -> tuple[int, str, str]:
-    module = importlib.import_module(f"analysis.{command}")
+    module = importlib.import_module(f"analysis._cli.{command}")
     with pytest.raises(SystemExit) as exc:
         module.main(argv)
     out, err = capsys.readouterr()
