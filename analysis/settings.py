@@ -1,5 +1,5 @@
-"""The settings a user gives, and their checks (paper section 5 and appendix F: the
-statistics' resamples, level, seed and methods): the :class:`Key` vocabulary, every
+"""The settings a user gives, and their checks (paper appendix C.5, bootstrap and paired
+comparisons: the statistics' resamples, level, seed and methods): the :class:`Key` vocabulary, every
 check's one-line :class:`ConfigError` naming the key, and the ``stats.*`` keys that both
 ``python -m analysis.tables`` and :meth:`analysis.Export.results` take.
 

@@ -1,4 +1,5 @@
-"""Frozen exports: canonical hashing, the manifest, verification and loading.
+"""The frozen records (paper appendix A.3, frozen task admission, and the reproducibility
+statement): canonical hashing, the manifest, verification by trust layer and loading.
 
 >>> from analysis import records
 >>> records.verify("frozen_exports").summary()  # doctest: +SKIP
