@@ -1,7 +1,8 @@
 """The settings a user gives, and their checks (paper appendix C.5, bootstrap and paired
-comparisons: the statistics' resamples, level, seed and methods): the :class:`Key` vocabulary, every
-check's one-line :class:`ConfigError` naming the key, and the ``stats.*`` keys that both
-``python -m analysis.tables`` and :meth:`analysis.Export.results` take.
+comparisons: the statistics' resamples, level, seed and methods): the :class:`Key`
+vocabulary, every check's one-line :class:`ConfigError` naming the key, and the
+``stats.*`` keys that both ``python -m analysis.tables`` and
+:meth:`analysis.Export.results` take.
 
 The commands' own keys are :mod:`analysis._cli.config_check`; this module is what the
 public API needs of them, without the command line (docs/ARCHITECTURE.md, "Layers").
