@@ -30,8 +30,8 @@ _EXPORTS = {
     "cluster_bootstrap": "stats", "pairwise_simultaneous": "stats",
     "paired_conditions": "stats", "quarter_profiles": "stats", "mcnemar_exact": "stats",
     "sign_flip_p": "stats",
-    "verify": "frozen", "IntegrityError": "frozen",
-    "ConfigError": "config_check",
+    "verify": "records", "IntegrityError": "records",
+    "ConfigError": "settings",
 }
 
 __all__ = sorted(_EXPORTS)

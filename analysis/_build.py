@@ -2,7 +2,7 @@
 the wheel carries the Hydra configs and the committed export.
 
 ``configs/`` and ``frozen_exports/`` stay at the top of the repository (a clone uses them
-in place, :mod:`analysis.resources`); ``build_py`` copies them into the built package as
+in place, :mod:`analysis._fs.resources`); ``build_py`` copies them into the built package as
 ``analysis/_data/configs`` and ``analysis/_data/frozen_exports``, where an installed
 package finds them with :mod:`importlib.resources`. Not used at run time.
 """

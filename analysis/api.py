@@ -26,8 +26,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
-from .resources import default_export_root
+from ._fs.resources import config_dir, default_export_root
+from .settings import ConfigError, check_stats
 
 __all__ = ["load", "Export", "Results", "STATS_KEYS"]
 
@@ -44,7 +46,7 @@ _cache_lock = threading.Lock()
 def _fingerprint(root: Path) -> tuple | None:
     """(name, size, mtime_ns) of the manifest and of every file it lists; None when the
     manifest cannot be read (then :func:`load` verifies and names the problem)."""
-    from .frozen.manifest import MANIFEST_NAME, read_manifest
+    from .records.manifest import MANIFEST_NAME, read_manifest
     try:
         manifest = read_manifest(root)
         out = []
@@ -60,7 +62,7 @@ def load(export_root: str | os.PathLike | None = None, *, refresh: bool = False)
     """Verify the frozen export at ``export_root`` (default: the committed export, or the
     copy shipped with an installed package) and return it as an :class:`Export`.
 
-    Raises :class:`analysis.frozen.IntegrityError` naming the file and record when
+    Raises :class:`analysis.records.IntegrityError` naming the file and record when
     verification fails (nothing is returned unverified) and ``FileNotFoundError`` when
     ``export_root`` is not a folder.
 
@@ -70,7 +72,7 @@ def load(export_root: str | os.PathLike | None = None, *, refresh: bool = False)
     >>> sorted(export.runs.suite.unique())
     ['memory', 'planner']
     """
-    from .frozen import load as load_frozen
+    from .records import load as load_frozen
 
     if export_root is not None and not isinstance(export_root, (str, os.PathLike)):
         raise TypeError(f"export_root={export_root!r}: expected a folder path (str or os.PathLike)")
@@ -118,7 +120,7 @@ class Export:
     (run x group), ``attempts`` (run x group x attempt), ``task_records`` (run x task) and
     ``condition_records`` (run x task x condition); every per-run table has ``planner,
     suite, memory`` right after ``run_id``. ``frozen`` is the underlying
-    :class:`analysis.frozen.FrozenExport` (what :func:`analysis.metrics.task_metrics` and
+    :class:`analysis.records.FrozenExport` (what :func:`analysis.metrics.task_metrics` and
     the report builders take); ``report`` the verification summary.
 
     >>> export = load()
@@ -175,7 +177,7 @@ class Export:
 
     @property
     def report(self):
-        """The verification summary (:class:`analysis.frozen.VerificationReport`)."""
+        """The verification summary (:class:`analysis.records.VerificationReport`)."""
         return self.frozen.report
 
     @property
@@ -191,7 +193,7 @@ class Export:
         >>> load().run_ids("belief_search")
         ['belief_search__memory__persistent', 'belief_search__memory__reset', 'belief_search__planner__persistent']
         """
-        from .run_names import resolve_run
+        from .records.run_names import resolve_run
         ids = sorted(self.runs.run_id)
         return ids if name is None else resolve_run(name, ids, key="run")
 
@@ -283,7 +285,7 @@ class Export:
         ``configs/tables.yaml`` overridden by ``stats`` (keys :data:`STATS_KEYS`).
         Computed once per setting.
 
-        A wrong key or value raises :class:`analysis.config_check.ConfigError` (a
+        A wrong key or value raises :class:`analysis.settings.ConfigError` (a
         ``ValueError``) naming it, as the command line does.
 
         >>> res = load().results(n_resamples=2000, confidence_level=0.9)
@@ -292,7 +294,7 @@ class Export:
         >>> load().results(n_resample=5)
         Traceback (most recent call last):
         ...
-        analysis.config_check.ConfigError: unknown stats key 'n_resample'; did you mean n_resamples? (keys: n_resamples, confidence_level, seed, method, pairwise_method, contrast_metrics)
+        analysis.settings.ConfigError: unknown stats key 'n_resample'; did you mean n_resamples? (keys: n_resamples, confidence_level, seed, method, pairwise_method, contrast_metrics)
         """
         cfg = _stats_config(stats)
         key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
@@ -354,22 +356,16 @@ def _did_you_mean(word, choices) -> str:
 def _stats_config(overrides: dict) -> dict:
     """``{"stats": {...}}``: configs/tables.yaml's stats block with ``overrides``, every
     value checked as ``python -m analysis.tables`` checks it."""
-    from omegaconf import OmegaConf
-
-    from .config_check import ConfigError, check_value, cross_checks
-    from .resources import config_dir
-
     for k in overrides:
         if k not in STATS_KEYS:
             raise ConfigError(f"stats.{k}", f"unknown stats key {k!r}"
                                             f"{_did_you_mean(k, STATS_KEYS)} (keys: "
                                             f"{', '.join(STATS_KEYS)})")
-    base = OmegaConf.to_container(OmegaConf.load(config_dir() / "tables.yaml"))["stats"]
+    # plain values (no interpolation in the stats block): YAML, not the command's Hydra
+    base = yaml.safe_load((config_dir() / "tables.yaml").read_text())["stats"]
     stats = {**base, **{k: (list(v) if isinstance(v, tuple) else v)
                         for k, v in overrides.items()}}
-    for k, v in stats.items():
-        check_value("tables", f"stats.{k}", v)
-    cross_checks("tables", {"stats": stats})
+    check_stats(stats)
     return {"stats": stats}
 
 
@@ -401,7 +397,7 @@ class Results:
     >>> res = load().results()
     >>> t4 = res.table("planner_results")
     >>> import pandas as pd
-    >>> from analysis.resources import REPO_ROOT
+    >>> from analysis._fs.resources import REPO_ROOT
     >>> csv = pd.read_csv(REPO_ROOT / "tables/table04_planner_results.csv")
     >>> pd.testing.assert_frame_equal(t4, csv, check_dtype=False, rtol=1e-9)
     >>> res.planner_bootstrap.table.columns[:3].tolist()
@@ -504,7 +500,7 @@ class Results:
         >>> sorted(set(cmp.tasks.solved_by))
         ['A', 'B']
         """
-        from .compare import compare_runs
+        from .report.compare import compare_runs
         c = self.config
         tm = self.context.tasks
         return compare_runs(self.export, run_a, run_b, metric=metric,

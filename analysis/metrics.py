@@ -108,14 +108,14 @@ def _match_contract(cr: pd.DataFrame, contract: pd.DataFrame, run_tasks: pd.Data
 
 def _limited_tasks(export) -> dict:
     """``{run_id: task IDs it covers}`` for the limited runs (``episode_limit``,
-    :mod:`analysis.limited`) of an export that keeps its records; ``{}`` otherwise."""
+    :mod:`analysis.records.limited`) of an export that keeps its records; ``{}`` otherwise."""
     records_of = getattr(export, "records_of", None)
     if records_of is None:
         return {}
     runs = [r for r in records_of("run") if r.get("episode_limit") is not None]
     if not runs:
         return {}
-    from .limited import limited_suite
+    from .records.limited import limited_suite
     suites = {s["suite"]: s for s in records_of("suite")}
     tasks = {t["task_id"]: t for t in records_of("task")}
     return {r["run_id"]: set(limited_suite(suites[r["suite"]], r["episode_limit"], tasks)["task_ids"])

@@ -12,7 +12,7 @@ the client honours for every shard. The workload is the paper's scale in groups:
 groups (3,441 = one planner on the planner suite) in episodes of 12, each group making
 ``--calls-per-group`` sequential chat calls, so the calls of an episode are as
 sequential as a real run's. Each shard is its own process (``shard=i/n`` splits the
-episodes exactly as analysis.run does, :class:`analysis.shards.Shard`) with
+episodes exactly as analysis.run does, :class:`analysis._runs.shards.Shard`) with
 ``--threads`` episodes at once, through the real client
 (:class:`analysis.planners.llm.client.ChatClient`) with ``requests_per_minute`` set to
 the provider's limit and one shared budget file (``rate_state``,
@@ -54,7 +54,7 @@ import socketserver  # noqa: E402
 socketserver.StreamRequestHandler.disable_nagle_algorithm = True
 
 from analysis.planners.llm.testserver import _PIECE, LoopbackServer, reply_for  # noqa: E402
-from analysis.shards import Shard  # noqa: E402
+from analysis._runs.shards import Shard  # noqa: E402
 
 MODEL = "bench-model"
 EPISODE = 12

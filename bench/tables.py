@@ -18,7 +18,7 @@ targets (issue 13):
   wall time <= 3 x the naive pass;
 * linear growth: an export with ``--factor`` (4) x the run records (every run copied
   under new planner names ``<planner>-x<k>``, records re-hashed through the package's
-  manifest code, ``analysis.frozen.update_manifest``) takes <= 4.5 x the time (both
+  manifest code, ``analysis.records.update_manifest``) takes <= 4.5 x the time (both
   commands; the ratio is also shown per record);
 * peak resident memory of every child < 400 MiB (printed for both exports; the grown
   one has 24 planners, whose pairwise family of 828 contrasts dominates its peak).
@@ -118,9 +118,9 @@ def measure(export: Path, work: Path, resamples: int, repeat: int) -> dict:
 def grow_export(src: Path, dst: Path, factor: int) -> None:
     """Copy ``src`` and add ``factor - 1`` copies of every run under new planner names
     (``<planner>-x<k>``), written with the package's record writers and registered
-    (re-hashed) through ``analysis.frozen.update_manifest``."""
-    from analysis.frozen import read_records, update_manifest, write_record, write_records
-    from analysis.frozen.manifest import read_manifest
+    (re-hashed) through ``analysis.records.update_manifest``."""
+    from analysis.records import read_records, update_manifest, write_record, write_records
+    from analysis.records.manifest import read_manifest
     shutil.copytree(src, dst)
     manifest = read_manifest(dst)
     run_files = sorted(rel for rel, e in manifest["files"].items() if e["record_type"] == "run")
@@ -167,7 +167,7 @@ def figure_stage(export: Path, repeat: int = 5) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.figure  # noqa: F401
-    from analysis.frozen import load
+    from analysis.records import load
     import analysis.report as R
     style = getattr(R, "figure_style", contextlib.nullcontext)
     e = load(export)

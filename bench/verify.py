@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     root = Path(args.export).resolve()
-    from analysis.frozen import verify
+    from analysis.records import verify
 
     verify(root)  # warm the page cache and imports
     naive = _median(lambda: naive_pass(root), args.repeat)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.frozen import cohort_fingerprint, update_manifest, write_record, write_records
-from analysis.frozen.manifest import read_manifest
+from analysis.records import cohort_fingerprint, update_manifest, write_record, write_records
+from analysis.records.manifest import read_manifest
 
 EPISODES = {"P01-ep1": "P01", "P01-ep2": "P01", "P02-ep1": "P02"}
 
@@ -330,7 +330,7 @@ def write_run(root: Path, run: dict, groups: list, tasks: list) -> dict:
 def rich_run_records(root, planner, suite, memory, seed, quality):
     """``(run, groups, tasks)`` records of one synthetic run against the export at ``root``."""
     root = Path(root)
-    from analysis.frozen import read_records
+    from analysis.records import read_records
     episodes = {e["episode_id"]: e for e in read_records(root / "cohort/episodes.jsonl.gz")}
     tasks = {t["task_id"]: t for t in read_records(root / "cohort/tasks.jsonl")}
     s = {x["suite"]: x for x in read_records(root / "cohort/suites.jsonl")}[suite]

@@ -15,9 +15,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.add_planner import AddPlannerError, add_planner
-from analysis.frozen import read_records, update_manifest, verify, write_record, write_records
-from analysis.frozen.manifest import read_manifest
+from analysis._cli.add_planner import AddPlannerError, add_planner
+from analysis.records import read_records, update_manifest, verify, write_record, write_records
+from analysis.records.manifest import read_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 COHORT = REPO / "frozen_exports" / "cohort"
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not (COHORT / "episodes.jsonl.gz").exists(),
 
 
 def _base(root: Path) -> Path:
-    from analysis.run import run_suite
+    from analysis._cli.run import run_suite
     _cohort_only(root)
     for planner in ("greedy_hints", "random_hints"):
         run_suite(planner, "planner", "persistent", root, seed=1, progress=False)
@@ -58,7 +58,7 @@ def _cohort_only(root: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
-    from analysis.run import run_suite
+    from analysis._cli.run import run_suite
     base = _base(tmp_path_factory.mktemp("add") / "export")
     _, recs = run_suite("belief_search", "planner", "persistent", base, seed=3,
                         progress=False, write=False)
@@ -81,7 +81,7 @@ def _snapshot(root: Path) -> dict:
 
 @pytest.mark.slow(seconds=30)
 def test_added_planner_appears_in_every_table(setup, tmp_path):
-    from analysis.tables import regenerate
+    from analysis._cli.tables import regenerate
     base, rec_dir = setup
     ex = _copy(base, tmp_path / "ex")
     res = add_planner(ex, rec_dir, "mine")

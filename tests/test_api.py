@@ -200,7 +200,7 @@ def test_verify_and_task_metrics_name_a_wrong_argument():
     rebinds the package attribute to the module: the suite's other tests do)."""
     import pytest as _pytest
     import analysis
-    import analysis.verify  # noqa: F401
+    import analysis._cli.verify  # noqa: F401
     assert analysis.verify().n_files > 0
     with _pytest.raises(TypeError, match=r"^root=5: expected an export folder path"):
         analysis.verify(5)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import analysis
-from analysis.compare import compare_runs, first_divergence, main
-from analysis.frozen import read_records
+from analysis._cli.compare import main
+from analysis.report.compare import compare_runs, first_divergence
+from analysis.records import read_records
 
 from export_factory import build_export, build_rich_export
 

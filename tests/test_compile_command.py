@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-import analysis.compile as compile_mod
+import analysis._cli.compile as compile_mod
 from analysis.compiler.cohort import FILES
-from analysis._hydra import UserError
-from analysis.frozen import read_records, update_manifest, verify, write_records
-from analysis.transaction import recover_export
+from analysis._cli.hydra_glue import UserError
+from analysis.records import read_records, update_manifest, verify, write_records
+from analysis._fs.transaction import recover_export
 
 from export_factory import build_export
 from test_transactions import _fork, _leftovers, _points, _snapshot

@@ -8,7 +8,7 @@ import pytest
 
 from analysis.compiler.cohort import compile_cohort
 from analysis.compiler.readers import SourceError
-from analysis.frozen import read_records, verify
+from analysis.records import read_records, verify
 
 SOURCE = Path(os.environ.get("E2W_HDEPIC", Path(__file__).resolve().parents[2] / "shared" / "hd-epic"))
 pytestmark = pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(),

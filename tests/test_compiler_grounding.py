@@ -192,7 +192,7 @@ def test_two_hands_that_take_or_leave_things_together():
 @pytest.mark.slow
 def test_grounding_table_and_task_cards(tmp_path):
     from analysis.compiler.cohort import compile_cohort
-    from analysis.frozen import load
+    from analysis.records import load
     from analysis.report.grounding import grounding_table, task_cards
     compile_cohort(SOURCE, tmp_path / "x", progress=lambda m: None)
     export = load(tmp_path / "x")

@@ -7,7 +7,7 @@ code the command's entry point gives (``command_main``, the code every command r
 in process), the one-line message naming the file (and, for planted state, how to clear
 it), and that nothing changed anywhere under the test's folder (a snapshot of the whole
 tree, outside and inside the targets, before and after; only the empty lock files that
-:mod:`analysis.locking` creates are left out).
+:mod:`analysis._fs.locking` creates are left out).
 
 About 30 s on 2 cores (most cases run in process; six start a subprocess).
 """
@@ -30,16 +30,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import transaction
-from analysis._hydra import command_main
-from analysis.confine import ConfinementError, DiskError, read_regular
-from analysis.episodes import RunJournal
-from analysis.frozen import IntegrityError, verify
-from analysis.locking import LockBusy, export_lock, file_lock, lock_path
+from analysis._fs import transaction
+from analysis._cli.hydra_glue import command_main
+from analysis._fs.confine import ConfinementError, DiskError, read_regular
+from analysis._runs.journal import RunJournal
+from analysis.records import IntegrityError, verify
+from analysis._fs.locking import LockBusy, export_lock, file_lock, lock_path
 from analysis.planners.llm.cache import CacheError, ResponseCache, request_key
-from analysis.run import run_suite
-from analysis.tables import GENERATION, txn_dir_of, write_generation
-from analysis.transaction import export_txn_dir, recover, recover_export
+from analysis._cli.run import run_suite
+from analysis._cli.tables import GENERATION, txn_dir_of, write_generation
+from analysis._fs.transaction import export_txn_dir, recover, recover_export
 
 from test_integrity_adversarial import forge_records
 from test_llm import make_export
@@ -52,7 +52,7 @@ RID = "greedy_hints__planner__persistent"
 # --- helpers -------------------------------------------------------------------------------
 
 def _lock_file(p: Path) -> bool:
-    """The (empty) lock files of analysis.locking and their folder."""
+    """The (empty) lock files of analysis._fs.locking and their folder."""
     return (p.name.endswith(".lock") and p.parent.name == ".run_state") or (
         p.name == ".run_state" and p.is_dir() and not p.is_symlink())
 
@@ -203,7 +203,7 @@ def test_planted_export_journal_is_refused_by_verify(fe, victim, tmp_path, capsy
     """Regression (issue 21): a stale journal whose op targets ../../outside/victim.txt
     made verify delete the victim. Every planted journal is refused naming the journal
     (or transaction folder) and how to clear it; the victim and the export are intact."""
-    from analysis.verify import run_verify
+    from analysis._cli.verify import run_verify
     txn = export_txn_dir(fe)
     dict(_journal_attacks(fe, victim, txn))[attack]()
     err = refused(capsys, tmp_path, "verify", lambda cfg: run_verify(fe), txn.name, "remove",
@@ -258,7 +258,7 @@ def test_killed_owner_releases_the_transaction(tmp_path):
     owner.pid says, and the next recover rolls back."""
     root = tmp_path / "root"
     root.mkdir()
-    code = ("import sys, time; from analysis.transaction import Transaction; "
+    code = ("import sys, time; from analysis._fs.transaction import Transaction; "
             "t = Transaction(sys.argv[1], sys.argv[2], 'x'); t.stage_bytes('a', b'1'); "
             "print('ok', flush=True); time.sleep(60)")
     p = subprocess.Popen([sys.executable, "-c", code, str(root), str(tmp_path / "txn")],
@@ -350,7 +350,7 @@ def test_generation_listing_outside_its_folders_is_refused(tmp_path, victim, cap
 def interrupted(fe, tmp_path, monkeypatch, capsys):
     """An export and the resume journal of a run command interrupted after all its
     episodes (the write failed), as a kill would leave it."""
-    import analysis.run as run_mod
+    import analysis._cli.run as run_mod
     state = tmp_path / "state"
 
     def fail(*a, **k):
@@ -370,7 +370,7 @@ def _rerun(capsys, fe, state):
 
 
 def _run_body(cfg):
-    from analysis.run import _body
+    from analysis._cli.run import _body
     return _body(cfg)
 
 
@@ -732,7 +732,7 @@ def test_records_with_negative_or_absurd_tokens_do_not_verify(fe, tokens):
 # --- 6. locks --------------------------------------------------------------------------
 
 def _holder(path: Path):
-    code = ("import sys, time; from analysis.locking import file_lock\n"
+    code = ("import sys, time; from analysis._fs.locking import file_lock\n"
             "with file_lock(sys.argv[1]):\n print('ok', flush=True); time.sleep(60)")
     p = subprocess.Popen([sys.executable, "-c", code, str(path)], stdout=subprocess.PIPE,
                          text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -784,7 +784,7 @@ def test_waiting_writer_says_whom_it_waits_for(tmp_path):
 def test_two_add_planner_at_once_never_give_a_raw_error(base, tmp_path):
     """Regression (issue 21): two add_planner at once: one failed with a raw
     FileExistsError (add_planner took no lock). One adds, the other refuses by name."""
-    from analysis.frozen import write_record, write_records
+    from analysis.records import write_record, write_records
     from test_add_planner import COHORT, _cohort_only
     if not (COHORT / "episodes.jsonl.gz").exists():
         pytest.skip("no compiled cohort in frozen_exports/")
@@ -823,10 +823,10 @@ def test_disk_full_while_a_run_is_written_names_the_file(fe, tmp_path, capsys, m
                                                          match):
     """Regression (issue 21): a full disk during run/add_planner said only
     "failed: OSError: [Errno 28] No space left on device"."""
-    from analysis.run import write_run
+    from analysis._cli.run import write_run
     _, recs = run_suite("lexicon", "planner", "persistent", fe, progress=False, write=False)
     if match == "MANIFEST.json":
-        import analysis.frozen.manifest as manifest_mod
+        import analysis.records.manifest as manifest_mod
 
         def full(path, data):
             raise OSError(errno.ENOSPC, "No space left on device")
@@ -849,7 +849,7 @@ def test_disk_full_while_tables_are_written_names_the_file(tmp_path, capsys, mon
 
 
 def test_disk_full_while_journaling_an_episode_names_the_file(tmp_path, monkeypatch):
-    import analysis.episodes as ep
+    import analysis._runs.journal as ep
     j = RunJournal(tmp_path / "state", "r", {"a": 1})
     j.save(0, "e", ([], [], None))
 
@@ -995,7 +995,7 @@ def test_every_other_public_statistic_refuses_inf_and_empty_input():
 
 
 def test_the_python_api_refuses_state_and_outputs_inside_the_export(fe, tmp_path):
-    from analysis.tables import OutputDirError, regenerate
+    from analysis._cli.tables import OutputDirError, regenerate
     before = snap(tmp_path)
     with pytest.raises(ValueError, match=r"state_dir=.*inside the export"):
         run_suite("lexicon", "planner", "persistent", fe, progress=False,
@@ -1006,7 +1006,7 @@ def test_the_python_api_refuses_state_and_outputs_inside_the_export(fe, tmp_path
 
 
 def test_a_planted_compile_staging_symlink_is_refused(fe, tmp_path, victim, capsys):
-    from analysis.compile import compile_export
+    from analysis._cli.compile import compile_export
     (tmp_path / ".fe.e2w_compile").symlink_to(victim.parent)
     refused(capsys, tmp_path, "compile",
             lambda cfg: compile_export(tmp_path / "nowhere", fe), ".fe.e2w_compile",
@@ -1048,7 +1048,7 @@ def test_the_verify_command_itself_refuses_the_issue_s_planted_journal(fe, victi
 def real_records(tmp_path_factory):
     """An export of the repository's cohort (three episodes, no runs) and a lexicon run's
     records for add_planner (the toy cohort repeats group IDs, which add_planner refuses)."""
-    from analysis.frozen import write_record, write_records
+    from analysis.records import write_record, write_records
     from test_add_planner import COHORT, _cohort_only
     if not (COHORT / "episodes.jsonl.gz").exists():
         pytest.skip("no compiled cohort in frozen_exports/")
@@ -1064,7 +1064,7 @@ def real_records(tmp_path_factory):
 
 
 def _add_body(cfg):
-    from analysis.add_planner import _body
+    from analysis._cli.add_planner import _body
     return _body(cfg)
 
 
@@ -1094,7 +1094,7 @@ def test_disk_full_during_add_planner_names_the_file(real_records, tmp_path, cap
 
 
 def test_a_reader_on_a_read_only_place_runs_without_the_lock(tmp_path, monkeypatch):
-    import analysis.locking as locking
+    import analysis._fs.locking as locking
     real = os.open
 
     def read_only(path, *a, **k):

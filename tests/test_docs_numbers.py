@@ -1,6 +1,6 @@
 """Numbers measured on the committed export that the docs quote are recomputed here.
 
-Each quoted count is rebuilt from the hash-verified export (``analysis.frozen.load``) and
+Each quoted count is rebuilt from the hash-verified export (``analysis.records.load``) and
 the sentence it belongs to must appear in the doc verbatim, so a regenerated cohort that
 changes a count fails this test until the doc follows. Results of planners (rates,
 intervals) are not quoted in the docs at all: they live in the generated ``tables/``.
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.frozen import IntegrityError, load
+from analysis.records import IntegrityError, load
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.config_check import COMMANDS, MAX_NAME_LENGTH
+from analysis._cli.config_check import COMMANDS, MAX_NAME_LENGTH
 
 from checkout_copy import checkout_copy
 from export_factory import build_export
@@ -126,7 +126,7 @@ CASES = [
 
 
 def _call(command: str, argv: list[str], capsys) -> tuple[int, str, str]:
-    module = importlib.import_module(f"analysis.{command}")
+    module = importlib.import_module(f"analysis._cli.{command}")
     with pytest.raises(SystemExit) as exc:
         module.main(argv)
     out, err = capsys.readouterr()
@@ -225,7 +225,7 @@ def copy_root(tmp_path_factory):
 
 
 COMPOSE = """import json, os, sys
-from analysis._hydra import compose_config
+from analysis._cli.hydra_glue import compose_config
 out = []
 for cwd, name, argv in json.loads(sys.argv[1]):
     os.chdir(cwd)
@@ -316,7 +316,7 @@ def test_verify_copy_to_removes_the_staging_a_killed_copy_left(places, tmp_path)
     """Regression: a kill -9 during copy_to left a hidden .<dest>.copy.* folder that
     nothing removed. The next copy_to of that destination removes it and says so; a
     staging folder whose owner is still alive is left alone."""
-    from analysis.verify import copy_export
+    from analysis._cli.verify import copy_export
     dead = tmp_path / ".scratch.copy.dead"
     (dead / "export").mkdir(parents=True)
     (dead / "owner.pid").write_text("999999999")  # no such process

@@ -236,7 +236,7 @@ def test_label_precedence_is_fixed():
 # ------------------------------------------------------------------ committed runs
 @pytest.fixture(scope="module")
 def committed():
-    from analysis.frozen import load
+    from analysis.records import load
     export = load("frozen_exports")
     rules = Rules.from_dict(export.records_of("rules")[0])
     episodes = {e["episode_id"]: e for e in export.records_of("episode")}
@@ -354,7 +354,7 @@ def test_tables_and_reexecute_derive_the_same_labels_on_a_replayable_export(tmp_
     # the toy export (tests/export_factory.py): runs written by the runtime itself; the
     # planner "flaky" answers its first call of group g1 with text that is not JSON
     import analysis
-    from analysis.reexecute import reexecute
+    from analysis._cli.reexecute import reexecute
     from export_factory import build_replayable_export
     root = build_replayable_export(tmp_path / "export")
     export = analysis.load(root)

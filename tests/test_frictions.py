@@ -104,7 +104,7 @@ def test_a_planner_module_python_cannot_find_hints_at_pythonpath():
 
 def test_subset_of_a_folder_that_is_no_export_points_to_verify_copy_to(tmp_path):
     from analysis.planners.llm.subset import SubsetError, make_subset
-    from analysis.resources import default_export_root
+    from analysis._fs.resources import default_export_root
     with pytest.raises(SubsetError) as exc:
         make_subset(tmp_path / "frozen_exports", tmp_path / "dst", episodes=1)
     assert str(exc.value) == (
@@ -114,8 +114,8 @@ def test_subset_of_a_folder_that_is_no_export_points_to_verify_copy_to(tmp_path)
 
 
 def test_add_planner_closing_line_gives_the_tables_command_with_its_export():
-    from analysis.add_planner import tables_command
-    from analysis.resources import default_export_root
+    from analysis._cli.add_planner import tables_command
+    from analysis._fs.resources import default_export_root
     assert tables_command(default_export_root()) == "python -m analysis.tables"
     assert tables_command("/data/my exports/x") == (
         "python -m analysis.tables export_root='/data/my exports/x' "
@@ -183,7 +183,7 @@ def test_few_episode_warnings_are_said_once_per_process():
 
 
 def test_python_m_analysis_lists_the_commands():
-    from analysis.config_check import COMMANDS
+    from analysis._cli.config_check import COMMANDS
     r = _py("-m", "analysis")
     assert r.returncode == 0, r.stderr
     for name in COMMANDS:
@@ -195,7 +195,7 @@ def test_python_m_analysis_lists_the_commands():
 
 
 def test_ray_local_keeps_its_token_under_the_user_cache_directory(tmp_path):
-    from analysis.shards import prepare_launcher, ray_token_path
+    from analysis._runs.shards import prepare_launcher, ray_token_path
     env = {"E2W_CACHE_DIR": str(tmp_path / "cache"), "HOME": str(tmp_path / "home")}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -236,7 +236,7 @@ def test_a_ray_started_with_that_token_writes_nothing_into_home(tmp_path):
                 "PYTHONPATH": str(REPO), "RAY_USAGE_STATS_ENABLED": "0",
                 "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"})
     code = ("import os, ray\n"
-            "from analysis.shards import prepare_launcher\n"
+            "from analysis._runs.shards import prepare_launcher\n"
             "prepare_launcher('ray_local')\n"
             f"ray.init(num_cpus=1, include_dashboard=False, _temp_dir={short!r}, "
             "object_store_memory=78643200)\n"

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from analysis.frozen import (IntegrityError, canonical_json, load, sha256_record,
+from analysis.records import (IntegrityError, canonical_json, load, sha256_record,
                              update_manifest, verify, write_records)
-from analysis.frozen.io import encode_records, read_records
-from analysis.frozen.manifest import read_manifest, write_manifest
+from analysis.records.io import encode_records, read_records
+from analysis.records.manifest import read_manifest, write_manifest
 
 from export_factory import build_export
 
@@ -278,7 +278,7 @@ TAMPERS = {
 
 @pytest.mark.parametrize("tamper", sorted(TAMPERS))
 def test_commands_exit_1_and_write_nothing_on_tampering(export, tmp_path, tamper):
-    from analysis.tables import regenerate
+    from analysis._cli.tables import regenerate
     out = tmp_path / "out"
     regenerate(export, out, progress=lambda msg: None)
     before = _snapshot(out)
@@ -306,7 +306,7 @@ def test_published_json_schemas_accept_what_verification_accepts(tmp_path):
     under the published documents (checked by the reference `jsonschema` validator), and
     a record the decoders refuse is refused by the documents too."""
     jsonschema = pytest.importorskip("jsonschema")
-    from analysis.frozen.schemas import SCHEMAS, schema_document, validate, SchemaError
+    from analysis.records.schemas import SCHEMAS, schema_document, validate, SchemaError
     from export_factory import build_rich_export, build_replayable_export
 
     doc = schema_document("records")

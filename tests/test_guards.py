@@ -23,12 +23,12 @@ import pytest
 
 pytest.importorskip("openai")
 
-from analysis.confine import ConfinementError, LocalFault, open_state, state_folder, write_state
-from analysis.episodes import RunIncomplete
+from analysis._fs.confine import ConfinementError, LocalFault, open_state, state_folder, write_state
+from analysis._runs.journal import RunIncomplete
 from analysis.planners.llm.client import ChatClient, ClientSettings
 from analysis.planners.llm.ratelimit import SharedRateLimiter, bucket_path
 from analysis.planners.llm.testserver import LoopbackServer
-from analysis.run import run_suite
+from analysis._cli.run import run_suite
 
 from test_llm import make_export
 from tree_state import tree_state as tree_sums
@@ -208,8 +208,8 @@ def test_a_local_fault_of_any_class_never_registers_a_run(fe, tmp_path, outside,
 def test_a_local_fault_through_the_command_is_one_line_exit_1(fe, tmp_path, srv, capsys,
                                                             monkeypatch):
     """The same through ``python -m analysis.run``'s entry point: one line, exit 1."""
-    from analysis._hydra import command_main
-    from analysis.run import _body
+    from analysis._cli.hydra_glue import command_main
+    from analysis._cli.run import _body
     monkeypatch.setattr(SharedRateLimiter, "reserve", _raise(KeyError("slot")))
     state = tmp_path / "state"
     argv = ["planner=chat", "suite=planner", "memory=persistent", f"export_root={fe}",

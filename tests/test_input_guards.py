@@ -25,7 +25,7 @@ import pytest
 
 from analysis.compiler import readers as R
 from analysis.compiler.readers import SourceError
-from analysis.frozen.io import MAX_RECORD_LINE_BYTES, read_user_records
+from analysis.records.io import MAX_RECORD_LINE_BYTES, read_user_records
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = Path(os.environ.get("E2W_HDEPIC", REPO.parent / "shared" / "hd-epic"))
@@ -48,8 +48,8 @@ def test_compile_refuses_a_fifo_or_symlink_in_its_source_before_any_work(source,
                                                                          capsys, kind):
     """Issue item 6: a FIFO named like an activity file, left out of SHA256SUMS, hung
     the compiler forever."""
-    from analysis._hydra import command_main
-    from analysis.compile import _body
+    from analysis._cli.hydra_glue import command_main
+    from analysis._cli.compile import _body
     planted = source / "high-level" / "activities" / "P99_recipe_timestamps.csv"
     if kind == "fifo":
         os.mkfifo(planted)
@@ -140,8 +140,8 @@ def _bomb(path: Path, n_bytes: int, unit: bytes = b"{" + b" " * ((1 << 20) - 1))
 @pytest.mark.skipif(not RUN.is_dir(), reason="no committed run")
 def test_a_gzip_bomb_is_refused_within_the_limit(tmp_path):
     """Issue item 7: a 2 MB gzip bomb reached 4.2 GB of memory."""
-    from analysis.add_planner import AddPlannerError, _read
-    from analysis.frozen.io import MAX_RECORD_FILE_BYTES
+    from analysis._cli.add_planner import AddPlannerError, _read
+    from analysis.records.io import MAX_RECORD_FILE_BYTES
     rec = _records(tmp_path)
     _bomb(rec / "groups.jsonl.gz", MAX_RECORD_FILE_BYTES + (1 << 20))
     assert (rec / "groups.jsonl.gz").stat().st_size < 2 << 20
@@ -163,7 +163,7 @@ def test_a_huge_line_is_refused_unparsed(tmp_path):
 @pytest.mark.skipif(not RUN.is_dir(), reason="no committed run")
 @pytest.mark.parametrize("kind", ["fifo", "symlink"])
 def test_records_that_are_no_regular_file_are_refused(tmp_path, kind):
-    from analysis.add_planner import AddPlannerError, _read
+    from analysis._cli.add_planner import AddPlannerError, _read
     rec = _records(tmp_path)
     target = rec / "tasks.jsonl"
     target.unlink()
@@ -180,7 +180,7 @@ def test_records_that_are_no_regular_file_are_refused(tmp_path, kind):
 
 
 def test_an_oversized_record_file_is_refused_before_it_is_read(tmp_path):
-    from analysis.confine import ConfinementError
+    from analysis._fs.confine import ConfinementError
     p = tmp_path / "tasks.jsonl"
     p.write_bytes(b'{"a": 1}\n' * 200)
     with pytest.raises(ConfinementError, match=f"{p}: 1800 bytes, more than the 1000"):
@@ -190,8 +190,8 @@ def test_an_oversized_record_file_is_refused_before_it_is_read(tmp_path):
 def test_a_full_disk_at_the_start_of_a_transaction_leaves_no_staging(tmp_path, monkeypatch):
     """Issue item 8: with a full disk, add_planner left its staging folder (the next
     command removed it). The transaction's start now removes what it made."""
-    from analysis import transaction
-    from analysis.confine import DiskError
+    from analysis._fs import transaction
+    from analysis._fs.confine import DiskError
     root = tmp_path / "fe"
     root.mkdir()
     real = Path.write_text
@@ -212,8 +212,8 @@ def test_a_full_disk_at_the_start_of_a_transaction_leaves_no_staging(tmp_path, m
 @pytest.mark.parametrize("name,char", [("ｌexicon", "U+FF4C"), ("lex\u200bicon", "U+200B"),
                                        ("l\u0435xicon", "U+0435")])
 def test_look_alike_planner_names_get_a_clear_message(capsys, name, char):
-    from analysis._hydra import command_main
-    from analysis.run import _body
+    from analysis._cli.hydra_glue import command_main
+    from analysis._cli.run import _body
     with pytest.raises(SystemExit) as info:
         command_main("run", _body, [f"planner={name}", "suite=planner"])
     err = capsys.readouterr().err
@@ -225,7 +225,7 @@ def test_look_alike_planner_names_get_a_clear_message(capsys, name, char):
 def test_a_shard_run_with_other_settings_says_what_differs(tmp_path):
     """Issue item 8: shard 2/2 with another seed than shard 1/2 said only "run
     shard=1/2", which the user had just done."""
-    from analysis.run import run_suite
+    from analysis._cli.run import run_suite
     from test_llm import make_export
     fe = make_export(tmp_path / "fe")
     state = tmp_path / "state"

@@ -22,14 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from analysis.add_planner import AddPlannerError, add_planner
+from analysis._cli.add_planner import AddPlannerError, add_planner
 from analysis.executor import Rules
 from analysis.executor.replay import replay_run
-from analysis.frozen import IntegrityError, canonical_json, verify, write_record, write_records
-from analysis.frozen.io import GZIP_HEADER, encode_records, read_records
-from analysis.frozen.manifest import manifest_bytes, update_manifest
+from analysis.records import IntegrityError, canonical_json, verify, write_record, write_records
+from analysis.records.io import GZIP_HEADER, encode_records, read_records
+from analysis.records.manifest import manifest_bytes, update_manifest
 from analysis.planners.toy import toy_episode, toy_tasks
-from analysis.reexecute import reexecute
+from analysis._cli.reexecute import reexecute
 
 from export_factory import build_export, build_replayable_export, toy_run_records
 from tree_state import tree_state as snapshot

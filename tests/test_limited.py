@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import run as run_mod
-from analysis.frozen import IntegrityError, verify
-from analysis.frozen.io import read_records
-from analysis.limited import LimitedRunsError, check_limited
-from analysis.reexecute import run_reexecute
+from analysis._cli import run as run_mod
+from analysis.records import IntegrityError, verify
+from analysis.records.io import read_records
+from analysis.records.limited import LimitedRunsError, check_limited
+from analysis._cli.reexecute import run_reexecute
 from test_shards import EPS, FAST, make_export
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,8 +56,8 @@ def test_a_limit_covering_the_suite_is_a_whole_run(tmp_path):
 
 def test_verification_holds_a_limited_run_to_its_episodes(tmp_path):
     """A limited run whose record claims fewer episodes than its records hold fails."""
-    from analysis.frozen.io import write_records
-    from analysis.frozen.manifest import update_manifest
+    from analysis.records.io import write_records
+    from analysis.records.manifest import update_manifest
     ex = make_export(tmp_path / "ex")
     run(ex, tmp_path, limit=3)
     path = ex / "runs" / RID / "run.json"
@@ -114,9 +114,9 @@ def test_allow_limited_tabulates_a_limited_run_on_its_own_tasks_outside_the_cont
     """The statistics behind the tables: a limited run (its first 2 of 3 episodes) counts
     the 3 tasks it covers; the contrasts and the memory study, which pair every task,
     leave it out and say so. Built by hand from tests/export_factory.py's export."""
-    from analysis.frozen import load
-    from analysis.frozen.io import write_record, write_records
-    from analysis.frozen.manifest import update_manifest
+    from analysis.records import load
+    from analysis.records.io import write_record, write_records
+    from analysis.records.manifest import update_manifest
     from analysis.report import compute
     from export_factory import EPISODES, build_export
     root = build_export(tmp_path / "ex", planners=("alpha", "beta", "gamma"))

@@ -18,12 +18,12 @@ pytest.importorskip("openai")
 
 from killing import kill_when
 
-from analysis import run as run_mod
-from analysis.episodes import RunIncomplete
+from analysis._cli import run as run_mod
+from analysis._runs.journal import RunIncomplete
 from analysis.executor import Rules
 from analysis.executor.protocol import PlannerView, ProviderError, parse_plan
-from analysis.frozen.io import write_record, write_records
-from analysis.frozen.manifest import update_manifest
+from analysis.records.io import write_record, write_records
+from analysis.records.manifest import update_manifest
 from analysis.planners.llm.accounting import read_calls, summarize
 from analysis.planners.llm.client import ChatClient, ClientSettings, backoff_delay
 from analysis.planners.llm.schema import plan_schema

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("openai")
 
-from analysis import run as run_mod
+from analysis._cli import run as run_mod
 from analysis.planners.llm.subset import make_subset
 
 REPO = Path(__file__).resolve().parent.parent

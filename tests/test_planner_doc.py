@@ -14,7 +14,7 @@ from pathlib import Path
 
 from analysis.executor import Rules
 from analysis.executor.runtime import run_episode
-from analysis.frozen.schemas import PLANNER_NAME
+from analysis.records.schemas import PLANNER_NAME
 from analysis.planners.toy import toy_episode, toy_tasks
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "planners.md"

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("openai")
 
-from analysis import run as run_mod
+from analysis._cli import run as run_mod
 from analysis.planners.chat import ChatPlanner, ChatSchemaPlanner
 from analysis.planners.llm.client import ChatClient, ClientSettings
 from analysis.planners.llm.preflight import PreflightError, check_endpoint

@@ -111,8 +111,8 @@ def test_readme_planner_steps_run_literally_and_change_nothing(tmp_path):
     assert again.returncode == 1 and "overwrite=true" in again.stderr
 
     # the alternative: records from your own runner, added to a fresh scratch copy
-    from analysis.frozen import write_record, write_records
-    from analysis.run import run_suite
+    from analysis.records import write_record, write_records
+    from analysis._cli.run import run_suite
     sys.path.insert(0, str(tmp_path / "pkg"))
     try:
         _, recs = run_suite("mypkg.planners:MyPlanner", "planner", "persistent",

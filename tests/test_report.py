@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.frozen import IntegrityError, read_records
-from analysis.frozen.loader import load
+from analysis.records import IntegrityError, read_records
+from analysis.records.loader import load
 from analysis.report import BUILDERS, Skipped, build_all, compute
-from analysis.tables import regenerate
+from analysis._cli.tables import regenerate
 
 from export_factory import build_export, build_rich_export
 
@@ -368,7 +368,7 @@ def test_figures_at_print_width_name_everything_in_black_and_white(rich, width):
 
 def test_memory_study_covers_every_planner_with_both_conditions(tmp_path):
     from export_factory import rich_run_records, write_run
-    from analysis.frozen import update_manifest
+    from analysis.records import update_manifest
     root = build_rich_export(tmp_path / "export")
     files = {}
     for k, mem in enumerate(("persistent", "reset")):

@@ -1,13 +1,13 @@
 """analysis.run: records, parallel == serial, atomic writes, name errors, re-execution."""
 import pytest
 
-from analysis import run as run_mod
+from analysis._cli import run as run_mod
 from analysis.executor import Rules
-from analysis.frozen.io import write_record, write_records
-from analysis.frozen.manifest import read_manifest, update_manifest
-from analysis.frozen.schemas import validate
+from analysis.records.io import write_record, write_records
+from analysis.records.manifest import read_manifest, update_manifest
+from analysis.records.schemas import validate
 from analysis.planners.toy import toy_episode, toy_suite, toy_tasks
-from analysis.reexecute import reexecute, run_reexecute
+from analysis._cli.reexecute import reexecute, run_reexecute
 
 EPS = ("toy-a", "toy-b", "toy-c")
 
@@ -115,7 +115,7 @@ def test_reexecute_all_runs_and_detect_tampering(export, capsys):
     assert run_reexecute(export, run="belief_search__planner__reset") == 2
     assert "belief_search__memory__reset" in capsys.readouterr().err
     # flip one recorded attempt status, recomputing every hash: only re-execution sees it
-    from analysis.frozen.io import read_records
+    from analysis.records.io import read_records
     rel = "runs/belief_search__memory__reset/groups.jsonl.gz"
     recs = read_records(export / rel)
     a = recs[0]["attempts"][0]
@@ -158,7 +158,7 @@ def test_bad_planner_paths_are_refused_before_any_work(export, name, message):
 def test_an_import_path_planners_unknown_setting_is_refused_before_any_work(export, monkeypatch):
     # a typo in planner.settings.<key> was found only after verifying the export, as a
     # TypeError from the constructor
-    import analysis.frozen as frozen
+    import analysis.records as frozen
     monkeypatch.setattr(frozen, "verify", lambda root: pytest.fail("verified before the settings were checked"))
     with pytest.raises(ValueError, match=r"^planner.settings.sed: FirstHintPlanner takes no such setting "
                                          r"\(it takes: seed\)$"):
@@ -173,7 +173,7 @@ def test_committed_runs_are_what_the_code_produces(planner):
     # cohort gives the committed records exactly (two fast planners stand for all; every
     # committed run is re-executed in the next test).
     from pathlib import Path
-    from analysis.frozen import read_records
+    from analysis.records import read_records
     root = Path(__file__).resolve().parents[1] / "frozen_exports"
     folder = root / "runs" / f"{planner}__planner__persistent"
     _, rec = run_mod.run_suite(planner, "planner", "persistent", root, progress=False,

@@ -16,15 +16,15 @@ import pytest
 
 pytest.importorskip("openai")
 
-from analysis import run as run_mod
-from analysis.frozen import IntegrityError, read_records, update_manifest, write_record
-from analysis.frozen.integrity import verify_records
-from analysis.frozen.schemas import SchemaError, validate
+from analysis._cli import run as run_mod
+from analysis.records import IntegrityError, read_records, update_manifest, write_record
+from analysis.records.integrity import verify_records
+from analysis.records.schemas import SchemaError, validate
 from analysis.planners.llm.testserver import LoopbackServer
 
 from export_factory import build_export
 from analysis.executor import Rules
-from analysis.frozen.io import write_records
+from analysis.records.io import write_records
 from analysis.planners.toy import toy_episode, toy_suite, toy_tasks
 from test_llm import FAST, settings
 
@@ -120,7 +120,7 @@ def test_both_runs_appear_in_the_viewer(two_chats, tmp_path):
 
 
 def test_reexecute_passes_on_both_named_runs(two_chats, capsys):
-    from analysis.reexecute import run_reexecute
+    from analysis._cli.reexecute import run_reexecute
     export, _, _ = two_chats
     assert run_reexecute(export) == 0
     out = capsys.readouterr().out

@@ -17,12 +17,12 @@ import pytest
 
 from killing import kill_when
 
-from analysis import run as run_mod
-from analysis.config_check import ConfigError
+from analysis._cli import run as run_mod
+from analysis._cli.config_check import ConfigError
 from analysis.executor import Rules
-from analysis.frozen.io import write_record, write_records
-from analysis.frozen.manifest import update_manifest
-from analysis.shards import Shard, parse_shard
+from analysis.records.io import write_record, write_records
+from analysis.records.manifest import update_manifest
+from analysis._runs.shards import Shard, parse_shard
 from analysis.planners.toy import toy_episode, toy_suite, toy_tasks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -70,7 +70,7 @@ def test_shard_spec_is_checked_and_splits_every_episode_once(tmp_path):
     for bad in ("0/2", "3/2", "1-2", "a/b", "1/0", 2):
         with pytest.raises(ValueError, match="shard="):
             parse_shard(bad)
-    from analysis._hydra import compose_config
+    from analysis._cli.hydra_glue import compose_config
     with pytest.raises(ConfigError, match=r"shard='1:2': expected i/n"):
         compose_config("run", ["shard=1:2", f"export_root={make_export(tmp_path / 'x')}"])
     with pytest.raises(ConfigError, match="needs resume=true"):
@@ -115,7 +115,7 @@ def test_a_missing_shard_is_named_and_rerunning_only_it_completes_the_run(tmp_pa
     assert sorted(done) == ["00000.json.gz", "00002.json.gz", "00003.json.gz"]
     assert sorted(p.name for p in (journal / "shards" / "3").iterdir()) == ["1.json", "3.json"]
     # what a multirun reports when a job of a process launcher failed
-    from analysis.shards import registered_runs, unregistered_runs
+    from analysis._runs.shards import registered_runs, unregistered_runs
     runs = {(str(ex), RID): str(tmp_path / "state")}
     assert unregistered_runs(runs) == [
         f"{RID} is not registered in {ex}: rerun shard=2/3 (finished episodes are kept)"]
@@ -135,7 +135,7 @@ def test_a_shard_of_an_existing_other_run_is_refused(tmp_path):
 
 
 def test_a_tampered_journal_entry_of_another_shard_is_refused_at_the_merge(tmp_path):
-    from analysis.episodes import JournalMismatch
+    from analysis._runs.journal import JournalMismatch
     ex = make_export(tmp_path / "ex")
     run(ex, tmp_path / "state", shard="2/2")
     entry = next((tmp_path / "state").glob(f"{RID}-*/episodes/00001.json.gz"))

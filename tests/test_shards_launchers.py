@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import run as run_mod
+from analysis._cli import run as run_mod
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_shards import FAST, export_bytes, make_export  # noqa: E402

@@ -52,7 +52,7 @@ def test_a_damaged_or_planted_bucket_file(tmp_path):
     assert waits == []
     lim.path.unlink()
     lim.path.symlink_to(tmp_path / "elsewhere")
-    from analysis.confine import ConfinementError
+    from analysis._fs.confine import ConfinementError
     with pytest.raises(ConfinementError, match="symlink"):
         lim.acquire()
     with pytest.raises(ValueError, match="requests_per_minute"):

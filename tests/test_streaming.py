@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.frozen import IntegrityError, load, verify
-from analysis.frozen.integrity import StreamedRecords, verify_records
-from analysis.frozen.io import read_records
+from analysis.records import IntegrityError, load, verify
+from analysis.records.integrity import StreamedRecords, verify_records
+from analysis.records.io import read_records
 
 from export_factory import build_export, build_rich_export
 
@@ -104,12 +104,12 @@ def test_two_processes_verify_like_one(rich):
 def _corrupt_group_line(root: Path, rel: str, line: int) -> None:
     """Break one record's content while keeping the file hash consistent, so that the
     failure is found while decoding (not by the file hash)."""
-    from analysis.frozen import update_manifest
+    from analysis.records import update_manifest
     path = root / rel
     lines = gzip.decompress(path.read_bytes()).split(b"\n")
     lines[line] = lines[line].replace(b'"status":"', b'"status":"x', 1)
     recs = [__import__("json").loads(x) for x in lines if x]
-    from analysis.frozen import write_records
+    from analysis.records import write_records
     write_records(path, recs)
     update_manifest(root, {rel: "group_record"})
 
@@ -120,8 +120,8 @@ def test_two_processes_report_the_first_failing_file(rich, tmp_path):
     import shutil
     root = tmp_path / "bad"
     shutil.copytree(rich, root)
-    from analysis.frozen.integrity import _split
-    from analysis.frozen.manifest import read_manifest
+    from analysis.records.integrity import _split
+    from analysis.records.manifest import read_manifest
     files = _group_files(root)
     child = sorted(_split(read_manifest(root), {"group_record": None}))
     parent = [f for f in files if f not in child]
@@ -154,7 +154,7 @@ def test_integrity_error_survives_pickling():
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker needs os.fork")
 def test_worker_draws_the_figures_this_process_would(rich):
-    from analysis.figure_worker import FigureWorker, draw_figures
+    from analysis._cli.figure_worker import FigureWorker, draw_figures
     from analysis.report import compute
     export = load(rich)
     results = compute(export, {"stats": {"n_resamples": 200}})
@@ -177,7 +177,7 @@ def test_worker_draws_the_figures_this_process_would(rich):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker needs os.fork")
 def test_dismissed_worker_is_reaped_at_once():
-    from analysis.figure_worker import FigureWorker
+    from analysis._cli.figure_worker import FigureWorker
     worker = FigureWorker.start()
     pid = worker.pid
     t = time.perf_counter()
@@ -190,7 +190,7 @@ def test_dismissed_worker_is_reaped_at_once():
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the worker needs os.fork")
 def test_worker_hands_back_a_builder_error():
-    from analysis.figure_worker import FigureWorker
+    from analysis._cli.figure_worker import FigureWorker
     worker = FigureWorker.start()
     worker.submit(object())  # not results: the figure builders fail on it
     with pytest.raises(AttributeError):

@@ -61,7 +61,7 @@ def test_subset_carries_the_baselines_of_its_episodes(tmp_path):
 
 
 def test_progress_bar_counts_failed_episodes_apart(capsys):
-    from analysis.run import _progress
+    from analysis._cli.run import _progress
     _progress(2, 2, "chat__planner__persistent", True, failed=2)
     err = capsys.readouterr().err
     assert "0/2 episodes done, 2 failed (provider error)" in err

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-import analysis._hydra  # noqa: F401  (registers the repo_root resolver)
-from analysis.tables import regenerate
+import analysis._cli.hydra_glue  # noqa: F401  (registers the repo_root resolver)
+from analysis._cli.tables import regenerate
 
 REPO = Path(__file__).resolve().parent.parent
 

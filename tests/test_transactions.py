@@ -1,7 +1,7 @@
 """Kill -9 at every write point of tables, run and add_planner: old or new, never a mix.
 
 ``E2W_KILL_AT_WRITE=N`` makes a process SIGKILL itself just before its Nth change on
-disk (analysis.transaction.write_point); ``E2W_WRITE_LOG`` counts the points. Every
+disk (analysis._fs.transaction.write_point); ``E2W_WRITE_LOG`` counts the points. Every
 point is killed in a forked child that runs the same writing function the command runs
 (fast); the commands themselves are killed as processes at the points that matter (the
 first change, mid-switch, the commit point, the clean-up), and add_planner at every
@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import transaction
-from analysis.frozen import read_records, verify, write_record, write_records
-from analysis.tables import (_generation_bytes, build_generation, check_out_dir, regenerate,
+from analysis._fs import transaction
+from analysis.records import read_records, verify, write_record, write_records
+from analysis._cli.tables import (_generation_bytes, build_generation, check_out_dir, regenerate,
                             txn_dir_of, write_generation, OutputDirError)
-from analysis.transaction import KILL_ENV, LOG_ENV, export_txn_dir, recover, recover_export
+from analysis._fs.transaction import KILL_ENV, LOG_ENV, export_txn_dir, recover, recover_export
 
 from export_factory import build_export
 
@@ -257,7 +257,7 @@ def export_base(tmp_path_factory):
         pytest.skip("no compiled cohort in frozen_exports/")
     from test_add_planner import _base
 
-    from analysis.run import run_suite
+    from analysis._cli.run import run_suite
     base = _base(tmp_path_factory.mktemp("ex") / "export")
     _, recs = run_suite("lexicon", "planner", "persistent", base, seed=3, progress=False,
                         write=False)
@@ -280,7 +280,7 @@ def _fresh_export(base: Path, work: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_run_write_killed_at_every_point_leaves_old_or_new(export_base, tmp_path, overwrite):
-    from analysis.run import write_run
+    from analysis._cli.run import write_run
     base, _, recs = export_base
     work = tmp_path / "export"
     # overwrite: replace greedy_hints' run with other records under the same ID
@@ -410,8 +410,8 @@ def test_a_reused_pid_does_not_wedge_a_stale_transaction(tmp_path):
 
 def test_tables_and_reexecute_also_recover_an_interrupted_export_change(export_base,
                                                                       tmp_path, capsys):
-    from analysis.reexecute import run_reexecute
-    from analysis.run import write_run
+    from analysis._cli.reexecute import run_reexecute
+    from analysis._cli.run import write_run
     base, _, recs = export_base
     work = tmp_path / "export"
     rid = "lexicon__planner__persistent"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import _hydra
-from analysis.config_check import ConfigError, compile_out_dir, cross_checks, movable_into
+from analysis._cli import hydra_glue as _hydra
+from analysis._cli.config_check import ConfigError, compile_out_dir, cross_checks, movable_into
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def test_a_misspelt_key_in_a_config_file_is_named_not_its_none(tmp_path, monkeyp
 
 
 def test_a_missing_hdepic_folder_says_how_to_give_it(tmp_path):
-    from analysis.config_check import hdepic_dir
+    from analysis._cli.config_check import hdepic_dir
     with pytest.raises(ConfigError) as exc:
         hdepic_dir("source", str(tmp_path / "none"))
     assert str(exc.value) == (f"source={tmp_path / 'none'}: no such folder (give source=PATH to the "
@@ -83,7 +83,7 @@ def test_the_launcher_hint_holds_when_no_hydra_plugin_is_installed(tmp_path, mon
         return real(name, *a, **k)
 
     monkeypatch.setattr(importlib.util, "find_spec", no_plugins)
-    from analysis.run import _multirun
+    from analysis._cli.run import _multirun
     code = _multirun(["-m", "hydra/launcher=joblib_local", "planner=greedy_hints", "suite=planner",
                       f"export_root={tmp_path}", "overwrite=true"])
     assert code == 2
@@ -107,7 +107,7 @@ def test_hydras_cfg_job_form_prints_the_job_config(capsys):
 
 
 def test_compile_refuses_the_installed_packages_shipped_export(tmp_path, monkeypatch):
-    import analysis.resources as resources
+    import analysis._fs.resources as resources
     monkeypatch.setattr(resources, "is_shipped_export", lambda p: Path(p) == tmp_path)
     with pytest.raises(ConfigError, match="shipped with the installed package is read-only"):
         compile_out_dir("out_dir", str(tmp_path))
@@ -218,7 +218,7 @@ def test_ctrl_c_during_verify_says_interrupted_not_failed():
 
 def test_the_run_progress_bar_writes_whole_lines_into_a_log(capsys):
     # stderr captured (no terminal): no carriage returns, a line about every tenth, the last
-    from analysis.run import _progress
+    from analysis._cli.run import _progress
     for done in range(0, 21):
         _progress(done, 20, "lexicon__memory__reset", True)
     err = capsys.readouterr().err
@@ -232,7 +232,7 @@ def test_a_commands_warning_is_one_line_naming_the_command():
     # FewClustersWarning printed our source path and line into the tables' output
     import subprocess
     import sys
-    code = ("import warnings; from analysis._hydra import command_main\n"
+    code = ("import warnings; from analysis._cli.hydra_glue import command_main\n"
             "def body(cfg):\n"
             "    warnings.warn('6 of 48 intervals rest on fewer than 8 episodes', UserWarning)\n"
             "command_main('verify', body, [])\n")
@@ -286,7 +286,7 @@ def test_an_api_key_variable_that_is_set_is_accepted(monkeypatch):
 def test_an_installed_package_asks_for_the_hdepic_source_by_name(monkeypatch):
     """From a wheel there is no ../shared/hd-epic beside a repository: compile says to give
     source= (or E2W_HDEPIC), instead of naming a folder inside site-packages."""
-    import analysis.resources as resources
+    import analysis._fs.resources as resources
     monkeypatch.delenv("E2W_HDEPIC", raising=False)
     monkeypatch.setattr(resources, "in_repository", lambda: False)
     monkeypatch.setattr(_hydra, "in_repository", lambda: False, raising=False)

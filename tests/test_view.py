@@ -302,7 +302,7 @@ def small(tmp_path_factory):
 
 def _call(argv, capsys, monkeypatch, cwd):
     """The command in this process (the code path of ``python -m``, milliseconds)."""
-    from analysis.view import main
+    from analysis._cli.view import main
     monkeypatch.chdir(cwd)
     with pytest.raises(SystemExit) as exc:
         main(argv)

@@ -175,7 +175,7 @@ def test_handler_threads_are_bounded(server, monkeypatch):
 
 
 def test_serving_a_folder_without_a_site_manifest_is_refused(tmp_path):
-    from analysis._hydra import UserError
+    from analysis._cli.hydra_glue import UserError
     d = tmp_path / "mine"
     d.mkdir()
     (d / "SITE.json").write_text("{}")
@@ -185,8 +185,8 @@ def test_serving_a_folder_without_a_site_manifest_is_refused(tmp_path):
 
 def test_the_port_is_checked_before_the_build(tmp_path, capsys):
     """Issue item 4: a port in use was reported only after the (8 s) build."""
-    from analysis._hydra import command_main
-    from analysis.view.__main__ import _body
+    from analysis._cli.hydra_glue import command_main
+    from analysis._cli.view import _body
     from test_llm import make_export
     fe = make_export(tmp_path / "fe")
     busy = socket.socket()

@@ -100,7 +100,7 @@ def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
         assert r.returncode == code, (args, r.stdout, r.stderr)
         return r
 
-    where = subprocess.run([py, "-c", "import analysis, analysis.resources as r; "
+    where = subprocess.run([py, "-c", "import analysis, analysis._fs.resources as r; "
                             "print(analysis.__file__); print(r.in_repository()); "
                             "print(r.default_export_root())"],
                            cwd=work, env=env, capture_output=True, text=True, check=True)

@@ -46,7 +46,7 @@ def negative_suites(t, states, events, objects) -> list[dict]:
     log). Passed when the contract rejects the result while every other condition is still
     TRUE, i.e. the case differs from a passing one in that predicate only.
 
-    The audit record ID is ``(check, task_id)`` (``analysis.frozen.schemas``), so with
+    The audit record ID is ``(check, task_id)`` (``analysis.records.schemas``), so with
     several conditions per task these records name the condition in ``task_id`` the way
     group and task IDs nest: ``<task_id>/<condition id>``, e.g. ``P02-.../t017/c2``."""
     tid = t["task_id"]

@@ -332,8 +332,8 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
 
-    from analysis.frozen.io import write_record, write_records
-    from analysis.frozen.manifest import update_manifest
+    from analysis.records.io import write_record, write_records
+    from analysis.records.manifest import update_manifest
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".cohort.", dir=out_dir))
     try:

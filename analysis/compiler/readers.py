@@ -107,7 +107,7 @@ def _read_source(path: Path, limit: int) -> bytes:
     """The bytes of the source file ``path``: a regular file of at most ``limit`` bytes,
     read without following a symlink or blocking on a FIFO; else :class:`SourceError`
     naming it and what to do."""
-    from analysis.confine import ConfinementError, read_regular
+    from analysis._fs.confine import ConfinementError, read_regular
     try:
         return read_regular(path, str(path), limit=limit)
     except ConfinementError as exc:

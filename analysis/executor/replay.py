@@ -32,6 +32,7 @@ from typing import Mapping, Sequence
 from .executor import Executor
 from .rules import Rules
 from .runtime import RuntimeConfig, run_episode
+from .protocol import PlannerResponse
 
 __all__ = ["Divergence", "ReplayReport", "replay_run", "runtime_config", "QUERY_FIELDS",
            "ATTEMPT_FIELDS"]
@@ -96,7 +97,6 @@ class _RecordedPlanner:
         return {}
 
     def propose(self, view):
-        from analysis.planners.base import PlannerResponse
         gid = view.key[self.prefix:view.key.rindex("/")]
         calls = self.records[gid]["planner_calls"]
         k = view.call_index
@@ -163,7 +163,7 @@ def replay_run(run_id: str, group_records: Sequence[Mapping], task_records: Sequ
             continue
         line_of[key], by_key[key] = i, g
     if suite is not None:
-        from ..limited import run_suite_of   # a limited run covers its first N episodes
+        from ..records.limited import run_suite_of   # a limited run covers its first N episodes
         suite = run_suite_of(run, suite, tasks)
         episode_ids = list(suite["episode_ids"])
         task_ids = list(suite["task_ids"])

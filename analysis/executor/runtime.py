@@ -8,7 +8,7 @@ For each group of an episode (the world is reset once per episode and carries ov
    belief) and returns JSON text. Parsing is structural only
    (:func:`~analysis.executor.protocol.parse_plan`); a planner that raises or returns text
    that does not parse ends the group as ``parse_failure`` and the run goes on, except
-   for a local fault (an ``OSError`` or any :class:`analysis.confine.LocalFault`: our
+   for a local fault (an ``OSError`` or any :class:`analysis._fs.errors.LocalFault`: our
    side of the boundary, such as a planted state file), which stops the run. A
    :class:`~analysis.executor.protocol.ProviderError` (the model's endpoint failed after
    its retries) ends the group as ``provider_error`` and stops the episode: the groups
@@ -322,14 +322,14 @@ class _EpisodeRun:
             raise _GroupProviderError(str(exc)) from None
         except OSError as exc:
             # a local fault (cache, call log, disk, permissions) is never a score: it
-            # stops the run, naming the file (analysis.confine.DiskError)
-            from analysis.confine import LocalFault, disk_error
+            # stops the run, naming the file (analysis._fs.errors.DiskError)
+            from analysis._fs.confine import LocalFault, disk_error
             if isinstance(exc, LocalFault):
                 raise
             raise disk_error(exc.filename or "a local file of the planner", exc,
                              "the run stops (a local fault, not a planner failure)") from None
         except Exception as exc:  # noqa: BLE001 -- a crashing planner is a parse failure
-            from analysis.confine import LocalFault
+            from analysis._fs.confine import LocalFault
             if isinstance(exc, LocalFault):
                 # our side of the boundary (confinement, limiter, cache, journal): whatever
                 # the class of its cause, it stops the run and is never scored

@@ -14,7 +14,7 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from analysis.frozen.hashing import canonical_json, sha256_record
+from analysis.records.hashing import canonical_json, sha256_record
 
 __all__ = ["World", "Atom"]
 

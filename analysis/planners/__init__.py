@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 
-from analysis.frozen.schemas import PLANNER_NAME
+from analysis.records.schemas import PLANNER_NAME
 
 from .base import (Plan, PlanParseError, Planner, PlannerResponse, PlannerView, count_tokens,
                    parse_plan, render_prompt)

@@ -20,7 +20,8 @@ run gets its own planner name (``chat_schema``, as its config file configs/plann
 """
 from __future__ import annotations
 
-from analysis.confine import local_fault
+from analysis._fs.atomic import keep_previous
+from analysis._fs.confine import local_fault
 from analysis.executor.protocol import PlannerResponse, PlannerView, ProviderError, render_prompt
 
 from .llm.client import ChatClient, ClientSettings
@@ -100,13 +101,13 @@ class ChatPlanner:
         ``<call_log>.previous``, so the summary counts this run's calls only. A resumed
         run keeps appending: its interrupted attempts are part of it.
 
-        Before any request, the side files are checked (:mod:`analysis.confine`): the
+        Before any request, the side files are checked (:mod:`analysis._fs.confine`): the
         ``calls/`` and ``rate/`` folders must not be symlinks, and the call log, its
         ``.previous`` and ``.summary.json`` and the rate-limit budget file must be
         regular files where they exist (a planted symlink or FIFO is refused, named)."""
         import os
 
-        from analysis.confine import ConfinementError, disk_error, state_folder
+        from analysis._fs.confine import ConfinementError, disk_error, state_folder
         log = settings.get("call_log")
         if log:
             state_folder(os.path.dirname(os.path.abspath(log)), "the call-log folder")
@@ -126,7 +127,7 @@ class ChatPlanner:
                                        "; remove it (the run recreates it)")
         if fresh and log and os.path.exists(log):
             try:
-                os.replace(log, str(log) + ".previous")
+                keep_previous(log)
             except OSError as exc:
                 raise disk_error(log, exc, "nothing was run") from None
 
@@ -139,7 +140,7 @@ class ChatPlanner:
         import json
         import sys
 
-        from analysis.confine import write_state
+        from analysis._fs.confine import write_state
 
         from .llm.accounting import read_calls, read_price_table, summarize
         log = settings.get("call_log")
@@ -149,7 +150,7 @@ class ChatPlanner:
         if settings.get("price_table"):
             prices = read_price_table(settings["price_table"])
         out = summarize(read_calls(log), prices)
-        # atomic, never through a symlink, never into a FIFO (analysis.confine)
+        # atomic, never through a symlink, never into a FIFO (analysis._fs.confine)
         write_state(str(log) + ".summary.json",
                     json.dumps(out, indent=1, sort_keys=True).encode(),
                     "the call-log summary")

@@ -20,9 +20,6 @@ __all__ = ["build", "BuildReport"]
 
 
 def __getattr__(name):
-    if name == "main":  # the command, as for the other commands' modules
-        from .__main__ import main
-        return main
     # pandas and the statistics load only when a site is built
     if name in __all__:
         from . import builder as _build

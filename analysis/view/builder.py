@@ -36,7 +36,7 @@ def build(export_root, out_dir, stats: dict | None = None,
     ``stats.*`` settings of ``configs/tables.yaml``) and write the site to ``out_dir``.
 
     Raises :class:`analysis.view.output.SiteDirError` (nothing computed) for an unusable
-    ``out_dir`` and :class:`analysis.frozen.IntegrityError` (nothing written) when
+    ``out_dir`` and :class:`analysis.records.IntegrityError` (nothing written) when
     verification fails.
     """
     start = time.perf_counter()

@@ -3,7 +3,7 @@
 ``out_dir`` must be new, empty, or a site an earlier build wrote: its ``SITE.json`` is a
 valid site manifest (:func:`read_site_manifest`; a file of that name alone proves
 nothing); it must not be an export or lie inside the export being viewed. The files are staged and
-switched in by one journaled transaction (:mod:`analysis.transaction`), so a kill leaves
+switched in by one journaled transaction (:mod:`analysis._fs.transaction`), so a kill leaves
 the old site or the new one. The folder is replaced as a whole: keep nothing else in it.
 
 >>> check_site_dir("/dev/null", "frozen_exports")
@@ -19,7 +19,7 @@ import re
 import tempfile
 from pathlib import Path
 
-from ..transaction import Transaction, recover
+from .._fs.transaction import Transaction, recover
 
 __all__ = ["SiteDirError", "check_site_dir", "write_site", "txn_dir_of", "TXN_NAME", "SITE_INDEX",
            "read_site_manifest"]
@@ -52,7 +52,7 @@ def read_site_manifest(folder) -> dict[str, str]:
     ...
     analysis.view.output.SiteDirError: ...: its SITE.json is not a site manifest written by python -m analysis.view (keys ['files'], expected ['about', 'export_manifest_sha256', 'files'])
     """
-    from ..confine import ConfinementError, confined_rel, read_regular
+    from .._fs.confine import ConfinementError, confined_rel, read_regular
     folder = Path(folder)
 
     def bad(why):

@@ -108,7 +108,7 @@ class _Handler(BaseHTTPRequestHandler):
         if want is None:
             self.send_error(404, "not a file of the site")
             return None
-        from ..confine import ConfinementError, confined_path, read_regular
+        from .._fs.confine import ConfinementError, confined_path, read_regular
         try:
             data = read_regular(confined_path(site.root, rel, "SITE.json"), rel,
                                 limit=site.limit)
@@ -181,15 +181,15 @@ class _Server(ThreadingHTTPServer):
 
 def bind(port: int = 8000) -> _Server:
     """The server bound to ``127.0.0.1:port`` (not yet serving): a port in use is a
-    :class:`analysis._hydra.UserError` before any work."""
+    :class:`analysis._fs.errors.UserError` before any work."""
     try:
         return _Server((HOST, port), _Handler)
     except OSError as exc:
-        from .._hydra import UserError
+        from .._fs.errors import UserError
         raise UserError(f"port={port}: cannot serve on {HOST} ({exc.strerror}); choose "
                         "another port, or port=0 for any free one") from None
     except OverflowError:
-        from .._hydra import UserError
+        from .._fs.errors import UserError
         raise UserError(f"port={port}: expected 0 to 65535") from None
 
 
@@ -203,7 +203,7 @@ def serve(site_dir, port: int = 8000, server: _Server | None = None) -> int:
     except SiteDirError as exc:
         if server is not None:
             server.server_close()
-        from .._hydra import UserError
+        from .._fs.errors import UserError
         raise UserError(f"{exc}; nothing served") from None
     server = server or bind(port)
     server.site = _Site(root, files)

@@ -94,7 +94,7 @@ def open_source(export_root: str | os.PathLike, stats: dict | None = None) -> So
     """Verify and load ``export_root`` and compute the tables' statistics with the
     ``stats`` overrides (keys of ``configs/tables.yaml``'s ``stats`` block).
 
-    Raises :class:`analysis.frozen.IntegrityError` when verification fails.
+    Raises :class:`analysis.records.IntegrityError` when verification fails.
     """
     from ..api import load
 

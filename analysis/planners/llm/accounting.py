@@ -35,18 +35,18 @@ MAX_CALL_LOG_BYTES = 1 << 30
 class CallLog:
     """Append-only JSON lines, safe across threads (one lock) and processes (one
     ``O_APPEND`` write per line). The log and its folder are state: a symlink, FIFO or
-    device in their place is refused naming it (:mod:`analysis.confine`)."""
+    device in their place is refused naming it (:mod:`analysis._fs.confine`)."""
 
     _locks: dict = {}
 
     def __init__(self, path: str | os.PathLike):
-        from analysis.confine import state_folder
+        from analysis._fs.confine import state_folder
         self.path = Path(path)
         state_folder(self.path.parent, "the call-log folder")
         self.lock = CallLog._locks.setdefault(str(self.path), threading.Lock())
 
     def add(self, entry: Mapping) -> None:
-        from analysis.confine import DiskError, disk_error, open_state, state_folder
+        from analysis._fs.confine import DiskError, disk_error, open_state, state_folder
         line = (json.dumps(entry, sort_keys=True, separators=(",", ":")) + "\n").encode()
         with self.lock:
             state_folder(self.path.parent, "the call-log folder")
@@ -65,7 +65,7 @@ class CallLog:
 def read_calls(path: str | os.PathLike) -> list[dict]:
     """The entries of a call log (none when it is absent); a symlink, FIFO, device or a
     file over :data:`MAX_CALL_LOG_BYTES` is refused naming it, never read."""
-    from analysis.confine import read_regular
+    from analysis._fs.confine import read_regular
     p = Path(path)
     if not os.path.lexists(p):
         return []
@@ -105,7 +105,7 @@ def read_price_table(path) -> dict:
     1 MB is refused naming it)."""
     import yaml
 
-    from analysis.confine import read_regular
+    from analysis._fs.confine import read_regular
     return yaml.safe_load(read_regular(Path(path), f"the price table {path}", limit=1 << 20))
 
 

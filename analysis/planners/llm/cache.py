@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Mapping
 
@@ -35,7 +34,8 @@ def request_key(request: Mapping) -> str:
     return hashlib.sha256(_canonical(request)).hexdigest()
 
 
-from analysis.confine import DiskError
+from analysis._fs.atomic import atomic_write
+from analysis._fs.confine import DiskError
 
 
 class CacheError(DiskError):
@@ -68,7 +68,7 @@ class ResponseCache:
         return self.dir / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        from analysis.confine import ConfinementError, read_regular
+        from analysis._fs.confine import ConfinementError, read_regular
         p = self._path(key)
         try:
             raw = read_regular(p, limit=64 << 20)
@@ -93,23 +93,17 @@ class ResponseCache:
         return response
 
     def put(self, key: str, request: Mapping, response: Mapping) -> None:
-        from analysis.confine import disk_error
+        from analysis._fs.confine import disk_error
         p = self._path(key)
         if request_key(request) != key:
             raise ValueError(f"cache key {key[:12]} is not the key of the request")
         entry = {"key": key, "request": request, "response": response,
                  "sha256": _entry_sha(key, request, response)}
-        tmp = None
         try:
             if p.parent.is_symlink():
                 raise NotADirectoryError(20, "a symlink in place of a cache folder")
             p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{key[:8]}.", dir=p.parent)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(_canonical(entry))
-            os.replace(tmp, p)
+            atomic_write(p, _canonical(entry), prefix=f".{key[:8]}.")
         except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
             err = disk_error(p, exc, "the run stops (a local fault, not a planner failure)")
             raise CacheError(err.errno, err.strerror) from None

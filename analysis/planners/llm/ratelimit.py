@@ -71,7 +71,7 @@ class SharedRateLimiter:
 
     def _update(self, fn: Callable[[float, float], tuple[float, float]]) -> float:
         """Under the lock: ``(next, now) -> (new next, result)``; returns the result."""
-        from analysis.confine import open_state, state_folder
+        from analysis._fs.confine import open_state, state_folder
         state_folder(self.path.parent, "the rate-limit folder")
         fd = open_state(self.path, os.O_RDWR | os.O_CREAT, "the rate-limit file")
         try:

@@ -30,8 +30,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from analysis.frozen.io import read_records, write_records
-from analysis.frozen.manifest import cohort_fingerprint, read_manifest, update_manifest
+from analysis.records.io import read_records, write_records
+from analysis.records.manifest import cohort_fingerprint, read_manifest, update_manifest
 
 __all__ = ["make_subset", "SubsetError", "SubsetRefused", "main"]
 
@@ -51,13 +51,13 @@ class SubsetRefused(SubsetError):
 
 def _check(src: Path, dst: Path, episodes, suites) -> tuple[list, list]:
     if not (src / "MANIFEST.json").is_file():
-        from analysis.resources import default_export_root
+        from analysis._fs.resources import default_export_root
         raise SubsetError(f"SRC={src}: not an export (no MANIFEST.json); the export this "
                           f"package reads is {default_export_root()}: give that as SRC, or a "
                           "copy made with python -m analysis.verify copy_to=DIR (SRC=DIR)")
     if dst == src or src in dst.parents:
         raise SubsetError(f"DST={dst}: the subset must live outside SRC={src}")
-    from analysis.confine import export_holding
+    from analysis._fs.confine import export_holding
     holder = export_holding(dst.parent)
     if holder is not None:
         # an export holds only what its manifest lists: DST there would break it
@@ -97,7 +97,7 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
     for a bad option, and when a cut run does not re-execute."""
     from analysis.executor.replay import replay_run
     from analysis.executor.rules import Rules
-    from analysis.frozen import verify
+    from analysis.records import verify
 
     say = say or (lambda msg: None)
     src, dst = Path(src).resolve(), Path(dst).resolve()
@@ -176,7 +176,7 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
 
 
 def main(argv=None) -> int:
-    from analysis.frozen import IntegrityError
+    from analysis.records import IntegrityError
     argv = sys.argv[1:] if argv is None else argv
     if "--help" in argv or "-h" in argv:
         print(USAGE + "\n\n" + __doc__.split("\n\n")[1])

@@ -3,7 +3,7 @@
 ``python -m analysis.run ... shard=i/n`` (``i`` from 1 to ``n``) runs only the episodes
 whose position in the suite's episode list ``p`` has ``p % n == i - 1``; every other
 setting is the run's own, so all shards of a run share one resume journal
-(:class:`analysis.episodes.RunJournal`, keyed by everything that determines the records).
+(:class:`analysis._runs.journal.RunJournal`, keyed by everything that determines the records).
 Each shard writes its finished episodes there (atomically, one file per episode) and,
 when it has all of its own, a marker ``shards/<n>/<i>.json``. Episodes are the unit
 because the world carries over between the groups of an episode.
@@ -11,9 +11,9 @@ because the world carries over between the groups of an episode.
 Then the shard tries to register the run: it reads every other episode of the suite back
 from the journal, each one *verified* by re-executing it from the cohort with its own
 journaled planner replies (nothing in the journal is trusted, see
-:class:`~analysis.episodes.RunJournal`). If any episode is missing, nothing is written
+:class:`~analysis._runs.journal.RunJournal`). If any episode is missing, nothing is written
 to the export and the shard says which shards have yet to finish (:class:`ShardOutcome`,
-``waiting_for``); if all are there, it takes the export lock (:mod:`analysis.locking`)
+``waiting_for``); if all are there, it takes the export lock (:mod:`analysis._fs.locking`)
 and registers the run in one journaled transaction, exactly as an unsharded run would:
 the records are assembled in suite order from the same per-episode results, so the
 export gets the same bytes as ``shard=null`` (tested byte for byte). So the last shard to
@@ -40,6 +40,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
+
+from .._fs.atomic import atomic_write
 
 __all__ = ["Shard", "parse_shard", "ShardJournal", "ShardOutcome", "finish_shard",
            "registered_stamp", "shard_call_log", "launcher_environment", "prepare_launcher",
@@ -118,12 +120,12 @@ class ShardJournal:
     def _folder(self) -> Path:
         """``shards/<n>`` under the journal, checked: neither it, ``shards`` nor the
         journal folder may be a symlink (markers would be written anywhere)."""
-        from .confine import state_folder
+        from .._fs.confine import state_folder
         return state_folder(self.dir / "shards" / str(self.shard.count),
                             "the shard-marker folder", levels=3)
 
     def record_incomplete(self, failures: list[dict]) -> Path:
-        from .episodes import _atomic_write
+        from .journal import _atomic_write
         p = self._folder() / f"{self.shard.index}.incomplete.json"
         _atomic_write(p, json.dumps(failures, sort_keys=True, indent=1).encode("utf-8"))
         return p
@@ -133,7 +135,7 @@ class ShardJournal:
 
     def mark_done(self, episode_ids: Sequence[str]) -> Path:
         """Write this shard's marker: its episodes, all journaled."""
-        from .episodes import _atomic_write
+        from .journal import _atomic_write
         body = {"shard": str(self.shard), "positions": self.positions,
                 "episode_ids": list(episode_ids)}
         body["sha256"] = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -196,7 +198,7 @@ def other_settings_note(journal_dir: Path, key: dict, count: int) -> str:
     >>> print(other_settings_note(d / "r-1", {"seed": 1, "model": "m"}, 2))  # doctest: +ELLIPSIS
     ; shards of this run ID with other settings are in .../r-2 (seed: 1 here, 0 there): ...
     """
-    from .confine import ConfinementError, read_regular
+    from .._fs.confine import ConfinementError, read_regular
     journal_dir = Path(journal_dir)
     prefix = journal_dir.name.rsplit("-", 1)[0]
     here = _flat(dict(key))
@@ -226,7 +228,7 @@ def registered_stamp(journal_dir: Path) -> Path:
 
 
 def _run_hashes(root: Path, rid: str) -> dict:
-    from .frozen.manifest import read_manifest
+    from ..records.manifest import read_manifest
     prefix = f"runs/{rid}/"
     return {k: v.get("sha256") for k, v in sorted(read_manifest(root).get("files", {}).items())
             if k.startswith(prefix)}
@@ -235,7 +237,7 @@ def _run_hashes(root: Path, rid: str) -> dict:
 def already_registered(root: Path, rid: str, journal_dir: Path) -> bool:
     """True when this run configuration's shards registered ``rid`` and the export still
     holds exactly those files (the manifest's hashes equal the stamp's)."""
-    from .confine import read_regular
+    from .._fs.confine import read_regular
     stamp = registered_stamp(journal_dir)
     try:  # a symlink, FIFO, device or oversized file is no stamp (never read)
         data = json.loads(read_regular(stamp, limit=1 << 20).decode("utf-8"))
@@ -252,9 +254,9 @@ def finish_shard(shard: ShardJournal, root: Path, rid: str, episode_ids: Sequenc
     read every other episode back from the journal (verified by re-execution), and, if
     none is missing, register the run under the export lock with ``register(results)``
     (results in suite order; returns the records and the bytes written)."""
-    from .episodes import _atomic_write
-    from .locking import export_lock
-    from .transaction import recover_export
+    from .journal import _atomic_write
+    from .._fs.locking import export_lock
+    from .._fs.transaction import recover_export
 
     s = shard.shard
     shard.mark_done([episode_ids[p] for p in shard.positions])
@@ -310,12 +312,12 @@ def launcher_environment(launcher: str) -> dict[str, str]:
 
 def ray_token_path() -> Path:
     """Where the Ray started by ``hydra/launcher=ray_local`` keeps its authentication
-    token: ``<user cache directory>/ray/auth_token`` (:func:`analysis.resources.user_cache_dir`).
+    token: ``<user cache directory>/ray/auth_token`` (:func:`analysis._fs.resources.user_cache_dir`).
 
     >>> ray_token_path().parts[-2:]
     ('ray', 'auth_token')
     """
-    from .resources import user_cache_dir
+    from .._fs.resources import user_cache_dir
     return user_cache_dir() / "ray" / "auth_token"
 
 
@@ -338,14 +340,8 @@ def prepare_launcher(launcher: str, environ=None) -> None:
     if path.is_file():
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        os.write(fd, secrets.token_hex(32).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)   # whole or absent, also when two sweeps start at once
+    # whole or absent (0600), also when two sweeps start at once
+    atomic_write(path, secrets.token_hex(32).encode(), fsync=True)
 
 
 
@@ -353,7 +349,7 @@ def registered_runs(runs: dict) -> list[str]:
     """``{(export_root, run_id): state_dir or None}`` -> one line per run the export holds
     (every shard done): the sweep's outcome, which a process launcher's jobs print only
     into their own logs."""
-    from .frozen.manifest import read_manifest
+    from ..records.manifest import read_manifest
     out = []
     for (root, rid) in sorted(runs):
         try:
@@ -368,8 +364,8 @@ def registered_runs(runs: dict) -> list[str]:
 def unregistered_runs(runs: dict) -> list[str]:
     """``{(export_root, run_id): state_dir or None}`` -> one line per run the export does
     not hold, naming the shards without a marker in the run's newest journal."""
-    from .episodes import default_state_dir
-    from .frozen.manifest import read_manifest
+    from .journal import default_state_dir
+    from ..records.manifest import read_manifest
     out = []
     for (root, rid), state in sorted(runs.items()):
         try:

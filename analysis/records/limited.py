@@ -54,7 +54,7 @@ def check_limited(runs: Iterable[Mapping], allow: bool, where: str = "") -> list
     >>> check_limited([{"run_id": "chat__planner__persistent", "episode_limit": 3}], False)
     Traceback (most recent call last):
     ...
-    analysis.limited.LimitedRunsError: the export holds 1 limited run (chat__planner__persistent: first 3 episodes only, from run limit=N): the tables compare planners on whole suites; rerun it without limit= (overwrite=true), or pass allow_limited=true to tabulate it anyway
+    analysis.records.limited.LimitedRunsError: the export holds 1 limited run (chat__planner__persistent: first 3 episodes only, from run limit=N): the tables compare planners on whole suites; rerun it without limit= (overwrite=true), or pass allow_limited=true to tabulate it anyway
     """
     found = limited_runs(runs)
     if found and not allow:

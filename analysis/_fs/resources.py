@@ -28,7 +28,7 @@ __all__ = ["REPO_ROOT", "in_repository", "config_dir", "default_export_root",
 
 #: The folder holding the ``analysis`` package: the repository in a clone, the
 #: site-packages folder in an installed wheel.
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]  # analysis/_fs/resources.py
 
 #: Overrides :func:`user_cache_dir`.
 CACHE_ENV = "E2W_CACHE_DIR"

@@ -1,7 +1,8 @@
-"""Frozen exports: canonical hashing, the manifest, verification and loading.
+"""The frozen records (paper appendix A.3, frozen task admission, and the reproducibility
+statement): canonical hashing, the manifest, verification by trust layer and loading.
 
->>> from analysis import frozen
->>> frozen.verify("frozen_exports").summary()  # doctest: +SKIP
+>>> from analysis import records
+>>> records.verify("frozen_exports").summary()  # doctest: +SKIP
 """
 from .hashing import canonical_json, sha256_record
 from .integrity import IntegrityError, VerificationReport, verify

@@ -13,7 +13,7 @@ would block, a device never ends), opened without following a symlink.
 >>> confined_rel("../victim.txt", "GENERATION.json")
 Traceback (most recent call last):
 ...
-analysis.confine.ConfinementError: GENERATION.json: path '../victim.txt' leaves its folder (segment '..')
+analysis._fs.errors.ConfinementError: GENERATION.json: path '../victim.txt' leaves its folder (segment '..')
 """
 from __future__ import annotations
 
@@ -22,40 +22,13 @@ import os
 import stat
 from pathlib import Path
 
+from .atomic import atomic_write
+from .errors import (ConfinementError, DiskError, JournalError, LocalFault, LockBusy,
+                     TransactionBusy, disk_error, local_fault)
+
 __all__ = ["LocalFault", "ConfinementError", "DiskError", "state_refusals", "export_holding",
            "state_path_problem", "confined_rel", "confined_path", "read_regular",
            "disk_error", "state_folder", "open_state", "write_state", "local_fault"]
-
-
-class LocalFault(Exception):
-    """A fault on our side of the planner boundary (confinement, I/O, the rate limiter,
-    the cache, the journal): it stops the run unregistered and is never scored as the
-    planner's failure, whatever the class of the error that caused it (the runtime
-    re-raises every subclass; :func:`local_fault` wraps any other exception)."""
-
-
-class ConfinementError(LocalFault, ValueError):
-    """A path read from a command's own state leaves its folder, or is not a regular
-    file; nothing was touched."""
-
-
-def local_fault(exc: BaseException, where: str) -> LocalFault:
-    """``exc`` as a :class:`LocalFault` (itself when it already is one) naming ``where``.
-
-    >>> str(local_fault(KeyError("x"), "the rate limiter"))
-    "the rate limiter failed (KeyError: 'x'); the run stops (a local fault, not a planner failure)"
-    """
-    if isinstance(exc, LocalFault):
-        return exc
-    return LocalFault(f"{where} failed ({type(exc).__name__}: {exc}); the run stops (a local "
-                      "fault, not a planner failure)")
-
-
-class DiskError(LocalFault, OSError):
-    """A local write failed (disk full, file size limit, permissions): names the file."""
-
-    def __str__(self) -> str:
-        return self.strerror or super().__str__()
 
 
 def confined_rel(rel, where: str) -> str:
@@ -135,7 +108,7 @@ def state_folder(path: str | os.PathLike, what: str, levels: int = 1) -> Path:
     >>> state_folder(d / "rate", "the rate-limit folder")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    analysis.confine.ConfinementError: the rate-limit folder .../rate is a symlink; remove it (the command recreates it)
+    analysis._fs.errors.ConfinementError: the rate-limit folder .../rate is a symlink; remove it (the command recreates it)
     """
     path = Path(path)
     chain = [path, *list(path.parents)[:max(0, levels - 1)]]
@@ -183,7 +156,6 @@ def write_state(path: str | os.PathLike, data: bytes, what: str) -> Path:
     it, then a rename), never writing through a symlink and never into a FIFO or device:
     one that is in its place is refused naming it (:class:`ConfinementError`), before
     anything is written; its folder must not be a symlink (:func:`state_folder`)."""
-    import tempfile
     path = Path(path)
     if os.path.lexists(path):
         if path.is_symlink():
@@ -191,21 +163,10 @@ def write_state(path: str | os.PathLike, data: bytes, what: str) -> Path:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             raise ConfinementError(f"{what} {path} is not a regular file; remove it")
     state_folder(path.parent, f"the folder of {what}")
-    tmp = None
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
+        return atomic_write(path, data)
     except OSError as exc:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
         raise disk_error(path, exc, "nothing was changed") from None
-    except BaseException:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def export_holding(path: str | os.PathLike) -> Path | None:
@@ -251,16 +212,4 @@ def state_path_problem(path, kind: str, export_root=None) -> str | None:
 
 def state_refusals() -> tuple:
     """The refusals of state a command's entry point reports as one line, exit 1."""
-    from .locking import LockBusy
-    from .transaction import JournalError, TransactionBusy
     return (ConfinementError, DiskError, JournalError, TransactionBusy, LockBusy, LocalFault)
-
-
-def disk_error(path, exc: OSError, changed: str = "nothing was changed") -> DiskError:
-    """A :class:`DiskError` naming ``path`` (what was being written) and what changed."""
-    why = exc.strerror or str(exc)
-    if exc.errno == errno.EFBIG:
-        why = "file too large (a file size limit)"
-    err = DiskError(exc.errno, f"cannot write {path}: {why}; {changed}")
-    err.filename = str(path)
-    return err

@@ -11,11 +11,11 @@ import gzip
 import io
 import json
 import os
-import tempfile
 import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
+from .._fs.atomic import atomic_write, default_file_mode
 from .hashing import canonical_json
 
 __all__ = ["write_records", "write_record", "read_records", "parse_lines", "atomic_write_bytes",
@@ -37,22 +37,11 @@ class RecordParseError(ValueError):
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and an atomic rename."""
+    """Write ``data`` to ``path`` through a temporary file and an atomic rename, with the
+    permissions of a normal write (:func:`analysis._fs.atomic.atomic_write`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        # mkstemp creates files 0600; give the result the permissions of a normal write.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, data, mode=default_file_mode(), suffix=".tmp")
 
 
 def _gzip(data: bytes) -> bytes:
@@ -234,9 +223,9 @@ def read_user_records(path: str | os.PathLike, limit: int = MAX_RECORD_FILE_BYTE
     a regular file (a symlink, FIFO or device is refused, never opened in a way that
     blocks) of at most ``limit`` bytes, decompressing to at most ``limit`` bytes, with
     lines of at most ``line_limit`` bytes. ``ValueError`` (a
-    :class:`~analysis.confine.ConfinementError` for the file's kind or size, a
+    :class:`~analysis._fs.errors.ConfinementError` for the file's kind or size, a
     :class:`RecordParseError` for its content) says which limit and where."""
-    from analysis.confine import read_regular
+    from analysis._fs.confine import read_regular
     raw = read_regular(path, str(path), limit=limit)
     if str(path).endswith(".gz"):
         try:

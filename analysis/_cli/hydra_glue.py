@@ -2,7 +2,7 @@
 
 :func:`command_main` composes ``configs/<command>.yaml`` with Hydra's compose API and the
 ``key=value`` overrides, then checks every key and value against
-:mod:`analysis.config_check` before the command loads anything. A mistake ends in one
+:mod:`analysis._cli.config_check` before the command loads anything. A mistake ends in one
 line naming the key and what is allowed (``did you mean`` for a misspelt key or value),
 exit code 2. A refusal during the work (verification, a record, a file) is one line and
 exit code 1. ``E2W_DEBUG=1`` adds the full traceback. ``--help`` prints the command's own
@@ -10,7 +10,7 @@ help, rendered from the same key table.
 
 Paths follow one rule in every command: a default path is relative to the repository (so
 commands work from any working directory; an installed package uses its shipped copies,
-:mod:`analysis.resources`), a path given on the command line is relative to the working
+:mod:`analysis._fs.resources`), a path given on the command line is relative to the working
 directory. Caches and journals default to the user cache directory. No command leaves a
 Hydra run directory or changes the working directory.
 """
@@ -27,14 +27,15 @@ from typing import Callable
 import yaml
 from omegaconf import OmegaConf
 
-from .resources import REPO_ROOT, config_dir, default_export_root, in_repository, user_cache_dir
+from .._fs.errors import UserError
+from .._fs.resources import REPO_ROOT, config_dir, default_export_root, in_repository, user_cache_dir
 
 # configs/ of the clone, or the copy an installed wheel ships (analysis/resources.py)
 CONFIG_PATH = str(config_dir())
 
 
 def _state_dir_of(export_root) -> str:
-    from .episodes import default_state_dir
+    from .._runs.journal import default_state_dir
     return str(default_state_dir(resolve_path(export_root)))
 
 
@@ -63,10 +64,6 @@ EXIT_CONFIG = 2
 
 __all__ = ["REPO_ROOT", "CONFIG_PATH", "resolve_path", "command_main", "compose_config",
            "render_help", "UserError", "EXIT_REFUSED", "EXIT_CONFIG"]
-
-
-class UserError(Exception):
-    """A refusal during the work; ``str`` is the one-line message (exit code 1)."""
 
 
 def resolve_path(path: str | Path) -> Path:
@@ -134,12 +131,12 @@ def non_ascii_problem(overrides) -> tuple[str, str] | None:
 def compose_config(command: str, overrides: list[str]):
     """Compose ``configs/<command>.yaml`` with ``overrides``, checking every key and value.
 
-    Raises :class:`analysis.config_check.ConfigError` naming the key.
+    Raises :class:`analysis.settings.ConfigError` naming the key.
 
     >>> compose_config("tables", ["stats.n_resample=5"])  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    analysis.config_check.ConfigError: unknown key 'stats.n_resample' for analysis.tables; did you mean stats.n_resamples? ...
+    analysis.settings.ConfigError: unknown key 'stats.n_resample' for analysis.tables; did you mean stats.n_resamples? ...
     """
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -227,7 +224,7 @@ def compose_config(command: str, overrides: list[str]):
 def check_composed(command: str, data: dict) -> None:
     """Check every key of a composed configuration ``data`` (plain containers, resolved):
     types, ranges, allowed values and the cross-key rules. Raises
-    :class:`analysis.config_check.ConfigError` naming the key."""
+    :class:`analysis.settings.ConfigError` naming the key."""
     from .config_check import COMMANDS, cross_checks
 
     spec = COMMANDS[command]
@@ -410,10 +407,10 @@ def command_main(command: str, body: Callable, argv: list[str] | None = None) ->
     """Parse ``argv``, check the configuration, run ``body(cfg)`` and exit.
 
     ``body`` returns an exit code (or None for 0) and may raise :class:`UserError` or
-    :class:`analysis.config_check.ConfigError` for a one-line refusal.
+    :class:`analysis.settings.ConfigError` for a one-line refusal.
     """
     from .config_check import ConfigError
-    from .confine import state_refusals
+    from .._fs.confine import state_refusals
 
     argv = list(sys.argv[1:] if argv is None else argv)
     prog = f"analysis.{command}"

@@ -8,7 +8,7 @@ command can say whom it waits for. The lock file itself is never deleted (deleti
 file races with a process about to lock it); it is an empty, harmless file.
 
 Lock files of an export live in :func:`lock_path`: under the user cache directory
-(:func:`analysis.resources.user_cache_dir`, ``$E2W_CACHE_DIR`` to move it, e.g. onto a
+(:func:`analysis._fs.resources.user_cache_dir`, ``$E2W_CACHE_DIR`` to move it, e.g. onto a
 filesystem shared by the nodes of a cluster), never inside the export (verification
 lists every file) nor beside it (a clone's working tree stays clean), the same whatever
 ``state_dir`` a run was given, so that every writer of one export meets the same lock.
@@ -28,16 +28,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+from .confine import ConfinementError
+from .errors import LockBusy, disk_error
+from .resources import user_cache_dir
+
 __all__ = ["export_lock", "file_lock", "lock_path", "LockBusy"]
-
-
-class LockBusy(RuntimeError):
-    """The lock is held by a live process and the caller chose not to wait."""
 
 
 def lock_path(export_root: str | os.PathLike) -> Path:
     """The lock file of the export ``export_root``."""
-    from .resources import user_cache_dir
     root = Path(export_root).resolve()
     digest = hashlib.sha256(str(root).encode()).hexdigest()[:16]
     return user_cache_dir() / "locks" / f"{root.name}-{digest}.lock"
@@ -65,7 +64,6 @@ def file_lock(path: str | os.PathLike, wait: bool = True,
     """
     import errno
 
-    from .confine import ConfinementError, disk_error
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -23,7 +23,9 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-__all__ = ["run_id", "resolve_run", "manifest_run_ids"]
+from .manifest import read_manifest
+
+__all__ = ["run_id", "resolve_run", "manifest_run_ids", "RunExists", "check_run_absent"]
 
 
 def run_id(planner: str, suite: str, memory: str) -> str:
@@ -61,7 +63,6 @@ def resolve_run(name: str, run_ids, key: str = "run") -> list[str]:
 def manifest_run_ids(export_root) -> list[str]:
     """The run IDs an export's ``MANIFEST.json`` lists (no verification; an unreadable
     manifest gives ``[]``, and verification then names the problem)."""
-    from .frozen.manifest import read_manifest
     try:
         files = read_manifest(Path(export_root)).get("files", {})
     except (OSError, ValueError):
@@ -69,3 +70,16 @@ def manifest_run_ids(export_root) -> list[str]:
     return sorted({rel.split("/")[1] for rel, e in files.items()
                    if isinstance(e, dict) and e.get("record_type") == "run"
                    and rel.startswith("runs/") and rel.count("/") == 2})
+
+
+class RunExists(ValueError):
+    """The export already holds the run (replace it with ``overwrite=True``)."""
+
+
+def check_run_absent(root: Path, rid: str) -> None:
+    """Refuse to replace an existing run (raises :class:`RunExists`)."""
+    prefix = f"runs/{rid}/"
+    listed = any(k.startswith(prefix) for k in read_manifest(root).get("files", {}))
+    if listed or (root / "runs" / rid).exists():
+        raise RunExists(f"{root / 'runs' / rid} already exists; pass overwrite=true to "
+                        "replace it")

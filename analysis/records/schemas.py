@@ -15,7 +15,7 @@ not enforced. Unknown fields are rejected (a typo in a writer cannot pass silent
 >>> validate("suite", {"suite": "planner"})  # doctest: +IGNORE_EXCEPTION_DETAIL
 Traceback (most recent call last):
 ...
-analysis.frozen.schemas.SchemaError: field 'task_ids': missing
+analysis.records.schemas.SchemaError: field 'task_ids': missing
 """
 from __future__ import annotations
 

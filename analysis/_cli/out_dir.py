@@ -1,7 +1,7 @@
 """The folder ``python -m analysis.tables`` writes into: refused before anything is
 computed when it cannot take a generation (a file, read-only, an unwritable subfolder).
 
-Lower than the entry point so that the configuration check (:mod:`analysis.config_check`)
+Lower than the entry point so that the configuration check (:mod:`analysis._cli.config_check`)
 can run it without importing :mod:`analysis.tables`.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def check_out_dir(out_dir) -> Path:
     >>> check_out_dir("/dev/null")
     Traceback (most recent call last):
     ...
-    analysis.out_dir.OutputDirError: out_dir=/dev/null: is not a folder
+    analysis._cli.out_dir.OutputDirError: out_dir=/dev/null: is not a folder
     """
     out = Path(out_dir)
     if out.exists() or out.is_symlink():

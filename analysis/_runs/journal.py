@@ -26,12 +26,12 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .locking import export_lock  # noqa: F401 -- re-exported: the one lock of every writer
+from .._fs.atomic import atomic_write
+from .._fs.locking import export_lock  # noqa: F401 -- re-exported: the one lock of every writer
 
 __all__ = ["RunIncomplete", "RunJournal", "JournalMismatch", "run_episodes", "fingerprint",
            "default_state_dir", "export_lock"]
@@ -50,13 +50,13 @@ def fingerprint(obj: Any) -> str:
 
 def default_state_dir(export_root: str | os.PathLike) -> Path:
     """The journal and lock folder of one export, under the user cache directory
-    (:func:`analysis.resources.user_cache_dir`): never inside the export (verification
+    (:func:`analysis._fs.resources.user_cache_dir`): never inside the export (verification
     lists every file) nor beside it (a clone's working tree stays clean).
 
     >>> default_state_dir("/tmp/scratch").name.startswith("scratch-")
     True
     """
-    from .resources import user_cache_dir
+    from .._fs.resources import user_cache_dir
     root = Path(export_root).resolve()
     return user_cache_dir() / "run_state" / f"{root.name}-{fingerprint(str(root))}"
 
@@ -64,7 +64,7 @@ def default_state_dir(export_root: str | os.PathLike) -> Path:
 def code_fingerprint() -> str:
     """SHA-256 over the executor's and planners' sources (and rules): a journal written
     by other code is never resumed from."""
-    pkg = Path(__file__).resolve().parent
+    pkg = Path(__file__).resolve().parents[1]  # the analysis package
     h = hashlib.sha256()
     for sub in ("executor", "planners"):
         for p in sorted((pkg / sub).rglob("*")):
@@ -107,7 +107,7 @@ class RunJournal:
         return f"nothing written; to clear it, remove {self.dir} (or pass resume=false)"
 
     def load(self, index: int, episode_id: str):
-        from .confine import ConfinementError, read_regular
+        from .._fs.confine import ConfinementError, read_regular
         p = self._path(index)
         for d in (Path(self.dir), p.parent):
             if d.is_symlink():
@@ -163,29 +163,17 @@ class RunJournal:
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace the state file ``path`` (fsynced temporary file, then a rename); a
     symlink, FIFO or device in its place, or a symlink in place of its folder, is refused
-    naming it before anything is written (:mod:`analysis.confine`)."""
-    from .confine import ConfinementError, disk_error, state_folder
+    naming it before anything is written (:mod:`analysis._fs.confine`)."""
+    from .._fs.confine import ConfinementError, disk_error, state_folder
     path = Path(path)
     if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
         raise ConfinementError(f"{path}: a state file that is not a regular file (a "
                                "symlink, FIFO or device); remove it")
     state_folder(path.parent, "the state folder")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        atomic_write(path, data, fsync=True)
     except OSError as exc:
         raise disk_error(path, exc, "nothing written to the export") from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise disk_error(path, exc, "nothing written to the export") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def run_episodes(job: Callable, args: Sequence, episode_ids: Sequence[str], jobs: int = 1,

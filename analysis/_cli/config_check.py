@@ -2,7 +2,7 @@
 runs before the command loads anything.
 
 One :class:`Key` per configuration key; :data:`COMMANDS` gives each command's keys,
-description and examples. :mod:`analysis._hydra` composes the Hydra config, checks every
+description and examples. :mod:`analysis._cli.hydra_glue` composes the Hydra config, checks every
 value here, and renders ``--help`` from the same table, so the help cannot drift from
 what is enforced. A failed check raises :class:`ConfigError` whose message names the key
 and what is allowed.
@@ -10,106 +10,26 @@ and what is allowed.
 >>> check_value("tables", "stats.n_resamples", 0)
 Traceback (most recent call last):
 ...
-analysis.config_check.ConfigError: stats.n_resamples=0: expected an integer from 20 to 200000
+analysis.settings.ConfigError: stats.n_resamples=0: expected an integer from 20 to 200000
 """
 from __future__ import annotations
 
-import difflib
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+# the statistics' keys and the key vocabulary are the public API's too (analysis.settings)
+from ..settings import (MAX_RESAMPLES, MAX_SEED, MIN_RESAMPLES, STATS, ConfigError, Key,
+                        boolean, check_resamples_for_level, int_range, one_of, suggest)
 
 __all__ = ["ConfigError", "Key", "Command", "COMMANDS", "check_value", "suggest",
            "MIN_RESAMPLES", "MAX_RESAMPLES", "MAX_NAME_LENGTH", "MAX_SEED"]
 
-#: Fewer resamples than this cannot place a 95% bootstrap quantile between replicates
-#: (1-3 resamples used to crash inside a figure); more than this exceeds the 400 MiB
-#: memory budget of the replicate matrices at the paper's scale.
-MIN_RESAMPLES = 20
-MAX_RESAMPLES = 200_000
 #: A planner name becomes a folder name ``<name>__<suite>__<memory>``; file systems
 #: allow 255 bytes, and no sane table column wants more than this.
 MAX_NAME_LENGTH = 64
-MAX_SEED = 2**32 - 1
 MAX_JOBS = 64
-
-
-class ConfigError(ValueError):
-    """A configuration value (or key) a command refuses; the message names the key."""
-
-    def __init__(self, key: str, message: str):
-        super().__init__(message)
-        self.key = key
-
-
-def suggest(word: str, choices) -> str:
-    """``"; did you mean X?"`` for the closest choice, or ``""``.
-
-    >>> suggest("n_resample", ["n_resamples", "seed"])
-    '; did you mean n_resamples?'
-    """
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def int_range(lo: int, hi: int) -> Callable:
-    def check(key, v):
-        if not _is_int(v) or not lo <= v <= hi:
-            raise ConfigError(key, f"{key}={v!r}: expected an integer from {lo} to {hi}")
-    return check
-
-
-def open_unit(key, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < 1:
-        raise ConfigError(key, f"{key}={v!r}: expected a number strictly between 0 and 1 "
-                               "(e.g. 0.95)")
-
-
-def unit(key, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
-        raise ConfigError(key, f"{key}={v!r}: expected a probability from 0 to 1")
-
-
-def positive_number(key, v):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
-        raise ConfigError(key, f"{key}={v!r}: expected a positive number")
-
-
-def boolean(key, v):
-    if not isinstance(v, bool):
-        raise ConfigError(key, f"{key}={v!r}: expected true or false")
-
-
-def one_of(choices: Callable[[], list] | list) -> Callable:
-    def check(key, v):
-        allowed = list(choices() if callable(choices) else choices)
-        if v not in allowed:
-            raise ConfigError(key, f"{key}={v!r}: expected one of {allowed}"
-                                   f"{suggest(v, allowed)}")
-    return check
-
-
-def list_of(choices: Callable[[], list]) -> Callable:
-    def check(key, v):
-        allowed = list(choices())
-        if not isinstance(v, (list, tuple)) or not v:
-            raise ConfigError(key, f"{key}={v!r}: expected a non-empty list such as "
-                                   f"[{allowed[0]}] of {allowed}")
-        for item in v:
-            if item not in allowed:
-                raise ConfigError(key, f"{key}: {item!r} is not one of {allowed}"
-                                       f"{suggest(item, allowed)}")
-        dup = sorted({x for x in v if list(v).count(x) > 1})
-        if dup:
-            raise ConfigError(key, f"{key}: {dup[0]!r} is listed twice")
-    return check
-
 
 def hdepic_dir(key, v):
     """The HD-EPIC folder: an existing folder; when it is missing, say how to give it."""
@@ -156,7 +76,7 @@ def site_out_dir(key, v):
                                f"{key}=FOLDER")
     if not isinstance(v, str) or not v:
         raise ConfigError(key, f"{key}={v!r}: expected a folder path")
-    from .view.output import SiteDirError, check_site_dir
+    from ..view.output import SiteDirError, check_site_dir
     try:
         check_site_dir(v, None)  # against export_root: in cross_checks
     except SiteDirError as exc:
@@ -186,14 +106,14 @@ def movable_into(key, v, what: str) -> None:
 def compile_out_dir(key, v):
     """The export ``compile`` writes: never the installed package's shipped copy."""
     writable_dir_or_creatable(key, v)
-    from .resources import is_shipped_export
+    from .._fs.resources import is_shipped_export
     if is_shipped_export(v):
         raise ConfigError(key, f"{key}={v}: the export shipped with the installed package is "
                                "read-only; compile into another folder: out_dir=DIR")
     p = Path(v).expanduser()
     # a cohort written into a folder of another export would be files its manifest does
     # not list: that export would then fail verification
-    from .confine import export_holding
+    from .._fs.confine import export_holding
     holder = export_holding(p.resolve().parent)
     if holder is not None:
         raise ConfigError(key, f"{key}={v}: is inside the export {holder}; compile into the "
@@ -234,7 +154,7 @@ def new_or_empty_dir(key, v):
 
 
 def planner_name(key, v):
-    from .frozen.schemas import PLANNER_NAME
+    from ..records.schemas import PLANNER_NAME
     if not isinstance(v, str) or not PLANNER_NAME.match(v) or len(v) > MAX_NAME_LENGTH:
         shown = v if not isinstance(v, str) or len(v) <= 40 else v[:37] + "..."
         raise ConfigError(key, f"{key}={shown!r}: expected at most {MAX_NAME_LENGTH} lowercase "
@@ -250,7 +170,7 @@ def run_planner(key, v):
     if not isinstance(v, str):
         raise ConfigError(key, f"{key}={v!r}: expected a planner name or an import path "
                                "package.module:ClassName")
-    from .planners import ADAPTERS, PLANNERS, planner_label
+    from ..planners import ADAPTERS, PLANNERS, planner_label
     try:
         label = planner_label(v)
     except ValueError as exc:
@@ -262,7 +182,7 @@ def run_planner(key, v):
 
 
 def _shard(key, v):
-    from .shards import parse_shard
+    from .._runs.shards import parse_shard
     try:
         parse_shard(v)
     except ValueError as exc:
@@ -282,7 +202,7 @@ def _run_key(key, v):
 
 
 def _compare_metrics():
-    from .compare import COMPARE_METRICS
+    from ..report.compare import COMPARE_METRICS
     return list(COMPARE_METRICS)
 
 
@@ -298,35 +218,9 @@ def required_name(key, v):
     planner_name(key, v)
 
 
-def _bootstrap_methods():
-    from .stats import BOOTSTRAP_METHODS
-    return list(BOOTSTRAP_METHODS)
-
-
-def _pairwise_methods():
-    from .stats import PAIRWISE_METHODS
-    return ["default", *PAIRWISE_METHODS]
-
-
-def _contrast_metrics():
-    from .report.context import PLANNER_METRICS
-    return [c for c, _ in PLANNER_METRICS]
-
-
 def _memory_modes():
-    from .executor.belief import MEMORY_MODES
+    from ..executor.belief import MEMORY_MODES
     return list(MEMORY_MODES)
-
-
-@dataclass(frozen=True)
-class Key:
-    """One configuration key: ``type`` and ``meaning`` for the help, ``check`` enforced."""
-
-    name: str
-    type: str
-    meaning: str
-    check: Callable[[str, Any], None]
-    allowed: Callable[[], list] | None = None  # shown by --help
 
 
 @dataclass(frozen=True)
@@ -354,7 +248,7 @@ def writable_export(key, v):
                                f"{key}=frozen_exports in a clone to change the committed "
                                "export on purpose")
     existing_dir(key, v)
-    from .resources import is_shipped_export
+    from .._fs.resources import is_shipped_export
     if is_shipped_export(v):
         raise ConfigError(key, f"{key}={v}: the export shipped with the installed package is "
                                "read-only; make a scratch copy with python -m analysis.verify "
@@ -364,21 +258,6 @@ def writable_export(key, v):
 
 WRITTEN_EXPORT = Key("export_root", "path", "the export written into (required: a scratch "
                      "copy, or frozen_exports to change the committed export)", writable_export)
-STATS = (
-    Key("stats.n_resamples", "int", f"bootstrap resamples ({MIN_RESAMPLES}-{MAX_RESAMPLES}, and at "
-        "least 2/(1 - confidence_level), 40 at the 0.95 level; unused by method=cr1_t)",
-        int_range(MIN_RESAMPLES, MAX_RESAMPLES)),
-    Key("stats.confidence_level", "float", "interval level, strictly between 0 and 1",
-        open_unit),
-    Key("stats.seed", "int", f"seed of every resampling (0-{MAX_SEED})", int_range(0, MAX_SEED)),
-    Key("stats.method", "str", "single-mean interval method: one of analysis.stats."
-        "BOOTSTRAP_METHODS", one_of(_bootstrap_methods), _bootstrap_methods),
-    Key("stats.pairwise_method", "str", "simultaneous contrast method: default or one of "
-        "analysis.stats.PAIRWISE_METHODS", one_of(_pairwise_methods), _pairwise_methods),
-    Key("stats.contrast_metrics", "list[str]", "metrics compared between planners (Table 6), "
-        "from the Table 4 metrics", list_of(_contrast_metrics), _contrast_metrics),
-)
-
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command(
         "tables",
@@ -549,8 +428,8 @@ def check_value(command: str, key: str, value: Any) -> None:
 
 def _state_paths(command: str, cfg: dict) -> None:
     """Folders and files a command writes must not be inside an export (nor of the wrong
-    kind): refused before any work (analysis.confine.state_path_problem)."""
-    from .confine import state_path_problem
+    kind): refused before any work (analysis._fs.confine.state_path_problem)."""
+    from .._fs.confine import state_path_problem
     settings = (cfg.get("planner") or {}).get("settings") or {}
     paths = {"tables": [("out_dir", cfg.get("out_dir"), "dir")],
              "run": [("state_dir", cfg.get("state_dir"), "dir"),
@@ -591,18 +470,10 @@ def cross_checks(command: str, cfg: dict) -> None:
     if command == "verify" and cfg.get("copy_to") is not None:
         _copy_outside_exports(cfg["copy_to"], cfg["export_root"])
     if command == "view" and cfg.get("out_dir") is not None:
-        from .view.output import SiteDirError, check_site_dir
+        from ..view.output import SiteDirError, check_site_dir
         try:
             check_site_dir(cfg["out_dir"], cfg["export_root"])
         except SiteDirError as exc:
             raise ConfigError("out_dir", str(exc)) from None
     if command in ("tables", "view", "compare"):
-        s = cfg.get("stats", {})
-        level, n = s.get("confidence_level"), s.get("n_resamples")
-        if s.get("method") != "cr1_t" and n is not None and level is not None:
-            need = math.ceil(2 / (1 - level) - 1e-9)
-            if n < need:
-                raise ConfigError("stats.n_resamples",
-                                  f"stats.n_resamples={n}: too few for stats.confidence_level="
-                                  f"{level:g}; need at least {need} so that each tail holds "
-                                  "a replicate")
+        check_resamples_for_level(cfg.get("stats", {}))

@@ -18,7 +18,7 @@ The transaction folder, its journal and everything the journal names are state t
 may have been edited or planted since: :func:`recover` checks the journal's schema, its
 own SHA-256 (``journal_sha256``: a truncated or edited journal is caught), and that every
 path it names stays inside ``root`` or the transaction folder without a symlink on the
-way (:mod:`analysis.confine`). A journal failing any check is refused with
+way (:mod:`analysis._fs.confine`). A journal failing any check is refused with
 :class:`JournalError` (one line naming it and how to clear it) and nothing is touched.
 The owner of a transaction folder holds an ``flock`` on its ``owner.lock`` for the whole
 transaction: the kernel drops it when the owner dies, so PID reuse cannot make a dead
@@ -49,6 +49,10 @@ import signal
 from pathlib import Path
 from typing import Callable
 
+from .confine import ConfinementError, confined_path, read_regular
+from .errors import DiskError, JournalError, TransactionBusy, disk_error
+from .locking import export_lock
+
 __all__ = ["Transaction", "TransactionBusy", "JournalError", "recover", "write_point",
            "KILL_ENV", "LOG_ENV", "export_txn_dir", "recover_export"]
 
@@ -73,15 +77,6 @@ def write_point(label: str) -> None:
     kill = os.environ.get(KILL_ENV)
     if kill and kill.isdigit() and int(kill) == _writes:
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-class TransactionBusy(RuntimeError):
-    """Another live process holds the transaction folder."""
-
-
-class JournalError(ValueError):
-    """A transaction folder's journal is damaged, planted or names a path outside its
-    root: refused, nothing touched."""
 
 
 #: transaction folders this process owns (their ``owner.lock`` fds)
@@ -113,7 +108,6 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_file(path: Path, data: bytes) -> None:
-    from .confine import disk_error
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "wb") as fh:
@@ -160,7 +154,6 @@ def _owner_alive(txn_dir: Path) -> bool:
 
 def _check_journal(root: Path, txn_dir: Path, raw: bytes) -> dict:
     """The journal at ``txn_dir``, checked (schema, own hash, confinement)."""
-    from .confine import ConfinementError, confined_path
     where = txn_dir / JOURNAL
     hint = _clear_hint(root, txn_dir)
     try:
@@ -211,7 +204,6 @@ def recover(root: str | os.PathLike, txn_dir: str | os.PathLike) -> str | None:
 
     Raises :class:`TransactionBusy` when a live process owns the transaction folder.
     """
-    from .confine import ConfinementError, read_regular
     root, txn_dir = Path(root), Path(txn_dir)
     done = txn_dir.with_name(txn_dir.name + ".done")
     msg = None
@@ -262,7 +254,6 @@ def _printable(text: str) -> str:
 
 
 def _command(txn_dir: Path) -> str:
-    from .confine import read_regular
     try:  # never blocks on a planted FIFO
         return _printable(read_regular(txn_dir / "command", limit=4096).decode("utf-8",
                                                                                "replace"))
@@ -310,7 +301,6 @@ class Transaction:
     def _start(self) -> None:
         if self._started:
             return
-        from .confine import disk_error
         write_point(f"create {self.txn_dir.name}")
         try:
             self.txn_dir.mkdir(parents=True)
@@ -360,7 +350,6 @@ class Transaction:
         """Stage ``root/rel`` by calling ``writer(path)`` on its staging path."""
         self._start()
         write_point(f"stage {rel}")
-        from .confine import DiskError, disk_error
         try:
             (self.stage / rel).parent.mkdir(parents=True, exist_ok=True)
             writer(self.stage / rel)
@@ -441,7 +430,6 @@ def recover_export(export_root: str | os.PathLike, say: Callable[[str], None]) -
     root = Path(export_root)
     txn = export_txn_dir(root)
     if os.path.lexists(txn) or os.path.lexists(txn.with_name(txn.name + ".done")):
-        from .locking import export_lock
         # under the writers' lock (re-entrant): a reader such as verify never races a
         # writer that is creating its transaction folder; only taken when there is
         # something to recover, so that verifying creates no lock file

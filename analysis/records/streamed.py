@@ -1,0 +1,96 @@
+"""Streaming verification: the records of a verified file kept as the verified bytes and
+decoded again on demand (:class:`StreamedRecords`, docs/ARCHITECTURE.md section 7), and
+the second process that verifies half of the streamed files
+(:class:`analysis._fs.fork.ForkWorker`).
+"""
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Sequence
+from contextlib import contextmanager
+from typing import Any, NotRequired, TypedDict
+
+import msgspec
+
+from .integrity_error import IntegrityError
+from .io import gunzip_capped
+from .schemas import decoder
+
+
+@functools.lru_cache(maxsize=None)
+def _projection(fields: tuple[str, ...]) -> msgspec.json.Decoder:
+    """A decoder that keeps only ``fields`` of already verified records."""
+    return msgspec.json.Decoder(TypedDict("projection", {f: NotRequired[Any] for f in fields}))
+
+
+class StreamedRecords(Sequence):
+    """The records of a verified file that were handed to a callback instead of kept
+    (``verify_records(stream=...)``): iterating decodes them again, one at a time, from
+    the very bytes that were verified (held compressed in memory), never from disk.
+    Decoding the group records of a run takes a fraction of a second; keeping them all
+    decoded would take several times the memory of the export's text."""
+
+    def __init__(self, rel: str, entry: dict, raw: bytes, n: int):
+        self.rel, self._entry, self._raw, self._n = rel, entry, raw, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __iter__(self):
+        return iter(self.decode())
+
+    def decode(self, fields: tuple[str, ...] | None = None) -> list[dict]:
+        """All records of the file, decoded again (without the cyclic collector, which
+        would otherwise rescan everything in memory several times per file). ``fields``:
+        keep only these top-level fields (the others are skipped while parsing, which
+        saves their memory)."""
+        content = _content(self.rel, self._raw, self._entry)
+        decode = (decoder(self._entry["record_type"]) if fields is None else
+                  _projection(tuple(fields))).decode
+        out, view, start, end = [], memoryview(content), 0, len(content)
+        with _no_gc():
+            while start < end:  # line by line: no second copy of the content
+                stop = content.index(b"\n", start)
+                out.append(decode(view[start:stop]))
+                start = stop + 1
+        return out
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return list(self)[i]
+        n = self._n
+        if not -n <= i < n:
+            raise IndexError(f"{self.rel}: record index {i} out of range ({n} records)")
+        return self.decode()[i]
+
+    def __repr__(self) -> str:
+        return f"<StreamedRecords {self.rel}: {self._n} records>"
+
+
+@contextmanager
+def _no_gc():
+    """Decoding builds hundreds of thousands of small objects in one go; the cyclic
+    collector would scan them again and again (most of the parse time) although JSON
+    data has no cycles."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        # Promote what was built to the oldest generation without scanning it: the
+        # collection that re-enabling would trigger costs as much as the parse itself.
+        gc.freeze()
+        gc.unfreeze()
+        if was:
+            gc.enable()
+
+
+def _content(rel: str, raw: bytes, entry: dict) -> bytes:
+    if not rel.endswith(".gz"):
+        return raw
+    try:
+        return gunzip_capped(raw, entry["decompressed_size"])
+    except ValueError as exc:
+        raise IntegrityError(rel, str(exc)) from None
+
