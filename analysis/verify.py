@@ -3,7 +3,7 @@
 ``analysis.verify`` is the public function (docs/api.md: ``analysis.verify(root=None)``,
 :func:`analysis.records.verify`). Run this file with ``-m``; do not import it: Python
 binds an imported submodule to its package's attribute of the same name, which would
-hide the function (the repository's conftest.py keeps pytest's doctest collection from
+hide the function (pyproject's pytest addopts ``--ignore=analysis/verify.py`` keep the doctest collection from
 importing it).
 """
 if __name__ == "__main__":
