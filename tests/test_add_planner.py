@@ -79,6 +79,7 @@ def _snapshot(root: Path) -> dict:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_added_planner_appears_in_every_table(setup, tmp_path):
     from analysis.tables import regenerate
@@ -112,6 +113,7 @@ def test_existing_name_is_rejected_and_nothing_written(setup, tmp_path):
     assert _snapshot(ex) == before
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_records_failing_reexecution_are_rejected(setup, tmp_path):
     base, rec_dir = setup

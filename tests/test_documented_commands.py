@@ -51,6 +51,8 @@ NOT_RUN = {
                         "installs the package in a fresh venv",
     'pip install -e ".[test]"': "installs into the environment (as above)",
     "python -m pytest": "the test suite itself",
+    'python -m pytest -m "not e2e"': "the suite's quick check (tests/test_quick_check.py "
+                                     "collects this README line: the tests it selects)",
     "pip install uvicorn fastapi pydantic-settings sse-starlette starlette-context "
     "diskcache jinja2": "the real-model server's dependencies (downloads)",
     'CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON '
@@ -188,6 +190,7 @@ def _doc_planner_module(tmp: Path) -> Path:
     return tmp / "pkg"
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=360)
 def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_path, server):
     checkout_before = git_status(REPO)

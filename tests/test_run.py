@@ -183,6 +183,7 @@ def test_committed_runs_are_what_the_code_produces(planner):
     assert rec["tasks"] == read_records(folder / "tasks.jsonl")
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_every_committed_run_reexecutes_without_divergence():
     from pathlib import Path

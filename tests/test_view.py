@@ -236,6 +236,7 @@ def _check_my_planner(site: Path, src_run: str) -> None:
     assert new_cells == src_cells  # the same records under a new name
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
     """Every `python -m analysis.view` line of README.md and docs/viewer.md, as written
@@ -350,6 +351,7 @@ def test_out_dir_refusals_name_the_key_and_write_nothing(small, tmp_path, capsys
     assert _tree(mine) == {"notes.txt": b"my own file\n"}
 
 
+@pytest.mark.e2e
 def test_a_tampered_export_is_refused_with_exit_1_and_nothing_written(small, tmp_path):
     export = tmp_path / "export"
     build_export(export)
@@ -362,6 +364,7 @@ def test_a_tampered_export_is_refused_with_exit_1_and_nothing_written(small, tmp
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.e2e
 def test_a_rebuild_replaces_the_site_and_a_killed_build_leaves_the_old_one(small, tmp_path,
                                                                            monkeypatch):
     from analysis.view import build
