@@ -77,6 +77,23 @@ ELSEWHERE = {("README.md", "Adding your planner"): "tests/test_readme_planner.py
              ("docs/viewer.md", "The trace viewer (`python -m analysis.view`)"):
                  "tests/test_view.py",
              ("docs/viewer.md", "Questions the pages answer"): "tests/test_view.py"}
+
+
+def llm_one_machine_commands() -> list[str]:
+    """docs/llm.md's "On one machine" block (a subset, two sharded multiruns through
+    submitit_local and ray_local, a verify): tests/test_shards_launchers.py runs these
+    lines as written from the repository root, with the same checks (exit 0, no
+    traceback, the checkout's git status unchanged) and more (the sharded run's bytes),
+    so running them here again only doubled the longest test's slowest commands (Ray's
+    start-up)."""
+    text = (REPO / "docs" / "llm.md").read_text(encoding="utf-8")
+    block = text[text.index("**On one machine**"):].split("```")[1]
+    return [line.strip() for line in block.strip().splitlines() if line.startswith("python ")]
+
+
+#: Single commands that another test runs literally with the same checks.
+ELSEWHERE_COMMANDS = {("docs/llm.md", c): "tests/test_shards_launchers.py"
+                      for c in llm_one_machine_commands()}
 SERVERS = ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8011/v1", "https://api.openai.com/v1")
 PLACEHOLDER = re.compile(r"<[^>]*>|\[[A-Za-z_]+=[^\]]*\]|\[[A-Z_.]+\]|=PATH\b|\bname=NAME\b"
                          r"|=DIR\b|\bCALL_LOG\b")
@@ -142,7 +159,7 @@ def _split(command: str) -> list[str]:
 def classify(doc, section, kind, command) -> str:
     if command in NOT_RUN or command.startswith("pip "):
         return "not_run"
-    if (doc, section) in ELSEWHERE:
+    if (doc, section) in ELSEWHERE or (doc, command) in ELSEWHERE_COMMANDS:
         return "elsewhere"
     if command.startswith("export "):
         return "env"
@@ -167,6 +184,10 @@ def test_every_command_is_classified():
     runs = " ".join(kinds["run"])
     assert "analysis.run -m hydra/launcher=joblib_local planner=chat,chat_schema" in runs
     assert "mypkg.planners:TypedBinder" in runs and "analysis.compile" in runs
+    # the commands run by another test are shown in the docs, and no longer run here
+    assert len(ELSEWHERE_COMMANDS) == 4 and set(ELSEWHERE_COMMANDS) <= {
+        (d, c) for d, _, _, c in documented_commands()}
+    assert not {c for _, c in ELSEWHERE_COMMANDS} & set(kinds["run"])
 
 
 @pytest.fixture(scope="module")

@@ -175,11 +175,15 @@ def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head, tmp_path):
     with the same bytes."""
     import shlex
     import shutil
+
+    from checkout_copy import git_status
     cmds = _doc_block("**On one machine**")
     assert [c.split()[2] for c in cmds] == ["analysis.planners.llm.subset", "analysis.run",
                                              "analysis.run", "analysis.verify"]
     assert all("/tmp/e2w_shards" in c for c in cmds)
     dst = tmp_path / "e2w_shards"
+    # tests/test_documented_commands.py leaves these lines to this test: its checks too
+    checkout_before = git_status(REPO)
     try:
         want = None
         for cmd in cmds:
@@ -187,6 +191,8 @@ def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head, tmp_path):
             out = subprocess.run([sys.executable, *argv[1:]], env=_env(), cwd=REPO,
                                  capture_output=True, text=True, timeout=240)
             assert out.returncode == 0, (cmd, (out.stdout + out.stderr)[-3000:])
+            assert "Traceback" not in out.stderr, (cmd, out.stderr[-3000:])
+            assert git_status(REPO) == checkout_before, cmd
             got = export_bytes(dst, RID)
             want = want or got
             assert got == want, cmd  # the sharded run wrote the subset's bytes again
