@@ -167,6 +167,7 @@ def test_an_import_path_planners_unknown_setting_is_refused_before_any_work(expo
     assert not (export / "runs").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("planner", ["greedy_hints", "lexicon"])
 def test_committed_runs_are_what_the_code_produces(planner):
     # The committed records must be regenerable: rerunning a planner on the committed

@@ -53,6 +53,7 @@ def _tree(folder: Path) -> dict:
 
 # --- the site of the committed export -----------------------------------------------------
 
+@pytest.mark.e2e
 def test_every_task_has_a_page_a_compare_page_and_its_own_data_file_only():
     site, export = committed_site(), api_export()
     from analysis.report.links import task_slug
@@ -69,6 +70,7 @@ def test_every_task_has_a_page_a_compare_page_and_its_own_data_file_only():
     assert set(listing["files"]) == set(_tree(site)) - {"SITE.json"}
 
 
+@pytest.mark.e2e
 def test_nothing_refers_to_another_host():
     site = committed_site()
     for rel, data in _tree(site).items():
@@ -79,6 +81,7 @@ def test_nothing_refers_to_another_host():
         assert not re.search(r"fetch\(|XMLHttpRequest|import\(", text), rel
 
 
+@pytest.mark.e2e
 def test_the_squash_task_data_are_the_records():
     site, export = committed_site(), api_export()
     task = squash_task(export)
@@ -107,6 +110,7 @@ def test_the_squash_task_data_are_the_records():
             assert [q["region"] for q in mine["queries"]] == [q["region"] for q in rec["queries"]]
 
 
+@pytest.mark.e2e
 def test_task_card_on_the_page_is_the_card_file():
     """The page's "Task card" shows the lines of tables/cards/<task>.md (issue 18 item 7):
     track spans, the video, the question and answer text, readable segment lines and the
@@ -135,6 +139,7 @@ def test_task_card_on_the_page_is_the_card_file():
     assert {r["run_id"]: r["tasks_without_attempts"] for r in overview["runs"]} == no_att.to_dict()
 
 
+@pytest.mark.e2e
 def test_overview_cells_and_metrics_are_the_tables_own():
     site, export = committed_site(), api_export()
     ov = _data(site, "data/overview.js")
@@ -186,6 +191,7 @@ def _serve_and_stop(argv: list[str], site: Path, cwd: Path = REPO, env=None) -> 
             proc.wait()
 
 
+@pytest.mark.e2e
 def test_the_tables_and_task_cards_link_the_viewer_pages():
     """tables/README.md and every card link a page the default site has (the links are
     relative to the repository's build/view)."""
