@@ -10,6 +10,11 @@ seconds (``slow(seconds=N)``, else 10 s a test) first, each file kept whole so i
 fixtures are built once per worker: the long tests start at once, the longest
 (tests/test_documented_commands.py, 6 minutes) at the very start, and the short ones
 fill the end of both workers' queues, where work stealing balances them.
+
+The tests marked ``e2e`` (pyproject.toml: another process, or a whole command on the
+committed export) hold most of the suite's time; ``python -m pytest -m "not e2e"`` is the
+README's quick check without them (tests/test_quick_check.py keeps it at 70% or more of
+the tests).
 """
 import pytest
 

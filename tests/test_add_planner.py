@@ -79,6 +79,7 @@ def _snapshot(root: Path) -> dict:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_added_planner_appears_in_every_table(setup, tmp_path):
     from analysis._cli.tables import regenerate
@@ -103,6 +104,7 @@ def test_added_planner_appears_in_every_table(setup, tmp_path):
     assert "mine" in set(pd.read_csv(tmp_path / "out/figures/fig05_endpoints.data.csv").planner)
 
 
+@pytest.mark.e2e
 def test_existing_name_is_rejected_and_nothing_written(setup, tmp_path):
     base, rec_dir = setup
     ex = _copy(base, tmp_path / "ex")
@@ -112,6 +114,7 @@ def test_existing_name_is_rejected_and_nothing_written(setup, tmp_path):
     assert _snapshot(ex) == before
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_records_failing_reexecution_are_rejected(setup, tmp_path):
     base, rec_dir = setup
@@ -131,6 +134,7 @@ def test_records_failing_reexecution_are_rejected(setup, tmp_path):
     assert read_manifest(ex)["runs"][res.run_id]["reexecuted"] is False
 
 
+@pytest.mark.e2e
 def test_records_for_another_cohort_are_rejected(setup, tmp_path):
     base, rec_dir = setup
     ex = _copy(base, tmp_path / "ex")
@@ -143,6 +147,7 @@ def test_records_for_another_cohort_are_rejected(setup, tmp_path):
     assert _snapshot(ex) == before
 
 
+@pytest.mark.e2e
 def test_missing_and_unknown_tasks_are_rejected(setup, tmp_path):
     base, rec_dir = setup
     ex = _copy(base, tmp_path / "ex")
@@ -159,6 +164,7 @@ def test_missing_and_unknown_tasks_are_rejected(setup, tmp_path):
     assert not any(p.name.startswith(".") for p in (ex / "runs").iterdir())
 
 
+@pytest.mark.e2e
 def test_duplicate_keys_and_stray_files_in_the_records_are_refused(setup, tmp_path):
     """The records are read as strictly as verification reads an export: a key given
     twice (json would keep the last value) names the file and line; a file other than the
@@ -180,6 +186,7 @@ def test_duplicate_keys_and_stray_files_in_the_records_are_refused(setup, tmp_pa
     assert _snapshot(ex) == before
 
 
+@pytest.mark.e2e
 def test_overlong_name_is_refused_with_one_line_and_nothing_written(setup, tmp_path):
     base, rec_dir = setup
     ex = _copy(base, tmp_path / "ex")
@@ -189,6 +196,7 @@ def test_overlong_name_is_refused_with_one_line_and_nothing_written(setup, tmp_p
     assert _snapshot(ex) == before
 
 
+@pytest.mark.e2e
 def test_incomplete_run_with_provider_errors_is_refused(setup, tmp_path):
     """Issue 14: a run whose model endpoint failed is incomplete; it is resumed, never
     added or scored. add_planner says so, naming the file, the first such group's line and

@@ -153,6 +153,7 @@ def test_readme_from_python_example_runs(capsys):
     assert "belief_search" in out and "verdict" in out
 
 
+@pytest.mark.e2e
 def test_verify_without_a_path_checks_the_committed_export_from_any_folder(tmp_path):
     """``analysis.verify()`` defaults to the committed export as ``analysis.load()`` does,
     not to a folder named frozen_exports in the working directory."""

@@ -188,6 +188,7 @@ def test_two_hands_that_take_or_leave_things_together():
     assert not juggled and [(t.track_id, o.track_id) for t, o in blocked] == [("l", "a")]
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(), reason="HD-EPIC source files absent")
 @pytest.mark.slow
 def test_grounding_table_and_task_cards(tmp_path):

@@ -253,6 +253,7 @@ def test_a_transaction_folder_appearing_meanwhile_is_busy_not_a_traceback(tmp_pa
         t.stage_bytes("a.txt", b"x")
 
 
+@pytest.mark.e2e
 def test_killed_owner_releases_the_transaction(tmp_path):
     """kill -9 of a process inside a transaction: its owner.lock dies with it, whatever
     owner.pid says, and the next recover rolls back."""
@@ -740,6 +741,7 @@ def _holder(path: Path):
     return p
 
 
+@pytest.mark.e2e
 def test_a_held_lock_names_its_holder_and_dies_with_it(fe, tmp_path, capsys):
     lock = lock_path(fe)
     p = _holder(lock)
@@ -769,6 +771,7 @@ def test_a_planted_lock_file_is_refused(fe, tmp_path, victim, capsys, kind):
     assert victim.read_text() == "precious"
 
 
+@pytest.mark.e2e
 def test_waiting_writer_says_whom_it_waits_for(tmp_path):
     lock = tmp_path / "x.lock"
     said = []
@@ -780,6 +783,7 @@ def test_waiting_writer_says_whom_it_waits_for(tmp_path):
     assert len(said) == 1 and f"pid {p.pid}" in said[0] and str(lock) in said[0]
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_two_add_planner_at_once_never_give_a_raw_error(base, tmp_path):
     """Regression (issue 21): two add_planner at once: one failed with a raw
@@ -872,6 +876,7 @@ def test_disk_full_in_the_call_log_names_it(tmp_path, monkeypatch):
         log.add({"a": 1})
 
 
+@pytest.mark.e2e
 def test_file_size_limit_during_the_run_command(base, tmp_path):
     """A real EFBIG: the run command under RLIMIT_FSIZE (Python ignores SIGXFSZ)."""
     import resource
@@ -1029,6 +1034,7 @@ def test_a_fifo_or_newlines_in_a_staging_folder_never_hang_or_split_the_message(
     assert "\n" not in msg and "rolled back" in msg
 
 
+@pytest.mark.e2e
 def test_the_verify_command_itself_refuses_the_issue_s_planted_journal(fe, victim, tmp_path):
     """The issue's first case end to end, as a user runs it (a subprocess)."""
     txn = export_txn_dir(fe)

@@ -86,6 +86,7 @@ def test_planner_doc_quotes_no_measured_results():
     assert "tables/table04_planner_results.md" in text
 
 
+@pytest.mark.e2e
 def test_audit_draw_is_reproducible_and_the_doc_quotes_the_final_draw():
     """`python bench/audit_draw.py` (docs/compiler.md) draws from the committed cohort's
     seed; the doc's final draw names that seed and exactly the drawn tasks."""

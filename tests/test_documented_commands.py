@@ -21,7 +21,7 @@ code span that starts with `python -m`. Each is classified:
   that doc). `export NAME=...` sets NAME for the section's later commands.
 * synopsis: a command with a placeholder (`<...>`, `[key=...]`, `PATH`, `DIR`,
   `name=NAME`, `CALL_LOG`) or an
-  inline mention of a bare command: its `--help` runs instead.
+  inline mention of a bare command: its `--help` runs instead, once per command.
 * not run here, each for a stated reason (installation into the shared environment, the
   test suite itself, a real model server): the set of these is fixed below, so a new
   documented command must be classified.
@@ -51,6 +51,8 @@ NOT_RUN = {
                         "installs the package in a fresh venv",
     'pip install -e ".[test]"': "installs into the environment (as above)",
     "python -m pytest": "the test suite itself",
+    'python -m pytest -m "not e2e"': "the suite's quick check (tests/test_quick_check.py "
+                                     "collects this README line: the tests it selects)",
     "pip install uvicorn fastapi pydantic-settings sse-starlette starlette-context "
     "diskcache jinja2": "the real-model server's dependencies (downloads)",
     'CMAKE_ARGS="-DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON '
@@ -75,6 +77,23 @@ ELSEWHERE = {("README.md", "Adding your planner"): "tests/test_readme_planner.py
              ("docs/viewer.md", "The trace viewer (`python -m analysis.view`)"):
                  "tests/test_view.py",
              ("docs/viewer.md", "Questions the pages answer"): "tests/test_view.py"}
+
+
+def llm_one_machine_commands() -> list[str]:
+    """docs/llm.md's "On one machine" block (a subset, two sharded multiruns through
+    submitit_local and ray_local, a verify): tests/test_shards_launchers.py runs these
+    lines as written from the repository root, with the same checks (exit 0, no
+    traceback, the checkout's git status unchanged) and more (the sharded run's bytes),
+    so running them here again only doubled the longest test's slowest commands (Ray's
+    start-up)."""
+    text = (REPO / "docs" / "llm.md").read_text(encoding="utf-8")
+    block = text[text.index("**On one machine**"):].split("```")[1]
+    return [line.strip() for line in block.strip().splitlines() if line.startswith("python ")]
+
+
+#: Single commands that another test runs literally with the same checks.
+ELSEWHERE_COMMANDS = {("docs/llm.md", c): "tests/test_shards_launchers.py"
+                      for c in llm_one_machine_commands()}
 SERVERS = ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8011/v1", "https://api.openai.com/v1")
 PLACEHOLDER = re.compile(r"<[^>]*>|\[[A-Za-z_]+=[^\]]*\]|\[[A-Z_.]+\]|=PATH\b|\bname=NAME\b"
                          r"|=DIR\b|\bCALL_LOG\b")
@@ -140,7 +159,7 @@ def _split(command: str) -> list[str]:
 def classify(doc, section, kind, command) -> str:
     if command in NOT_RUN or command.startswith("pip "):
         return "not_run"
-    if (doc, section) in ELSEWHERE:
+    if (doc, section) in ELSEWHERE or (doc, command) in ELSEWHERE_COMMANDS:
         return "elsewhere"
     if command.startswith("export "):
         return "env"
@@ -165,6 +184,10 @@ def test_every_command_is_classified():
     runs = " ".join(kinds["run"])
     assert "analysis.run -m hydra/launcher=joblib_local planner=chat,chat_schema" in runs
     assert "mypkg.planners:TypedBinder" in runs and "analysis.compile" in runs
+    # the commands run by another test are shown in the docs, and no longer run here
+    assert len(ELSEWHERE_COMMANDS) == 4 and set(ELSEWHERE_COMMANDS) <= {
+        (d, c) for d, _, _, c in documented_commands()}
+    assert not {c for _, c in ELSEWHERE_COMMANDS} & set(kinds["run"])
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +211,7 @@ def _doc_planner_module(tmp: Path) -> Path:
     return tmp / "pkg"
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=360)
 def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_path, server):
     checkout_before = git_status(REPO)
@@ -204,6 +228,9 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
     ran = 0
     timings = []
     done_in_repo = set()  # a command that writes only the repository's outputs runs once
+    # a command's --help runs once (50 synopses name 10 commands): its text and exit code
+    # do not depend on the line that mentions the command
+    helped = set()
     sections: dict = {}
     for doc, section, kind, command in documented_commands():
         sections.setdefault((doc, section), []).append((kind, command))
@@ -228,11 +255,21 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                     if argv is None:  # python -m analysis.<command> --help: all eight
                         for c in ("tables", "verify", "compile", "run", "reexecute",
                                   "add_planner", "view", "compare"):
+                            if f"analysis.{c}" in helped:
+                                continue
+                            helped.add(f"analysis.{c}")
                             r = subprocess.run([sys.executable, "-m", f"analysis.{c}",
                                                 "--help"], cwd=root, env=env,
                                                capture_output=True, text=True, timeout=120)
                             assert r.returncode == 0, (doc, part, r.stderr)
+                            # the same checks as every other command (it stands in for
+                            # the synopses of this command that are no longer run again)
+                            assert "Traceback" not in r.stderr, (doc, part, c)
+                            assert git_status(root) == before, (doc, part, c)
                         continue
+                    if argv[2] in helped:
+                        continue
+                    helped.add(argv[2])
                 if "analysis.compile" in part and not hdepic.is_dir():
                     continue  # the HD-EPIC annotations are not on this machine
                 if "/tmp/" not in part and argv[2] in ("analysis.tables", "analysis.compile"):

@@ -181,6 +181,7 @@ def _run(*args, cwd, env=None):
     return r, time.perf_counter() - t0
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("args, key", [
     (["analysis.tables", "stats.n_resamples=0"], "stats.n_resamples"),
     (["analysis.add_planner", "records=.", f"name={LONG}"], "name="),
@@ -246,6 +247,7 @@ def _compose_in(root: Path, calls: list) -> list:
     return json.loads(r.stdout)
 
 
+@pytest.mark.e2e
 def test_help_examples_pass_the_configuration_check(places, copy_root):
     # every example in every --help is a valid command line (checked, not run; in a
     # process of the checkout copy, so a default out_dir is the copy's)
@@ -268,6 +270,7 @@ def test_help_examples_pass_the_configuration_check(places, copy_root):
     assert len(_compose_in(copy_root, calls)) == len(calls) >= 2 * len(COMMANDS)
 
 
+@pytest.mark.e2e
 def test_compile_from_another_directory_writes_nothing_there(tmp_path):
     cwd = tmp_path / "elsewhere"
     cwd.mkdir()
@@ -281,6 +284,7 @@ def test_compile_from_another_directory_writes_nothing_there(tmp_path):
     assert list(cwd.iterdir()) == []  # no ./frozen_exports, no ./.hydra_runs
 
 
+@pytest.mark.e2e
 def test_every_command_resolves_the_same_default_paths_from_anywhere(tmp_path, places,
                                                                    copy_root):
     # composed by the package of a checkout copy: the defaults are that repository's
@@ -293,6 +297,7 @@ def test_every_command_resolves_the_same_default_paths_from_anywhere(tmp_path, p
     assert a["out_dir"] == str(copy_root)
 
 
+@pytest.mark.e2e
 def test_verify_copy_to_makes_a_verified_scratch_copy_and_refuses_a_used_folder(places,
                                                                                tmp_path):
     dest = tmp_path / "scratch"

@@ -124,6 +124,7 @@ def test_add_planner_closing_line_gives_the_tables_command_with_its_export():
     assert "tables_command(resolve_path(cfg.export_root))" in src
 
 
+@pytest.mark.e2e
 def test_run_help_mentions_exit_code_3_and_the_launchers():
     r = _py("-m", "analysis.run", "--help")
     assert r.returncode == 0, r.stderr
@@ -134,6 +135,7 @@ def test_run_help_mentions_exit_code_3_and_the_launchers():
 
 
 # ---------------------------------------------------------------- 8: small bugs
+@pytest.mark.e2e
 def test_accounting_help_prints_help_and_a_missing_log_is_refused(tmp_path):
     r = _py("-m", "analysis.planners.llm.accounting", "--help")
     assert r.returncode == 0 and r.stdout.startswith(
@@ -182,6 +184,7 @@ def test_few_episode_warnings_are_said_once_per_process():
     assert src.count("with _warnings_once():") == 2
 
 
+@pytest.mark.e2e
 def test_python_m_analysis_lists_the_commands():
     from analysis._cli.config_check import COMMANDS
     r = _py("-m", "analysis")
@@ -222,6 +225,7 @@ def test_ray_local_keeps_its_token_under_the_user_cache_directory(tmp_path):
                 os.environ[k] = v
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_a_ray_started_with_that_token_writes_nothing_into_home(tmp_path):
     """Ray reads the token from RAY_AUTH_TOKEN_PATH: started as ray_local starts it (token

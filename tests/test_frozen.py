@@ -216,6 +216,7 @@ def _snapshot(folder: Path) -> dict:
     return {p: p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+@pytest.mark.e2e
 def test_verify_command_passes_on_a_valid_export(export, tmp_path):
     res = _run("analysis.verify", f"export_root={export}", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
@@ -276,6 +277,7 @@ TAMPERS = {
 }
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("tamper", sorted(TAMPERS))
 def test_commands_exit_1_and_write_nothing_on_tampering(export, tmp_path, tamper):
     from analysis._cli.tables import regenerate

@@ -524,6 +524,7 @@ def test_content_smaller_than_the_declared_size(ex):
     refuse(ex, rel, "the manifest says")
 
 
+@pytest.mark.e2e
 def test_bomb_through_the_command_uses_bounded_memory(ex, bomb, tmp_path):
     rel = f"{RUN}/groups.jsonl.gz"
     forge(ex, rel, bomb[0], decompressed_size=bomb[1])
@@ -677,6 +678,7 @@ def _as_unprivileged():
     return ("setpriv", "--bounding-set=-dac_override,-dac_read_search")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("target, fragment", [("cohort/tasks.jsonl", "cannot be read"),
                                               (RUN, "unreadable folder")])
 def test_unreadable_path_through_the_command(ex, tmp_path, target, fragment):
@@ -988,6 +990,7 @@ def test_add_planner_accepts_the_honest_records(toy, records_dir):
 
 # --- commands as subprocesses ----------------------------------------------------------
 
+@pytest.mark.e2e
 def test_reexecute_command_names_the_forged_status(toy, tmp_path):
     _write_forged_run(toy, "a05")
     before = snapshot(toy)
@@ -997,6 +1000,7 @@ def test_reexecute_command_names_the_forged_status(toy, tmp_path):
     assert "Traceback" not in res.stderr and snapshot(toy) == before
 
 
+@pytest.mark.e2e
 def test_reexecute_command_names_a_flipped_gzip_byte(toy, tmp_path):
     rel = f"{STEADY}/groups.jsonl.gz"
     raw = bytearray((toy / rel).read_bytes())
@@ -1008,6 +1012,7 @@ def test_reexecute_command_names_a_flipped_gzip_byte(toy, tmp_path):
     assert snapshot(toy) == before
 
 
+@pytest.mark.e2e
 def test_reexecute_command_on_a_group_without_attempts(toy, tmp_path):
     forge_records(toy, f"{STEADY}/groups.jsonl.gz", lambda r: r[1].pop("attempts"))
     before = snapshot(toy)
@@ -1018,6 +1023,7 @@ def test_reexecute_command_on_a_group_without_attempts(toy, tmp_path):
     assert snapshot(toy) == before
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("case", ["escape", "c48", "hashes_null", "big_float", "nesting"])
 def test_verify_command_exit_1_one_line(ex, tmp_path, case):
     if case == "escape":

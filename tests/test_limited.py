@@ -77,6 +77,7 @@ def _cli(*args, tmp_path):
                                "E2W_CACHE_DIR": str(tmp_path / "cache")})
 
 
+@pytest.mark.e2e
 def test_the_command_records_the_limit_and_the_tables_refuse_it(tmp_path):
     ex = make_export(tmp_path / "ex")
     r = _cli("analysis.run", "planner=greedy_hints", "suite=planner", "limit=2",

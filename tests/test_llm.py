@@ -256,6 +256,7 @@ def _cli(export, tmp_path, url, extra=()):
             f"planner.settings.call_log={tmp_path / 'calls.jsonl'}", *extra], env
 
 
+@pytest.mark.e2e
 def test_kill9_then_rerun_is_byte_identical_and_the_key_never_leaks(export, server, tmp_path):
     # The kill lands mid-run however slowly this test is scheduled: the server holds
     # every request of a later episode until the process is dead (a held request gets
@@ -290,6 +291,7 @@ def test_kill9_then_rerun_is_byte_identical_and_the_key_never_leaks(export, serv
     assert leaks == [] and KEY not in out.stdout + out.stderr  # ... and never written
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_multirun_with_the_joblib_launcher_merges_deterministically(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_joblib_launcher")
@@ -309,6 +311,7 @@ def test_multirun_with_the_joblib_launcher_merges_deterministically(tmp_path):
     assert len(list((a / "runs").iterdir())) == 4
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_multirun_refuses_before_any_job_and_writes_no_hydra_folder(tmp_path, server):
     """Every job's configuration and the runs it would replace are checked before the

@@ -124,6 +124,7 @@ def test_a_refused_key_names_the_variable_to_set(tmp_path):
         httpd.server_close()
 
 
+@pytest.mark.e2e
 def test_the_command_refuses_in_one_line_naming_the_url(tmp_path):
     export = make_export(tmp_path / "fe")
     before = snapshot(export)

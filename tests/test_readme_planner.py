@@ -67,6 +67,7 @@ def _git_status() -> str:
                           cwd=REPO, capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_readme_planner_steps_run_literally_and_change_nothing(tmp_path):
     commands = readme_commands()

@@ -303,6 +303,7 @@ def test_verification_failure_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.e2e
 def test_hydra_cli_with_overrides(small, tmp_path):
     root, _ = small
     r = subprocess.run([sys.executable, "-m", "analysis.tables", f"export_root={root}",

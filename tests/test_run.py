@@ -167,6 +167,7 @@ def test_an_import_path_planners_unknown_setting_is_refused_before_any_work(expo
     assert not (export / "runs").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("planner", ["greedy_hints", "lexicon"])
 def test_committed_runs_are_what_the_code_produces(planner):
     # The committed records must be regenerable: rerunning a planner on the committed
@@ -183,6 +184,7 @@ def test_committed_runs_are_what_the_code_produces(planner):
     assert rec["tasks"] == read_records(folder / "tasks.jsonl")
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_every_committed_run_reexecutes_without_divergence():
     from pathlib import Path

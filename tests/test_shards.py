@@ -160,6 +160,7 @@ def _chat_cli(export, tmp_path, url, shard, extra=()):
             f"planner.settings.call_log={tmp_path / 'calls.jsonl'}", *extra], env
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_killing_one_chat_shard_and_rerunning_it_completes_the_run(tmp_path):
     """Shard 1/2 finishes; shard 2/2 (episodes 2 and 4) is SIGKILLed after its first

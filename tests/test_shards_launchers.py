@@ -63,6 +63,7 @@ def _reference(tmp_path, planner="greedy_hints", **kw):
     return ref
 
 
+@pytest.mark.e2e
 def test_sharded_run_through_submitit_local_equals_the_unsharded_run(tmp_path):
     pytest.importorskip("hydra_plugins.hydra_submitit_launcher")
     ref = _reference(tmp_path)
@@ -76,6 +77,7 @@ def test_sharded_run_through_submitit_local_equals_the_unsharded_run(tmp_path):
     assert len(list((tmp_path / "submitit").glob("*/*_result.pkl"))) == 2
 
 
+@pytest.mark.e2e
 def test_chat_shards_run_concurrently_with_one_shared_cache_and_rate_budget(tmp_path):
     """Three chat shards at once through submitit_local, every episode asking the same
     requests (same prompts), so the shards write the same cache keys concurrently; the
@@ -145,6 +147,7 @@ def ray_head(_ray_tmpdir):
             proc.wait(timeout=10)
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=40)
 def test_sharded_run_on_a_local_ray_cluster_equals_the_unsharded_run(tmp_path, ray_head):
     ref = _reference(tmp_path)
@@ -161,6 +164,7 @@ def _doc_block(marker: str) -> list[str]:
     return [line for line in block.strip().splitlines() if line.startswith("python ")]
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=45)
 def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head, tmp_path):
     """docs/llm.md "On a cluster", "On one machine": every command as written (the
@@ -171,11 +175,15 @@ def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head, tmp_path):
     with the same bytes."""
     import shlex
     import shutil
+
+    from checkout_copy import git_status
     cmds = _doc_block("**On one machine**")
     assert [c.split()[2] for c in cmds] == ["analysis.planners.llm.subset", "analysis.run",
                                              "analysis.run", "analysis.verify"]
     assert all("/tmp/e2w_shards" in c for c in cmds)
     dst = tmp_path / "e2w_shards"
+    # tests/test_documented_commands.py leaves these lines to this test: its checks too
+    checkout_before = git_status(REPO)
     try:
         want = None
         for cmd in cmds:
@@ -183,6 +191,8 @@ def test_the_one_machine_commands_of_docs_llm_run_verbatim(ray_head, tmp_path):
             out = subprocess.run([sys.executable, *argv[1:]], env=_env(), cwd=REPO,
                                  capture_output=True, text=True, timeout=240)
             assert out.returncode == 0, (cmd, (out.stdout + out.stderr)[-3000:])
+            assert "Traceback" not in out.stderr, (cmd, out.stderr[-3000:])
+            assert git_status(REPO) == checkout_before, cmd
             got = export_bytes(dst, RID)
             want = want or got
             assert got == want, cmd  # the sharded run wrote the subset's bytes again

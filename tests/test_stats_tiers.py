@@ -403,6 +403,7 @@ def test_calibration_bench_is_seeded_and_uses_the_committed_structure():
         assert tc.task_mean(mu[0, k], kind) == pytest.approx(truth[0, k], abs=1e-9)
 
 
+@pytest.mark.e2e
 def test_calibration_bench_command_prints_its_table():
     cmd = [sys.executable, str(REPO / "bench/tier_calibration.py"), "--n-sims", "2",
            "--designs", "null-typical", "--resamples", "200"]

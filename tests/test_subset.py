@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 SRC = REPO / "frozen_exports"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("argv, message", [
     (["episode=1"], "unknown option 'episode'; did you mean episodes?"),
     (["suites=planer"], "'planer' is not a suite"),
@@ -39,6 +40,7 @@ def test_folders_are_refused(tmp_path):
         make_subset(tmp_path, tmp_path / "x", 1)
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=20)
 def test_subset_carries_the_baselines_of_its_episodes(tmp_path):
     cut = make_subset(SRC, tmp_path / "sub", episodes=3)
@@ -79,6 +81,7 @@ def test_llm_doc_quotes_the_subset_of_the_committed_cohort():
     assert f"cuts them to {n_groups} groups and {n_tasks} tasks" in doc
 
 
+@pytest.mark.e2e
 def test_a_tampered_source_is_refused_exit_1_and_nothing_written(tmp_path):
     """SRC is verified first: an edited run record (its metadata, which re-execution does
     not check) would otherwise reach a subset that verifies clean."""

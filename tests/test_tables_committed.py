@@ -26,6 +26,7 @@ def _compare_set(committed: Path, fresh: Path, pattern: str) -> list[str]:
     return sorted(a)
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not (REPO / "tables" / "README.md").exists(), reason="no committed tables")
 def test_committed_outputs_are_regenerated_byte_for_byte(tmp_path):
     cfg = OmegaConf.to_container(OmegaConf.load(REPO / "configs" / "tables.yaml"), resolve=False)

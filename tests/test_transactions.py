@@ -95,6 +95,7 @@ def generations(tmp_path_factory):
     return export, base, new, _snapshot(base), _snapshot(expected_new)
 
 
+@pytest.mark.e2e
 def test_tables_kill_at_every_write_point_leaves_old_or_new(generations, tmp_path):
     export, base, new, old_snap, new_snap = generations
     assert old_snap != new_snap and "tables/table13_trace_excerpt.tex" not in new_snap
@@ -132,6 +133,7 @@ def _run(*args, cwd, env=None, timeout=300):
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_tables_command_killed_then_next_run_recovers_and_says_so(generations, tmp_path):
     export, base, _, old_snap, _ = generations
@@ -197,6 +199,7 @@ def test_user_files_survive_and_stale_generation_files_go(tmp_path):
         assert (out / rel).read_bytes() == data
 
 
+@pytest.mark.e2e
 def test_out_dir_that_is_a_file_is_refused_before_any_work(tmp_path):
     f = tmp_path / "file"
     f.write_text("x")
@@ -229,6 +232,7 @@ def _mount_read_only(path: Path) -> bool:
     return False
 
 
+@pytest.mark.e2e
 def test_read_only_out_dir_is_refused_before_anything_is_computed(generations, tmp_path):
     export, base, *_ = generations
     out = tmp_path / "ro"
@@ -277,6 +281,7 @@ def _fresh_export(base: Path, work: Path) -> Path:
     return work
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 @pytest.mark.parametrize("overwrite", [False, True])
 def test_run_write_killed_at_every_point_leaves_old_or_new(export_base, tmp_path, overwrite):
@@ -313,6 +318,7 @@ def test_run_write_killed_at_every_point_leaves_old_or_new(export_base, tmp_path
             assert said, f"kill at point {n}: recovery said nothing"
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_run_command_killed_then_next_command_recovers(export_base, tmp_path):
     base, _, _ = export_base
@@ -343,6 +349,7 @@ def test_run_command_killed_then_next_command_recovers(export_base, tmp_path):
         assert _leftovers(work) == []
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_add_planner_command_killed_then_next_command_recovers(export_base, tmp_path):
     # add_planner writes through analysis.run.write_run, killed at every point above
@@ -374,6 +381,7 @@ def test_add_planner_command_killed_then_next_command_recovers(export_base, tmp_
         assert _leftovers(work) == []
 
 
+@pytest.mark.e2e
 def test_a_live_transaction_is_not_rolled_back_by_another_process(tmp_path):
     root = tmp_path / "root"
     root.mkdir()
@@ -408,6 +416,7 @@ def test_a_reused_pid_does_not_wedge_a_stale_transaction(tmp_path):
     assert "nothing of" in recover(root, txn) and not txn.exists()
 
 
+@pytest.mark.e2e
 def test_tables_and_reexecute_also_recover_an_interrupted_export_change(export_base,
                                                                       tmp_path, capsys):
     from analysis._cli.reexecute import run_reexecute

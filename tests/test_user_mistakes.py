@@ -114,6 +114,7 @@ def test_compile_refuses_the_installed_packages_shipped_export(tmp_path, monkeyp
     compile_out_dir("out_dir", str(tmp_path / "elsewhere"))
 
 
+@pytest.mark.e2e
 def test_compile_into_a_folder_of_another_export_is_refused_before_work(tmp_path):
     """A cohort compiled into ``<export>/runs`` or ``<export>/cohort`` would leave files
     that export's manifest does not list (every command then refuses it); the export
@@ -196,6 +197,7 @@ def _children(pid: int) -> list[str]:
         return []
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
 def test_ctrl_c_during_verify_says_interrupted_not_failed():
     # Ctrl-C reaches the whole process group, the forked verifiers too; one cut mid-answer
@@ -228,6 +230,7 @@ def test_the_run_progress_bar_writes_whole_lines_into_a_log(capsys):
     assert lines[-1] == "lexicon__memory__reset [" + "#" * 30 + "] 20/20 episodes done"
 
 
+@pytest.mark.e2e
 def test_a_commands_warning_is_one_line_naming_the_command():
     # FewClustersWarning printed our source path and line into the tables' output
     import subprocess

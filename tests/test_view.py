@@ -53,6 +53,7 @@ def _tree(folder: Path) -> dict:
 
 # --- the site of the committed export -----------------------------------------------------
 
+@pytest.mark.e2e
 def test_every_task_has_a_page_a_compare_page_and_its_own_data_file_only():
     site, export = committed_site(), api_export()
     from analysis.report.links import task_slug
@@ -69,6 +70,7 @@ def test_every_task_has_a_page_a_compare_page_and_its_own_data_file_only():
     assert set(listing["files"]) == set(_tree(site)) - {"SITE.json"}
 
 
+@pytest.mark.e2e
 def test_nothing_refers_to_another_host():
     site = committed_site()
     for rel, data in _tree(site).items():
@@ -79,6 +81,7 @@ def test_nothing_refers_to_another_host():
         assert not re.search(r"fetch\(|XMLHttpRequest|import\(", text), rel
 
 
+@pytest.mark.e2e
 def test_the_squash_task_data_are_the_records():
     site, export = committed_site(), api_export()
     task = squash_task(export)
@@ -107,6 +110,7 @@ def test_the_squash_task_data_are_the_records():
             assert [q["region"] for q in mine["queries"]] == [q["region"] for q in rec["queries"]]
 
 
+@pytest.mark.e2e
 def test_task_card_on_the_page_is_the_card_file():
     """The page's "Task card" shows the lines of tables/cards/<task>.md (issue 18 item 7):
     track spans, the video, the question and answer text, readable segment lines and the
@@ -135,6 +139,7 @@ def test_task_card_on_the_page_is_the_card_file():
     assert {r["run_id"]: r["tasks_without_attempts"] for r in overview["runs"]} == no_att.to_dict()
 
 
+@pytest.mark.e2e
 def test_overview_cells_and_metrics_are_the_tables_own():
     site, export = committed_site(), api_export()
     ov = _data(site, "data/overview.js")
@@ -186,6 +191,7 @@ def _serve_and_stop(argv: list[str], site: Path, cwd: Path = REPO, env=None) -> 
             proc.wait()
 
 
+@pytest.mark.e2e
 def test_the_tables_and_task_cards_link_the_viewer_pages():
     """tables/README.md and every card link a page the default site has (the links are
     relative to the repository's build/view)."""
@@ -236,6 +242,7 @@ def _check_my_planner(site: Path, src_run: str) -> None:
     assert new_cells == src_cells  # the same records under a new name
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=30)
 def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
     """Every `python -m analysis.view` line of README.md and docs/viewer.md, as written
@@ -350,6 +357,7 @@ def test_out_dir_refusals_name_the_key_and_write_nothing(small, tmp_path, capsys
     assert _tree(mine) == {"notes.txt": b"my own file\n"}
 
 
+@pytest.mark.e2e
 def test_a_tampered_export_is_refused_with_exit_1_and_nothing_written(small, tmp_path):
     export = tmp_path / "export"
     build_export(export)
@@ -362,6 +370,7 @@ def test_a_tampered_export_is_refused_with_exit_1_and_nothing_written(small, tmp
     assert not (tmp_path / "site").exists()
 
 
+@pytest.mark.e2e
 def test_a_rebuild_replaces_the_site_and_a_killed_build_leaves_the_old_one(small, tmp_path,
                                                                            monkeypatch):
     from analysis.view import build

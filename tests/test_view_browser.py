@@ -87,6 +87,7 @@ def _rows(driver):
             for tr in driver.find_elements("css selector", "#matrix tbody tr")]
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_overview_filter_task_compare(browser):
     from selenium.webdriver.support.ui import Select
@@ -240,6 +241,7 @@ def _check_compare(d, export, task, a, b):
         assert cells[1].text.endswith(ca["truth"]) and cells[2].text.endswith(cb["truth"])
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_overview_solved_by_a_not_by_b(browser):
     """The overview's "solved by A, not by B" filter (from the address and the selects):
@@ -264,6 +266,7 @@ def test_overview_solved_by_a_not_by_b(browser):
     _no_console_messages(d)
 
 
+@pytest.mark.e2e
 def test_largest_page_renders_offline_without_console_messages(browser):
     site = committed_site()
     biggest = max((site / "data" / "task").iterdir(), key=lambda p: p.stat().st_size)
@@ -273,6 +276,7 @@ def test_largest_page_renders_offline_without_console_messages(browser):
     _local_only(d)
 
 
+@pytest.mark.e2e
 def test_unknown_bookmark_dashes_last_and_no_page_scroll(browser):
     """A bookmarked filter or run this export lacks is said, and all is shown; a run's
     column sorted either way puts the tasks outside its suite (dashes) last; at 1400 px

@@ -43,6 +43,7 @@ def _task_with_labels(export, run_id):
     return best[1], best[2]
 
 
+@pytest.mark.e2e
 @pytest.mark.slow
 def test_task_overview_and_compare_pages_show_the_labels(browser):  # noqa: F811
     from urllib.parse import quote

@@ -55,6 +55,7 @@ def layer_onto_this_environment(py: str) -> Path:
     return pth
 
 
+@pytest.mark.e2e
 def test_the_nested_venv_sees_this_environment_not_the_base_interpreter(tmp_path):
     """Issue 37: the wheel test passes in a venv too. The nested venv imports what this
     environment has (a dependency of the package, from this environment's own folder)."""
@@ -70,6 +71,7 @@ def test_the_nested_venv_sees_this_environment_not_the_base_interpreter(tmp_path
     assert r.stdout.strip() == omegaconf.__file__
 
 
+@pytest.mark.e2e
 @pytest.mark.slow(seconds=60)
 def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     if shutil.which("git"):
