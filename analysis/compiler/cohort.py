@@ -6,7 +6,6 @@ Nothing is written when the source is missing or altered.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import sys
 import tempfile
@@ -332,6 +331,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
 
+    from analysis._fs.atomic import swap_dir
     from analysis.records.io import write_record, write_records
     from analysis.records.manifest import update_manifest
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -345,14 +345,7 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
         write_records(tmp / "audit.jsonl", audit)
         write_records(tmp / "rejected.jsonl", rejected)
         write_records(tmp / "dropped.jsonl", dropped)
-        final = out_dir / "cohort"
-        if final.exists():
-            old = out_dir / f".cohort.old.{os.getpid()}"
-            os.replace(final, old)
-            os.replace(tmp, final)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, final)
+        swap_dir(tmp, out_dir / "cohort")
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

@@ -36,29 +36,17 @@ from C although nothing separates them. When the separations are consistent with
 ranking (a planner separated from one above it is separated from all above that one),
 every tier is a contiguous run of the ranking.
 
-Minimum detectable difference (MDD) at ``power`` per metric
-(:func:`detectable_difference`): the smallest true difference ``d`` that the family
-separates with probability ``power``, with the interval and standard error taken at the
-rates of that alternative, not at the observed ones (a truly better planner has another
-variance; at the observed ones the MDD, ``w + z_power se``, gave simulated power 0.77,
-0.56 and 0.53 for validity, completed and GCR). Per pair: the alternative puts one
-planner at ``q`` and one at ``q + d``, ``q`` the pair's mean rate mirrored to at most
-1/2 (``min(p, 1 - p)``: towards 1/2, where the variance grows). Each mean keeps its
-effective number of tasks ``n_eff = p (1 - p) / v`` (the Korn-Graubard one: variance
-follows the rate as a binomial one does, with the observed design effect), its
-Satterthwaite df and the pair's correlation; at ``q`` and ``q + d`` the family's own
-construction gives the lower half-width ``w(d)`` (each mean's Korn-Graubard interval at
-the family's per-contrast level, MOVER, the ``t_{G-1} se`` floor) and the SE ``se(d)``.
-The family separates ``d`` when the estimate exceeds ``w(d)``; the estimate over its
-estimated SE is taken as noncentral t (``df``, ``d / se(d)``), so power is
-``P(T > w(d) / se(d))``, and the MDD is the ``d`` where it reaches ``power``
-(bisection; NaN, counted as infinite, when no ``d`` below ``1 - q`` reaches it). Per
-metric: the median over the pairs with nonzero SE, and the range. It needs the per-task
-data (``data=``); without it the MDD is ``w + z_power se`` at the observed SE.
-In the binomial case this is exact to about 0.005 in power; under the committed episode
-structure ``bench/tier_calibration.py`` measured power 0.79 (validity), 0.67 (completed)
-and 0.74 (GCR) at it: the interval's width varies from dataset to dataset (estimated df
-at an extreme level), which the computation at the true rates leaves out.
+Minimum detectable difference (MDD) at ``power`` per metric: the smallest true
+difference ``d`` that the family separates with probability ``power``. Analytic
+(:func:`detectable_difference`, ``data=`` without ``n_sims``): per pair, one planner at
+``q`` (the pair's mean rate mirrored to at most 1/2) and one at ``q + d``, each mean with
+its Korn-Graubard effective number of tasks, Satterthwaite df and the pair's correlation;
+the family's own half-width ``w(d)`` and SE ``se(d)`` at those rates, the estimate over
+its SE taken as noncentral t, ``d`` by bisection. Exact to about 0.005 in power in the
+binomial case, but short of ``power`` under the committed episode structure (about 0.79,
+0.67 and 0.74 for validity, completed and GCR in ``bench/tier_calibration.py``): the
+interval's width varies between datasets, which a computation at the mean design leaves
+out. Without ``data`` the MDD is ``w + z_power se`` at the observed SE (optimistic).
 
 Calibrated by simulation (:func:`calibrated_difference`; ``leaderboard_tiers(...,
 n_sims=, seed=)``, what Table 17 prints): per metric one pooled pair design (the
@@ -497,48 +485,11 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         tier_rows += [{"metric": metric, "tier": i + 1, "planners": g}
                       for i, g in enumerate(groups)]
         ok = ~col["zero_se"][idx].astype(bool) & ~set_aside
-        se = col["se"][idx].astype(float)[ok]
-        half = ((col["high"][idx] - col["low"][idx]).astype(float) / 2)[ok]
-        bounded = (data is not None and metric in data.columns
-                   and bool(data[metric].between(0, 1).all()))
-        mcse = np.nan
-        # (a simulation needs two episodes at least; with one, the analytic MDD)
-        if bounded and n_sims and ok.any() and data[cluster_col].nunique() >= 2:
-            # one pooled pair design per metric, its MDD calibrated by simulation
-            sub = data[data[planner_col].isin(planners)]
-            ra, rb, ne, _, rr = pair_design(sub, metric, list(zip(pa[ok], pb[ok])),
-                                            planner_col, task_col, cluster_col)
-            pm = float(np.mean((ra + rb) / 2))
-            sizes = sub.drop_duplicates(task_col)[cluster_col].value_counts().to_numpy()
-            d, mcse = calibrated_difference([pm], [pm], [len(ne) / np.sum(1 / ne)],
-                                            [float(np.mean(rr))],
-                                            [_task_ratio(sub, metric, planner_col)],
-                                            sizes, pairwise.critical_value, power,
-                                            n_sims, rng)
-            mdd = np.full(int(ok.sum()), float(d[0]))
-            model = "simulated"
-        elif bounded:
-            # the rates of the alternative (detectable_difference); critical value: the
-            # family's per-contrast normal quantile
-            design = pair_design(data[data[planner_col].isin(planners)], metric,
-                                 list(zip(pa[ok], pb[ok])), planner_col, task_col,
-                                 cluster_col)
-            mdd = detectable_difference(*design, pairwise.critical_value,
-                                        pairwise.n_clusters, power)
-            model = "alternative"
-        else:
-            mdd = (half / se + special.ndtri(power)) * se
-            model = "observed"
-        # a pair with no attainable MDD needs more than the rates allow: infinite
-        mdd = np.where(np.isnan(mdd), np.inf, np.atleast_1d(mdd))
-        top = lambda f: float(f(mdd)) if ok.any() else np.nan  # noqa: E731
-        mdd_rows.append({"metric": metric, "n_pairs": int(ok.sum()),
-                         "n_undetectable": int(np.isinf(mdd).sum()),
-                         "se_at": model,
-                         "se_median": float(np.median(se)) if ok.any() else np.nan,
-                         "halfwidth_median": float(np.median(half)) if ok.any() else np.nan,
-                         "mdd_median": top(np.median), "mdd_min": top(np.min),
-                         "mdd_max": top(np.max), "power_mcse": mcse})
+        mdd_rows.append(_metric_mdd(pairwise, metric, planners, pa[ok], pb[ok],
+                                    col["se"][idx].astype(float)[ok],
+                                    ((col["high"][idx] - col["low"][idx]).astype(float) / 2)[ok],
+                                    data, (planner_col, task_col, cluster_col), power,
+                                    n_sims, rng))
     return LeaderboardTiersResult(
         table=pd.DataFrame(rows, columns=["metric", "rank", "planner", "estimate",
                                           "vs_average", "tiers", "top_tier",
@@ -558,6 +509,53 @@ def leaderboard_tiers(pairwise, means: pd.DataFrame | None = None,
         confidence_level=pairwise.confidence_level,
         seed=pairwise.seed,
     )
+
+
+def _metric_mdd(pairwise, metric, planners, pa, pb, se, half, data, cols, power, n_sims,
+                rng) -> dict:
+    """One metric's row of :attr:`LeaderboardTiersResult.mdd`: the minimum detectable
+    difference of its kept pairs ``pa``/``pb`` (their ``se`` and interval half-widths
+    ``half``), simulated (``n_sims`` with ``data``), at the alternative's rates (``data``)
+    or at the observed SE (see :func:`leaderboard_tiers`)."""
+    planner_col, task_col, cluster_col = cols
+    bounded = (data is not None and metric in data.columns
+               and bool(data[metric].between(0, 1).all()))
+    mcse = np.nan
+    # (a simulation needs two episodes at least; with one, the analytic MDD)
+    if bounded and n_sims and len(se) > 0 and data[cluster_col].nunique() >= 2:
+        # one pooled pair design per metric, its MDD calibrated by simulation
+        sub = data[data[planner_col].isin(planners)]
+        ra, rb, ne, _, rr = pair_design(sub, metric, list(zip(pa, pb)),
+                                        planner_col, task_col, cluster_col)
+        pm = float(np.mean((ra + rb) / 2))
+        sizes = sub.drop_duplicates(task_col)[cluster_col].value_counts().to_numpy()
+        d, mcse = calibrated_difference([pm], [pm], [len(ne) / np.sum(1 / ne)],
+                                        [float(np.mean(rr))],
+                                        [_task_ratio(sub, metric, planner_col)],
+                                        sizes, pairwise.critical_value, power,
+                                        n_sims, rng)
+        mdd = np.full(len(se), float(d[0]))
+        model = "simulated"
+    elif bounded:
+        # the rates of the alternative (detectable_difference); critical value: the
+        # family's per-contrast normal quantile
+        design = pair_design(data[data[planner_col].isin(planners)], metric,
+                             list(zip(pa, pb)), planner_col, task_col,
+                             cluster_col)
+        mdd = detectable_difference(*design, pairwise.critical_value,
+                                    pairwise.n_clusters, power)
+        model = "alternative"
+    else:
+        mdd = (half / se + special.ndtri(power)) * se
+        model = "observed"
+    # a pair with no attainable MDD needs more than the rates allow: infinite
+    mdd = np.where(np.isnan(mdd), np.inf, np.atleast_1d(mdd))
+    top = lambda f: float(f(mdd)) if len(se) > 0 else np.nan  # noqa: E731
+    return {"metric": metric, "n_pairs": len(se), "n_undetectable": int(np.isinf(mdd).sum()),
+            "se_at": model, "se_median": float(np.median(se)) if len(se) > 0 else np.nan,
+            "halfwidth_median": float(np.median(half)) if len(se) > 0 else np.nan,
+            "mdd_median": top(np.median), "mdd_min": top(np.min), "mdd_max": top(np.max),
+            "power_mcse": mcse}
 
 
 def _task_ratio(data, metric, planner_col) -> float:
