@@ -120,7 +120,7 @@ def test_add_planner_closing_line_gives_the_tables_command_with_its_export():
     assert tables_command("/data/my exports/x") == (
         "python -m analysis.tables export_root='/data/my exports/x' "
         "out_dir='/data/my exports/x_tables'")
-    src = inspect.getsource(__import__("analysis.add_planner", fromlist=["_body"])._body)
+    src = inspect.getsource(__import__("analysis._cli.add_planner", fromlist=["_body"])._body)
     assert "tables_command(resolve_path(cfg.export_root))" in src
 
 
