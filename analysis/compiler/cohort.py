@@ -1,11 +1,26 @@
-"""Compile the cohort: episodes, tasks, suites, audit, rejections -> frozen_exports/cohort.
+"""Compile the cohort (paper section 3 and appendix A: HD-EPIC annotations -> episode worlds,
+operations, tasks with frozen contracts, the suites, the audit): ``frozen_exports/cohort``.
 
-``compile_cohort(source, out_dir)`` verifies the source against SHA256SUMS, compiles into
-a temporary directory, moves the files into ``out_dir/cohort`` and updates the manifest.
-Nothing is written when the source is missing or altered.
+``compile_cohort(source, out_dir)`` is a pipeline of named stages, each returning a small
+frozen dataclass the next one reads:
+
+1. :func:`read_source` -> :class:`Source`: the verified HD-EPIC files, parsed;
+2. :func:`plan_episodes` -> :class:`EpisodePlan`: the complete episodes and their videos;
+3. :func:`compile_scenes` -> :class:`Scenes`: each scene's fixtures and work counter;
+4. :func:`compile_episode` -> :class:`CompiledEpisode`, per episode: world, groups,
+   admitted tasks and what the audits and the ledger need;
+5. :func:`analysis.compiler.suites.select_suites` -> ``Suites`` (the policy:
+   :mod:`analysis.compiler.policy`);
+6. :func:`audit_cohort` -> the audit records (refusing contradicted rows first);
+7. :func:`export_records` -> :class:`CohortRecords`: every file's records;
+8. :func:`_write_cohort`: one swap of ``out_dir/cohort`` and the manifest;
+9. :func:`report_of` -> :class:`CompileReport`.
+
+Nothing is written when the source is missing or altered, or a check refuses.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 import tempfile
@@ -14,33 +29,25 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis._fs.atomic import swap_dir
+from analysis.executor import Executor, Rules, World
+from analysis.records.io import write_record, write_records
+from analysis.records.manifest import update_manifest
+
 from . import readers as R
 from .admission import admit, replay
 from .audit import audit_episode
-from .row_audit import audit_rows, decisions, refuse_contradictions, row_audit_records, track_index
 from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, episode_segments, group_records
 from .ledger import account, ledger_records, unit_rows
+from .policy import SuitePolicy
+from .row_audit import audit_rows, decisions, refuse_contradictions, row_audit_records, track_index
 from .sim import Sim
+from .suites import Suites, memory_candidates, select_suites, suite_records
 from .tasks import unit_tasks
 from .vocabulary import Vocabulary
 from .worlds import build_world
-
-PLANNER_EPISODES = (
-    "P01-20240202-110250", "P01-20240203-093333", "P01-20240204-095114", "P01-20240203-130505",
-    "P01-20240204-121042", "P02-20240209-194141", "P02-20240210-195833", "P02-20240209-231412",
-    "P02-20240211-104948", "P02-20240209-184316", "P03-20240218-144430", "P03-20240218-094452",
-    "P03-20240216-084005", "P03-20240218-140054", "P05-20240423-172243", "P05-20240425-173353",
-    "P05-20240426-085333", "P05-20240427-145526")
-MEMORY_FIXED = ("P01-20240202-110250", "P02-20240209-194141")
-MEMORY_KITCHENS = ("P03", "P04", "P05", "P06", "P07", "P08", "P09")
-MEMORY_PER_KITCHEN = 5
-# every admitted task: grounding, not a quota, decides what enters a suite
-PLANNER_PER_EPISODE = {"terminal": 10**6, "event": 10**6}
-MEMORY_PER_EPISODE = 10**6
-STRESS_TASKS = 12
-SQUASH = ("P02-20240209-194141", ["in", "squash", "glass_2"])
 
 FILES = {"cohort/rules.json": "rules", "cohort/scenes.jsonl": "scene",
          "cohort/episodes.jsonl.gz": "episode", "cohort/tasks.jsonl": "task",
@@ -79,39 +86,74 @@ def _progress(msg: str) -> None:
     print(f"[compile] {msg}", file=sys.stderr, flush=True)
 
 
-def memory_candidates(recipes, answers) -> list[str]:
-    """Videos of the memory kitchens with any grounding evidence (an ingredient add event
-    or a VQA object-location answer); every one is compiled, and
-    :func:`memory_episodes` keeps those with the most admitted terminal tasks."""
-    vids = {a.video for a in answers}
-    for r in recipes.values():
-        for cap in r.captures:
-            for e in cap.events:
-                if e.kind == "add":
-                    vids.add(e.span.video)
-    return sorted(v for v in vids if v[:3] in MEMORY_KITCHENS)
+@dataclass(frozen=True)
+class Source:
+    """The HD-EPIC files, verified and parsed (:mod:`analysis.compiler.readers`)."""
+    root: Path
+    durations: dict
+    known: frozenset
+    activities: list
+    recipes: dict
+    assocs: dict
+    answers: list
+    itins: list
+    landmarks: dict
+    snippets: list
+    nouns: object
+    choices: dict              # VQA location question -> its answer choices
+    step_texts: dict           # recipe step ID -> its text
+    quirks: list               # the readers' notes on source rows (dropped ones end in "dropped")
 
 
-def memory_episodes(candidates: list[str], n_terminal: dict) -> list[str]:
-    """The Nespresso and Squash episodes, then per memory kitchen the
-    ``MEMORY_PER_KITCHEN`` candidate videos with the most admitted terminal tasks (ties by
-    video ID); videos without any admitted terminal task are never chosen."""
-    out = list(MEMORY_FIXED)
-    for k in MEMORY_KITCHENS:
-        vids = sorted((v for v in candidates if v.startswith(k + "-") and n_terminal.get(v, 0) > 0),
-                      key=lambda v: (-n_terminal[v], v))
-        out.extend(vids[:MEMORY_PER_KITCHEN])
-    return out
+@dataclass(frozen=True)
+class EpisodePlan:
+    """The complete episodes to compile: ID -> videos, and the memory candidates among them."""
+    videos_of: dict
+    memory_cands: list
+
+    @property
+    def episode_ids(self) -> list[str]:
+        return sorted(self.videos_of)
 
 
-def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
-    t0 = time.perf_counter()
-    source, out_dir = Path(source), Path(out_dir)
-    R.verify_source(source)            # raises before anything is written
-    progress(f"source verified: {source}")
-    vocab = Vocabulary.load()
-    sim = Sim(vocab)
-    rep = CompileReport()
+@dataclass(frozen=True)
+class Scenes:
+    records: list              # cohort/scenes.jsonl, every compiled scene
+    fixtures_of: dict
+    counter_of: dict
+
+
+@dataclass(frozen=True)
+class CompiledEpisode:
+    """One episode compiled: its record, admitted tasks and the audits' and ledger's inputs."""
+    record: dict               # cohort/episodes.jsonl.gz's record
+    admitted: list
+    objects: dict
+    init: frozenset
+    grecs: list
+    dropped: list              # dropped events (before the ledger's), time order
+    checks: list               # source checks found while grounding
+    conflicts: list            # tracks whose observed sources disagree
+    rejected: list             # rejected_task records
+    ledger_in: tuple           # (infos, ops, op_group, refused, videos, offsets)
+    rows: tuple                # (decisions, rows, facts, first_assoc, track_index)
+
+
+@dataclass(frozen=True)
+class CohortRecords:
+    """Every record of the cohort's files, in file order."""
+    rules: dict
+    scenes: list
+    episodes: list
+    tasks: list
+    suites: list
+    audit: list
+    rejected: list
+    dropped: list
+
+
+def read_source(source: Path) -> Source:
+    """Read every HD-EPIC file the compiler uses (after :func:`readers.verify_source`)."""
     durations = R.read_durations(source)
     known = frozenset(durations)
     quirks: list[str] = []
@@ -124,223 +166,229 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     landmarks = R.read_fixture_questions(source, known)
     snippets = R.read_snippets(source, known)
     nouns = R.read_noun_classes(source)
-    import json
     raw_loc = json.loads((source / R.VQA_LOCATION).read_text(encoding="utf-8"))
     choices = {k: list(v.get("choices", [])) for k, v in raw_loc.items()}
     step_texts = {sid: txt for r in recipes.values() for sid, txt in r.steps.items()}
-    rep.source_quirks = quirks
+    return Source(source, durations, known, activities, recipes, assocs, answers, itins,
+                  landmarks, snippets, nouns, choices, step_texts, quirks)
 
-    # complete episodes: an anchor video with every video its multi-video captures span;
-    # planner/fixed episodes keep the anchor's ID, a memory candidate whose videos another
-    # episode already covers is the same episode and is compiled once
-    cap_groups = capture_groups(recipes)
+
+def plan_episodes(src: Source, policy: SuitePolicy) -> EpisodePlan:
+    """Complete episodes: an anchor video with every video its multi-video captures span;
+    planner/fixed episodes keep the anchor's ID, a memory candidate whose videos another
+    episode already covers is the same episode and is compiled once."""
+    cap_groups = capture_groups(src.recipes)
     videos_of: dict[str, list[str]] = {}
     covered: set = set()
-    for eid in sorted(set(PLANNER_EPISODES) | set(MEMORY_FIXED)):
+    for eid in sorted(set(policy.planner_episodes) | set(policy.memory_fixed)):
         videos_of[eid] = episode_videos(eid, cap_groups)
         covered |= set(videos_of[eid])
     mem_cands = []
-    for v in memory_candidates(recipes, answers):
+    for v in memory_candidates(src.recipes, src.answers, policy):
         vids = episode_videos(v, cap_groups)
         if set(vids) & covered:
             continue
         videos_of[vids[0]] = vids          # the episode starts with its first video
         covered |= set(vids)
         mem_cands.append(vids[0])
-    episode_ids = sorted(videos_of)
     for vid in sorted({v for vids in videos_of.values() for v in vids}):
-        if vid not in known:
-            raise R.SourceError(f"{source / R.DURATIONS}: episode video {vid} not listed")
-    scenes = sorted({e[:3] for e in episode_ids})
+        if vid not in src.known:
+            raise R.SourceError(f"{src.root / R.DURATIONS}: episode video {vid} not listed")
+    return EpisodePlan(videos_of, mem_cands)
+
+
+def compile_scenes(src: Source, plan: EpisodePlan, vocab: Vocabulary) -> Scenes:
+    """Each scene's fixtures (from every observed source) and its work counter."""
     scene_recs, fixtures_of, counter_of = [], {}, {}
-    for s in scenes:
-        fx = scene_fixtures(s, answers, choices, itins, landmarks, step_texts, vocab)
-        fixtures_of[s], counter_of[s] = fx, work_counter(fx, answers, s)
+    for s in sorted({e[:3] for e in plan.episode_ids}):
+        fx = scene_fixtures(s, src.answers, src.choices, src.itins, src.landmarks, src.step_texts, vocab)
+        fixtures_of[s], counter_of[s] = fx, work_counter(fx, src.answers, s)
         scene_recs.append({"scene_id": s, "fixtures": fx})
+    return Scenes(scene_recs, fixtures_of, counter_of)
 
-    episodes, all_tasks, rejected, audit = [], {}, [], []
-    per_ep = {}
-    dropped_of: dict[str, list[dict]] = {}
-    conflicts_all: list[dict] = []
-    checks_of: dict[str, list[dict]] = {}
-    rows_of: dict = {}
-    ledger_in: dict = {}
-    for n, eid in enumerate(episode_ids, 1):
-        progress(f"episode {n}/{len(episode_ids)} {eid}")
-        s = eid[:3]
-        vids = videos_of[eid]
-        offsets = offsets_of(vids, durations)
-        ep_recipes = shift_recipes(recipes, offsets)
-        world = build_world(eid, s, vids, fixtures_of[s], counter_of[s], assocs, answers, itins,
-                            ep_recipes, nouns, vocab, offsets)
-        ep_acts = shift_activities(activities, offsets)
-        groups, builder, grounding, op_group = build_groups(world, ep_recipes, ep_acts, sim,
-                                                            [x for x in snippets if x.video in vids])
-        grecs = group_records(world, groups)
-        dropped_of[eid] = sorted(grounding.dropped + builder.out.dropped + world.dropped,
-                                 key=lambda d: (d["time"] if d["time"] is not None else -1.0,
-                                                d["kind"], d["what"], d["reason"]))
-        checks_of[eid] = grounding.checks + [
-            {"check": "observed_conflict", "what": f"{c['video']}/{c['association']}/{c['track']} ({c['side']})",
-             "reason": "observed sources disagree, neither compiled: " + "; ".join(
-                 f"{x['file']} {x['id']}: {x['fixture']}" for x in c["answers"]),
-             "time": None, "refs": {"video": c["video"], "association": c["association"], "track": c["track"],
-                                    "answers": c["answers"]}} for c in world.conflicts]
-        conflicts_all.extend(world.conflicts)
-        facts = sorted(world.facts)
-        objects = world.objects
-        init = frozenset(world.facts)
-        anchors = {}
-        for a in facts:
-            if a[0] == "at" and world.facts[a]["source"] == "observed":
-                anchors.setdefault(a[2], []).append(a[1])
-        episodes.append({
-            "episode_id": eid, "scene_id": s, "videos": list(vids),
-            "initial_world": {"objects": objects, "facts": [list(a) for a in facts]},
-            "fact_provenance": [world.facts[a] for a in facts],
-            "anchors": {k: sorted(v) for k, v in sorted(anchors.items())},
-            "groups": grecs,
-        })
-        states, events, rej_ops = replay(sim, objects, init, grecs)
-        if rej_ops:
-            raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
-        infos: dict = {}
-        cands, dup, held = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim, objects,
-                                      states, segments=episode_segments(world, ep_recipes), ledger=infos)
-        rejected += dup
-        dropped_of[eid] += sorted(held, key=lambda d: (d["time"], d["what"]))
-        admitted = []
-        for c in cands:
-            ok, reason, detail = admit(c, states, events, objects)
-            if ok:
-                admitted.append(c)
-            else:
-                rejected.append({"task_id": c["task_id"], "episode_id": eid, "reason": reason,
-                                 "detail": f"{c['title']}: {detail}"})
-        per_ep[eid] = (admitted, objects, init, grecs)
-        refused = {r["task_id"]: r["reason"] for r in rejected if r["episode_id"] == eid}
-        ledger_in[eid] = (infos, builder.out.ops, op_group, refused, vids, offsets)
-        # the row audit's decisions: every location row of the episode's videos, including
-        # those the compiler set aside (analysis/compiler/row_audit.py)
-        entity_of = {(tr.assoc.video, tr.assoc.assoc_id): tr.entity for tr in world.tracks}
-        ds, rows = [], Counter()
-        vas = []
-        for v in vids:
-            d_, r_ = decisions(v, assocs.get(v, []), answers, itins, world.fixture_ids, entity_of,
-                               offsets[v], offsets[v] + durations[v])
-            ds += d_
-            rows += r_
-            vas += assocs.get(v, [])
-        first_assoc = {}
-        for tr in world.tracks:
-            if tr.same_as is None:
-                first_assoc.setdefault(tr.entity, (tr.assoc.video, tr.assoc.assoc_id))
-        rows_of[eid] = (ds, rows, dict(world.facts), first_assoc, track_index(vas))
 
-    # suites
-    mem_eps = memory_episodes(mem_cands, {e: sum(c["tier"] == "terminal" for c in per_ep[e][0])
-                                          for e in mem_cands})
-    def pick(eid, limits):
-        admitted = per_ep[eid][0]
-        chosen = []
-        for tier, k in sorted(limits.items()):
-            pool = [c for c in admitted if c["tier"] == tier]
-            # ingredient adds first (they carry the recipe's goal), then observed puts
-            pool.sort(key=lambda c: (c["key"][0] != "add", c["first"], c["task_id"]))
-            chosen += pool[:k]
-        return chosen
+def _episode_record(eid: str, vids: list, world, grecs: list) -> dict:
+    facts = sorted(world.facts)
+    anchors = {}
+    for a in facts:
+        if a[0] == "at" and world.facts[a]["source"] == "observed":
+            anchors.setdefault(a[2], []).append(a[1])
+    return {
+        "episode_id": eid, "scene_id": eid[:3], "videos": list(vids),
+        "initial_world": {"objects": world.objects, "facts": [list(a) for a in facts]},
+        "fact_provenance": [world.facts[a] for a in facts],
+        "anchors": {k: sorted(v) for k, v in sorted(anchors.items())},
+        "groups": grecs,
+    }
 
-    planner = []
-    for eid in PLANNER_EPISODES:
-        planner += pick(eid, PLANNER_PER_EPISODE)
-    memory = []
-    for eid in mem_eps:
-        chosen = pick(eid, {"terminal": MEMORY_PER_EPISODE})
-        if eid == SQUASH[0]:
-            sq = [c for c in per_ep[eid][0] if c["conditions"][0].get("atom") == SQUASH[1]]
-            chosen = sq[:1] + [c for c in chosen if c not in sq][: MEMORY_PER_EPISODE - len(sq[:1])]
-        memory += chosen
-    chosen_ids = {c["task_id"] for c in planner + memory}
-    for eid in episode_ids:
-        for c in per_ep[eid][0]:
+
+def _conflict_checks(world) -> list[dict]:
+    return [
+        {"check": "observed_conflict", "what": f"{c['video']}/{c['association']}/{c['track']} ({c['side']})",
+         "reason": "observed sources disagree, neither compiled: " + "; ".join(
+             f"{x['file']} {x['id']}: {x['fixture']}" for x in c["answers"]),
+         "time": None, "refs": {"video": c["video"], "association": c["association"], "track": c["track"],
+                                "answers": c["answers"]}} for c in world.conflicts]
+
+
+def _row_inputs(world, vids: list, offsets: dict, src: Source) -> tuple:
+    """The row audit's decisions: every location row of the episode's videos, including
+    those the compiler set aside (analysis/compiler/row_audit.py)."""
+    entity_of = {(tr.assoc.video, tr.assoc.assoc_id): tr.entity for tr in world.tracks}
+    ds, rows = [], Counter()
+    vas = []
+    for v in vids:
+        d_, r_ = decisions(v, src.assocs.get(v, []), src.answers, src.itins, world.fixture_ids,
+                           entity_of, offsets[v], offsets[v] + src.durations[v])
+        ds += d_
+        rows += r_
+        vas += src.assocs.get(v, [])
+    first_assoc = {}
+    for tr in world.tracks:
+        if tr.same_as is None:
+            first_assoc.setdefault(tr.entity, (tr.assoc.video, tr.assoc.assoc_id))
+    return (ds, rows, dict(world.facts), first_assoc, track_index(vas))
+
+
+def compile_episode(eid: str, src: Source, plan: EpisodePlan, scenes: Scenes, vocab: Vocabulary,
+                    sim: Sim) -> CompiledEpisode:
+    """World, groups, candidate tasks and admission of one complete episode."""
+    s = eid[:3]
+    vids = plan.videos_of[eid]
+    offsets = offsets_of(vids, src.durations)
+    ep_recipes = shift_recipes(src.recipes, offsets)
+    world = build_world(eid, s, vids, scenes.fixtures_of[s], scenes.counter_of[s], src.assocs,
+                        src.answers, src.itins, ep_recipes, src.nouns, vocab, offsets)
+    ep_acts = shift_activities(src.activities, offsets)
+    groups, builder, grounding, op_group = build_groups(world, ep_recipes, ep_acts, sim,
+                                                        [x for x in src.snippets if x.video in vids])
+    grecs = group_records(world, groups)
+    dropped = sorted(grounding.dropped + builder.out.dropped + world.dropped,
+                     key=lambda d: (d["time"] if d["time"] is not None else -1.0,
+                                    d["kind"], d["what"], d["reason"]))
+    checks = grounding.checks + _conflict_checks(world)
+    record = _episode_record(eid, vids, world, grecs)
+    objects = world.objects
+    init = frozenset(world.facts)
+    states, events, rej_ops = replay(sim, objects, init, grecs)
+    if rej_ops:
+        raise RuntimeError(f"{eid}: compiled reference operations rejected on replay: {rej_ops[:3]}")
+    infos: dict = {}
+    cands, rejected, held = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim,
+                                       objects, states, segments=episode_segments(world, ep_recipes),
+                                       ledger=infos)
+    dropped += sorted(held, key=lambda d: (d["time"], d["what"]))
+    admitted = []
+    for c in cands:
+        ok, reason, detail = admit(c, states, events, objects)
+        if ok:
+            admitted.append(c)
+        else:
+            rejected.append({"task_id": c["task_id"], "episode_id": eid, "reason": reason,
+                             "detail": f"{c['title']}: {detail}"})
+    refused = {r["task_id"]: r["reason"] for r in rejected if r["episode_id"] == eid}
+    return CompiledEpisode(record, admitted, objects, init, grecs, dropped, checks, world.conflicts,
+                           rejected, (infos, builder.out.ops, op_group, refused, vids, offsets),
+                           _row_inputs(world, vids, offsets, src))
+
+
+def task_records(compiled: dict, chosen_ids: set) -> list[dict]:
+    """``cohort/tasks.jsonl``: the suites' tasks, sorted by task ID."""
+    tasks = {}
+    for eid, ep in sorted(compiled.items()):
+        for c in ep.admitted:
             if c["task_id"] not in chosen_ids:
                 continue
-            all_tasks[c["task_id"]] = {
+            tasks[c["task_id"]] = {
                 "task_id": c["task_id"], "episode_id": eid, "group_ids": c["group_ids"],
                 "tier": c["tier"], "title": c["title"],
                 "contract": {"tier": c["tier"], "conditions": c["conditions"]},
                 "reference_action_types": c["reference_action_types"],
                 "provenance": c["provenance"],
             }
-    # audit (admitted tasks of the suites); stress test on the first 12 terminal suite tasks
-    stress_ids = {c["task_id"] for c in sorted((c for c in planner if c["tier"] == "terminal"),
-                                               key=lambda c: c["task_id"])[:STRESS_TASKS]}
-    for eid in episode_ids:
-        admitted, objects, init, grecs = per_ep[eid]
-        mine = [c for c in admitted if c["task_id"] in chosen_ids]
+    return [tasks[k] for k in sorted(tasks)]
+
+
+def _audit_key(a: dict) -> tuple:
+    return (a["task_id"] or "", a["check"], a["condition_id"] or "", a["detail"])
+
+
+def audit_cohort(compiled: dict, suites: Suites, policy: SuitePolicy, sim: Sim) -> list[dict]:
+    """The audit of the suites' admitted tasks (the stress test on the first
+    ``policy.stress_tasks`` terminal planner tasks), the row audit (refusing contradicted
+    rows before anything is written), the executor's replay of every compiled episode and
+    the observed conflicts' count."""
+    chosen_ids = suites.chosen_ids
+    stress_ids = {c["task_id"] for c in sorted((c for c in suites.planner if c["tier"] == "terminal"),
+                                               key=lambda c: c["task_id"])[:policy.stress_tasks]}
+    audit = []
+    for eid, ep in sorted(compiled.items()):
+        mine = [c for c in ep.admitted if c["task_id"] in chosen_ids]
         if mine:
-            audit += audit_episode(sim, objects, init, grecs, mine, stress_ids)
+            audit += audit_episode(sim, ep.objects, ep.init, ep.grecs, mine, stress_ids)
     row_results = {}
-    for eid in episode_ids:
-        admitted, objects, init, grecs = per_ep[eid]
-        mine = [c for c in admitted if c["task_id"] in chosen_ids]
+    for eid, ep in sorted(compiled.items()):
+        mine = [c for c in ep.admitted if c["task_id"] in chosen_ids]
         if mine:
-            ds, rows, wfacts, first_assoc, index = rows_of[eid]
-            row_results[eid] = audit_rows(ds, rows, wfacts, grecs, mine, first_assoc, index)
+            ds, rows, wfacts, first_assoc, index = ep.rows
+            row_results[eid] = audit_rows(ds, rows, wfacts, ep.grecs, mine, first_assoc, index)
     refuse_contradictions(row_results)          # before anything is written
     audit += row_audit_records(row_results)
-    audit += executor_crosscheck(episodes)
+    audit += executor_crosscheck([ep.record for _, ep in sorted(compiled.items())])
+    n_conflicts = sum(len(ep.conflicts) for ep in compiled.values())
     audit.append({"check": "observed_conflicts", "task_id": None, "condition_id": None, "passed": True,
-                  "detail": f"{len(conflicts_all)} tracks whose observed sources (VQA answers, itineraries) "
+                  "detail": f"{n_conflicts} tracks whose observed sources (VQA answers, itineraries) "
                             "disagree; neither source compiled (listed in dropped.jsonl as source check "
                             "observed_conflict)"})
-    audit.sort(key=lambda a: (a["task_id"] or "", a["check"], a["condition_id"] or "", a["detail"]))
+    audit.sort(key=_audit_key)
+    return audit
 
-    used_eps = sorted({c["episode_id"] for c in all_tasks.values()})
-    episodes = [e for e in episodes if e["episode_id"] in used_eps]
+
+def export_records(src: Source, scenes: Scenes, compiled: dict, suites: Suites, audit: list,
+                   policy: SuitePolicy, vocab: Vocabulary) -> CohortRecords:
+    """The exported episodes (those with a suite task) and scenes, the suites, rejections,
+    dropped events and the completeness ledger (analysis/compiler/ledger.py: every end-state
+    row of every unit of an exported episode is expressed by a condition or dropped with a
+    reason)."""
+    chosen_ids = suites.chosen_ids
+    tasks = task_records(compiled, chosen_ids)
+    used_eps = sorted({t["episode_id"] for t in tasks})
+    episodes = [ep.record for eid, ep in sorted(compiled.items()) if eid in used_eps]
     used_scenes = sorted({e["scene_id"] for e in episodes})
-    scene_recs = [r for r in scene_recs if r["scene_id"] in used_scenes]
-    suites = [
-        {"suite": "memory", "task_ids": sorted(c["task_id"] for c in memory),
-         "episode_ids": sorted({c["episode_id"] for c in memory}),
-         "definition": ("every admitted terminal-tier task of the Nespresso and Squash episodes "
-                        "plus, for each of P03, P04, P05, P06, P07, P08, P09, the 5 complete "
-                        "episodes outside the planner suite (from videos with an ingredient add or "
-                        "a VQA object-location answer) with the most admitted terminal tasks; "
-                        "includes Add Squash")},
-        {"suite": "planner", "task_ids": sorted(c["task_id"] for c in planner),
-         "episode_ids": sorted({c["episode_id"] for c in planner}),
-         "definition": ("the complete episodes (all videos of their multi-video recipe captures) "
-                        "of the 18 videos of kitchens P01, P02, P03, P05 listed in the HD-EPIC data "
-                        "README; every task grounded instance by instance that passes admission")},
-    ]
-    rejected.sort(key=lambda r: r["task_id"])
-    dropped = dropped_records(quirks, dropped_of, used_eps, checks_of)
-    # the completeness ledger (analysis/compiler/ledger.py): every end-state row of every
-    # unit of an exported episode is expressed by a condition or dropped with a reason
+    scene_recs = [r for r in scenes.records if r["scene_id"] in used_scenes]
+    rejected = sorted((r for _, ep in sorted(compiled.items()) for r in ep.rejected),
+                      key=lambda r: r["task_id"])
+    dropped = dropped_records(src.quirks, {e: ep.dropped for e, ep in compiled.items()}, used_eps,
+                              {e: ep.checks for e, ep in compiled.items()})
+    audit = list(audit)
     for eid in used_eps:
-        infos, ops, op_group, refused, vids, offsets = ledger_in[eid]
-        rows = unit_rows(recipes, activities, assocs, answers, itins, snippets, vids)
+        infos, ops, op_group, refused, vids, offsets = compiled[eid].ledger_in
+        rows = unit_rows(src.recipes, src.activities, src.assocs, src.answers, src.itins, src.snippets, vids)
         mine = [d for d in dropped if d["episode_id"] == eid]
         drops, expressed = ledger_records(eid, account(rows, infos, ops, op_group, chosen_ids, refused, mine),
                                           offsets)
         dropped += drops
         audit += expressed
-    audit.sort(key=lambda a: (a["task_id"] or "", a["check"], a["condition_id"] or "", a["detail"]))
+    audit.sort(key=_audit_key)
     rules = vocab.rules
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
+    return CohortRecords(rules_rec, scene_recs, episodes, tasks, suite_records(suites, policy),
+                         audit, rejected, dropped)
 
-    from analysis._fs.atomic import swap_dir
-    from analysis.records.io import write_record, write_records
-    from analysis.records.manifest import update_manifest
+
+def _write_cohort(out_dir: Path, recs: CohortRecords) -> None:
+    """Write every file into a temporary folder beside ``out_dir/cohort``, swap it in, then
+    update the manifest's ``cohort/`` entries."""
+    rules_rec, scene_recs, episodes = recs.rules, recs.scenes, recs.episodes
+    suites, audit, rejected, dropped = recs.suites, recs.audit, recs.rejected, recs.dropped
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".cohort.", dir=out_dir))
     try:
         write_record(tmp / "rules.json", rules_rec)
         write_records(tmp / "scenes.jsonl", scene_recs)
         write_records(tmp / "episodes.jsonl.gz", episodes)
-        write_records(tmp / "tasks.jsonl", [all_tasks[k] for k in sorted(all_tasks)])
+        write_records(tmp / "tasks.jsonl", recs.tasks)
         write_records(tmp / "suites.jsonl", suites)
         write_records(tmp / "audit.jsonl", audit)
         write_records(tmp / "rejected.jsonl", rejected)
@@ -351,24 +399,54 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
             shutil.rmtree(tmp)
     update_manifest(out_dir, FILES, replace_prefix="cohort/")
 
-    rep.episodes, rep.scenes = len(episodes), len(scene_recs)
-    rep.groups = sum(len(e["groups"]) for e in episodes)
-    for name, lst in (("planner", planner), ("memory", memory)):
+
+def report_of(recs: CohortRecords, suites: Suites, quirks: list, seconds: float) -> CompileReport:
+    """The command's summary, counted from the exported records."""
+    rep = CompileReport()
+    rep.source_quirks = quirks
+    rep.episodes, rep.scenes = len(recs.episodes), len(recs.scenes)
+    rep.groups = sum(len(e["groups"]) for e in recs.episodes)
+    for name, lst in (("planner", suites.planner), ("memory", suites.memory)):
         rep.tasks[name] = dict(Counter(c["tier"] for c in lst))
     # of the exported episodes only (63 are compiled, those without a suite task are not
     # exported): the counts docs/compiler.md quotes from the files
-    rep.facts = dict(Counter(p["source"] for e in episodes for p in e["fact_provenance"]))
-    rep.operations = dict(Counter(op["provenance"]["source"] for e in episodes
+    rep.facts = dict(Counter(p["source"] for e in recs.episodes for p in e["fact_provenance"]))
+    rep.operations = dict(Counter(op["provenance"]["source"] for e in recs.episodes
                                   for g in e["groups"] for op in g["operations"]))
-    rep.rejections = dict(Counter(r["reason"] for r in rejected))
-    rep.dropped_events = len(dropped)
-    rep.dropped_by_kind = dict(sorted(Counter(d["kind"] for d in dropped).items()))
+    rep.rejections = dict(Counter(r["reason"] for r in recs.rejected))
+    rep.dropped_events = len(recs.dropped)
+    rep.dropped_by_kind = dict(sorted(Counter(d["kind"] for d in recs.dropped).items()))
     agg = {}
-    for a in audit:
+    for a in recs.audit:
         p, n = agg.get(a["check"], (0, 0))
         agg[a["check"]] = (p + a["passed"], n + 1)
     rep.audit = agg
-    rep.seconds = time.perf_counter() - t0
+    rep.seconds = seconds
+    return rep
+
+
+def compile_cohort(source, out_dir, progress=_progress, policy: SuitePolicy | None = None) -> CompileReport:
+    """Compile HD-EPIC at ``source`` into ``out_dir/cohort`` (the stages: module docstring);
+    ``policy`` defaults to ``suite_policy.yaml`` (:class:`SuitePolicy`)."""
+    t0 = time.perf_counter()
+    source, out_dir = Path(source), Path(out_dir)
+    policy = policy or SuitePolicy.load()
+    R.verify_source(source)            # raises before anything is written
+    progress(f"source verified: {source}")
+    vocab = Vocabulary.load()
+    sim = Sim(vocab)
+    src = read_source(source)
+    plan = plan_episodes(src, policy)
+    scenes = compile_scenes(src, plan, vocab)
+    compiled = {}
+    for n, eid in enumerate(plan.episode_ids, 1):
+        progress(f"episode {n}/{len(plan.episode_ids)} {eid}")
+        compiled[eid] = compile_episode(eid, src, plan, scenes, vocab, sim)
+    suites = select_suites({e: ep.admitted for e, ep in compiled.items()}, plan.memory_cands, policy)
+    audit = audit_cohort(compiled, suites, policy, sim)
+    recs = export_records(src, scenes, compiled, suites, audit, policy, vocab)
+    _write_cohort(out_dir, recs)
+    rep = report_of(recs, suites, src.quirks, time.perf_counter() - t0)
     # the summary itself is the command's output (stdout): here only that it is done
     progress(f"compiled {rep.episodes} episodes in {rep.seconds:.1f} s")
     return rep
@@ -378,8 +456,6 @@ def executor_crosscheck(episodes) -> list[dict]:
     """Replay every episode's reference operations from its initial world through
     :class:`analysis.executor.Executor`, as a user's re-execution would (not the
     compiler's incremental state)."""
-    from analysis.executor import Executor, Rules, World
-
     ex = Executor(Rules.load())
     total, total_bad, bad_eps = 0, 0, []
     for e in episodes:
