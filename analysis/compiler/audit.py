@@ -2,6 +2,10 @@
 initial_fail, nontrivial, per-predicate negative suites; and a 12-task stress test."""
 from __future__ import annotations
 
+from analysis.executor.executor import Executor
+from analysis.executor.rules import Rules
+from analysis.executor.world import World
+
 from .admission import contract_holds, replay, state_holds, true_at_start, truth
 from .sim import Sim
 
@@ -146,8 +150,6 @@ _EXECUTOR = []
 
 def _executor():
     if not _EXECUTOR:
-        from analysis.executor.executor import Executor
-        from analysis.executor.rules import Rules
         _EXECUTOR.append(Executor(Rules.load()))
     return _EXECUTOR[0]
 
@@ -220,7 +222,6 @@ def _fmt(a: dict) -> str:
 
 def both_orders(objects: dict, facts: frozenset, a: dict, b: dict) -> tuple[bool, str]:
     """Apply a;b and b;a with the executor; ``(same accepted outcome, detail)``."""
-    from analysis.executor.world import World
     ex = _executor()
     w = World(objects, facts)
     hashes = []

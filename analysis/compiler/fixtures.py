@@ -83,3 +83,17 @@ def work_counter(fixtures: list[dict], answers: list[LocationAnswer], scene: str
     if counters:
         return counters[0]
     return sorted(f["id"] for f in fixtures)[0]
+
+
+def default_location(leaf: str, fixtures: list[dict], work_counter: str, vocab: Vocabulary):
+    """The curated place of an item of type ``leaf`` no source places (vocabulary
+    ``default_locations``): the first fixture of the first listed kind the scene has, the
+    work counter for ``counter`` or when none fits; with the rule that decided it."""
+    kinds, rule = vocab.default_location_kinds(leaf)
+    for kind in kinds:
+        if kind == "counter":
+            return work_counter, rule
+        cands = sorted(f["id"] for f in fixtures if vocab.is_a(f["type"], kind))
+        if cands:
+            return cands[0], rule
+    return work_counter, rule + ":work_counter"

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .grounding import Grounding, Planned
+from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Grounding, Planned
 from .sim import Sim
 from .worlds import ROW_RULE, UNLOAD_RULE, EpisodeWorld, align_chain, row_rule
 
@@ -627,7 +627,6 @@ class OpBuilder:
         food: it may be the ingredient) is set down where the agent stands first and picked
         up again after (curated, one hand).
         All or nothing: when a step is not executable, nothing of it is kept."""
-        from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS
         t, ent, f = p.time, p.hold, p.pickup
         f0 = f
         saved = (self.facts, len(self.out.ops), dict(self.place), dict(self.picked_from))

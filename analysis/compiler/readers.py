@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -26,6 +27,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from analysis._fs.confine import ConfinementError, read_regular
 
 RECIPES = "high-level/complete_recipes.json"
 ACTIVITIES_DIR = "high-level/activities"
@@ -107,7 +110,6 @@ def _read_source(path: Path, limit: int) -> bytes:
     """The bytes of the source file ``path``: a regular file of at most ``limit`` bytes,
     read without following a symlink or blocking on a FIFO; else :class:`SourceError`
     naming it and what to do."""
-    from analysis._fs.confine import ConfinementError, read_regular
     try:
         return read_regular(path, str(path), limit=limit)
     except ConfinementError as exc:
@@ -159,8 +161,6 @@ def _names_record(fn):
     CSV that is not UTF-8) becomes a :class:`SourceError` naming the file and the record:
     the record is the reader's own ``where`` (every reader sets it for the record at
     hand), read from the failing frame, so no reader needs a handler per field."""
-    import functools
-
     @functools.wraps(fn)
     def wrapper(root, *args, **kwargs):
         try:

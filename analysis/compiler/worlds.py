@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .grounding import CONTAINER_WORDS, PART_WORDS, name_head, strip_postposed, words
+from .fixtures import default_location
+from .grounding.text import CONTAINER_WORDS, PART_WORDS, name_head, strip_postposed, words
 from .normalise import canonical_object, fixture_id, resolve_noun
 from .readers import FRAME, TWO_FRAMES, Association, Itinerary, LocationAnswer, Recipe
+from .row_audit import decisions, uncontested
 from .vocabulary import Vocabulary
 
 
@@ -572,7 +574,6 @@ ROW_RULE = "place_decided_by_a_row_the_compiler_set_aside"
 def decided_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets) -> dict:
     """``{(video, association, gap): Decision}``: the uncontested rows of the row audit
     (``row_audit.decisions``) over the episode's videos, for the world's entities."""
-    from .row_audit import decisions, uncontested
     entity_of = {(t.assoc.video, t.assoc.assoc_id): t.entity for t in tracks}
     ds = []
     for v in videos:
@@ -734,17 +735,6 @@ def track_entity(name: str, nouns, overrides: dict, vocab: Vocabulary) -> tuple[
 
 def snake_id(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_") or "object"
-
-
-def default_location(leaf: str, fixtures: list[dict], work_counter: str, vocab: Vocabulary):
-    kinds, rule = vocab.default_location_kinds(leaf)
-    for kind in kinds:
-        if kind == "counter":
-            return work_counter, rule
-        cands = sorted(f["id"] for f in fixtures if vocab.is_a(f["type"], kind))
-        if cands:
-            return cands[0], rule
-    return work_counter, rule + ":work_counter"
 
 
 UNLOAD_RULE = "taken_out_of_the_dishwasher_in_an_unload_row"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
+from ..fixtures import default_location
 from .windows import Planned, StepWindow
 
 #: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
@@ -435,7 +436,6 @@ class AddsMixin:
         if tracked:
             place = WHERE_IT_STANDS
         else:
-            from ..worlds import default_location     # worlds imports this package
             fixtures = [{"id": f, "type": self.w.objects[f]} for f in sorted(self.w.fixture_ids)
                         if f in self.w.objects]
             place, rule = default_location(leaf, fixtures, self.w.work_counter, self.vocab)
