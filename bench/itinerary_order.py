@@ -46,7 +46,7 @@ from pathlib import Path
 
 from analysis.compiler import readers as R
 from analysis.compiler.normalise import fixture_id
-from analysis.compiler.worlds import chain_defaults
+from analysis.compiler.answer_links import chain_defaults
 
 AMBIGUITY = 0.05
 PUTS = {"put_on", "put_in_storage", "put_in_appliance", "place_on_appliance", "put_in_sink", "throw_away"}

@@ -11,7 +11,7 @@ from analysis.compiler.grounding import (Grounder, all_verbs, ingredient_type, k
 from analysis.compiler.operations import select_tracks
 from analysis.compiler.readers import ClassTable
 from analysis.compiler.vocabulary import Vocabulary
-from analysis.compiler.worlds import track_entity, vague_name
+from analysis.compiler.entities import track_entity, vague_name
 
 SOURCE = Path(os.environ.get("E2W_HDEPIC", Path(__file__).resolve().parents[2] / "shared" / "hd-epic"))
 
@@ -43,7 +43,7 @@ ROLL_CLASS = ClassTable({"roll": "baked goods and grains"}, {"roll": "roll"}, {"
     ("roll of puff pastry", "roll_puff_pastry", "other_food"), ("air fryer drum", "air_fryer_drum", "other_vessel")])
 def test_stacks_and_rolls_are_typed_by_what_they_are(vocab, name, stem, leaf):
     # draw 12: 37 such objects were typed as food and fetched from the fridge
-    from analysis.compiler.worlds import track_entity
+    from analysis.compiler.entities import track_entity
     assert track_entity(name, ROLL_CLASS, vocab.overrides, vocab)[:2] == (stem, leaf)
     # a stack of something that is no dish keeps its own name ("rightmost stack of wheat bixies")
     assert track_entity("stack of wheat bixies", ROLL_CLASS, vocab.overrides, vocab)[0] == "stack_wheat_bixy"

@@ -3,7 +3,7 @@ window (two frames; tracks of one object are one candidate). Synthetic sources, 
 by hand."""
 from analysis.compiler.readers import TWO_FRAMES, Association, Itinerary, LocationAnswer, Track
 from analysis.compiler.row_audit import audit_rows, decisions, row_audit_records, track_index
-from analysis.compiler.worlds import _link_answers
+from analysis.compiler.answer_links import _link_answers
 
 FX = frozenset({"sink", "counter", "table", "cupboard", "hob"})
 

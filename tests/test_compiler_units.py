@@ -282,7 +282,7 @@ def _assocs():
 
 def test_time_keyed_answers_bind_only_one_matching_track():
     from analysis.compiler.readers import LocationAnswer
-    from analysis.compiler.worlds import _link_answers
+    from analysis.compiler.answer_links import _link_answers
     fx = frozenset({"hob", "sink", "counter_right_of_hob"})
     answers = [LocationAnswer("q1", "v", "put", 10.0, "hob"),      # mug t1 and pan t3 start at 10.0
                LocationAnswer("q2", "v", "put", 50.0, "sink")]     # only the spoon
@@ -301,7 +301,7 @@ def test_time_keyed_answers_bind_only_one_matching_track():
 
 def test_itinerary_chain_gives_every_track_its_source_and_destination():
     from analysis.compiler.readers import Itinerary, LocationAnswer
-    from analysis.compiler.worlds import _link_answers
+    from analysis.compiler.answer_links import _link_answers
     fx = frozenset({"hob", "sink", "counter_right_of_hob"})
     it = Itinerary("i1", "v", 30.0, (("hob", "sink"), ("sink", "counter right of hob")))
     per_track, initial, dropped, conflicts, chains = _link_answers("v", _assocs(), [], [it], fx)
@@ -320,7 +320,7 @@ def test_itinerary_chain_gives_every_track_its_source_and_destination():
 def test_itinerary_binds_the_one_object_seen_at_a_track_start_or_end():
     # "the object seen at T" is seen standing still: T is a track's start or its end.
     from analysis.compiler.readers import Association, Itinerary, Track
-    from analysis.compiler.worlds import _link_answers
+    from analysis.compiler.answer_links import _link_answers
     fx = frozenset({"hob", "sink", "counter_right_of_hob"})
     moves = (("hob", "sink"), ("sink", "counter right of hob"))
     # 12.0 is only the end of the mug's first track: the mug, both moves on its 2 tracks
@@ -354,7 +354,7 @@ def test_itinerary_chain_with_extra_tracks_is_aligned_from_the_start():
     # t4 stay at move 3's 'from' (the sink), t5 makes move 3 (-> hob, observed). The
     # backward alignment gave t1, t2 'cupboard' (taken out and put straight back).
     from analysis.compiler.readers import Itinerary
-    from analysis.compiler.worlds import _link_answers
+    from analysis.compiler.answer_links import _link_answers
     fx = frozenset({"cupboard_left_of_fridge", "counter_right_of_hob", "sink", "hob"})
     it = Itinerary("i7", "v", 10.0, (("cupboard left of fridge", "counter right of hob"),
                                      ("counter right of hob", "sink"), ("sink", "hob")))
@@ -379,7 +379,7 @@ def test_itinerary_chain_with_extra_tracks_is_aligned_from_the_start():
 
 
 def test_chain_alignment_never_walks_the_chain_backwards():
-    from analysis.compiler.worlds import align_chain, chain_defaults
+    from analysis.compiler.answer_links import align_chain, chain_defaults
     abcd = (("a", "b"), ("b", "c"), ("c", "d"))
     # no anchors: tracks 1..m-1 make moves 1..m-1, the rest stay at move m's 'from'
     assert align_chain(abcd, [None] * 6) == ["b", "c", "c", "c", "c", None]
@@ -412,7 +412,8 @@ def test_chain_defaults_are_realigned_over_the_compiled_tracks():
     # 'from' (the sink), where the final move observes the brush before it.
     from analysis.compiler.operations import realign_chains
     from analysis.compiler.readers import Association, Track
-    from analysis.compiler.worlds import TrackInfo, chain_defaults
+    from analysis.compiler.answer_links import chain_defaults
+    from analysis.compiler.worlds import TrackInfo
     moves = (("sink", "windowsill"), ("windowsill", "sink"), ("sink", "counter"),
              ("counter", "sink"), ("sink", "counter"))
     a = Association("v", "b7", "brush", "brush", tuple(Track(f"t{i}", 10.0 * i, 10.0 * i + 2)
@@ -545,7 +546,7 @@ def test_a_frame_late_answer_written_with_three_decimals_still_binds():
     # question times have 3 decimals, track times 5: one frame (1/30 s) plus the rounding
     # of the question's time (0.0005 s) is still the same track boundary
     from analysis.compiler.readers import LocationAnswer
-    from analysis.compiler.worlds import _link_answers
+    from analysis.compiler.answer_links import _link_answers
     fx = frozenset({"sink"})
     late = [LocationAnswer("q1", "v", "put", 50.0337, "sink")]           # spoon t4 starts at 50.0
     per_track, _, dropped, _, _ = _link_answers("v", _assocs(), late, [], fx)
@@ -660,7 +661,7 @@ def test_questions_at_one_moment_that_all_give_one_answer_bind_every_track_then(
     # the tray and the cup are put down at 20 s and 32 s; two put questions at 30 s would
     # be ambiguous if another track started then: a second object tracked 30-31 s
     from analysis.compiler.readers import Association, LocationAnswer, Track
-    from analysis.compiler.worlds import _link_answers
+    from analysis.compiler.answer_links import _link_answers
     fx = frozenset({"table", "counter", "dishwasher"})
     a = Association("v", "a1", "green cup", "green cup", (Track("t1", 30.0, 35.0),))
     b = Association("v", "a2", "green cup", "green cup", (Track("t2", 30.0, 36.0),))
@@ -679,7 +680,7 @@ def test_questions_at_one_moment_that_all_give_one_answer_bind_every_track_then(
 
 def test_dishes_first_handled_in_an_unload_row_start_in_the_dishwasher():
     from analysis.compiler.readers import Activity
-    from analysis.compiler.worlds import UNLOAD_RULE, unload_sources
+    from analysis.compiler.out_of_storage import UNLOAD_RULE, unload_sources
     world, vocab = _tray_world(names=("tray", "plate"))
     world.facts = {a: p for a, p in world.facts.items() if a[:2] != ("at", "plate")}
     world.facts[("at", "plate", "cupboard")] = {"source": "curated", "refs": {"rule": "default_locations:vessel"}}
@@ -704,7 +705,7 @@ def test_what_a_tidy_up_row_first_handles_and_spent_objects_start_out_of_storage
     # handled in a row that only tidies up, or of an object whose name says it is spent,
     # becomes the work counter (citing the row); an observed first place never changes
     from analysis.compiler.readers import Activity
-    from analysis.compiler.worlds import CUT_RULE, SPENT_RULE, TIDY_RULE, out_of_storage_sources
+    from analysis.compiler.out_of_storage import CUT_RULE, SPENT_RULE, TIDY_RULE, out_of_storage_sources
     def fresh(names):
         world, vocab = _tray_world(names=names)
         for ent in world.names:                 # "used tea bag" is the entity tea_bag

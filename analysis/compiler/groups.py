@@ -14,7 +14,8 @@ from .grounding.windows import episode_recipe_segments
 from .operations import build_operations
 from .readers import Activity, Recipe
 from .sim import Sim
-from .worlds import EpisodeWorld, out_of_storage_sources, unload_sources
+from .out_of_storage import out_of_storage_sources, unload_sources
+from .worlds import EpisodeWorld
 
 
 @dataclass

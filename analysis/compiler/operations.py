@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 
 from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Grounding, Planned
 from .sim import Sim
-from .worlds import ROW_RULE, UNLOAD_RULE, EpisodeWorld, align_chain, row_rule
+from .answer_links import align_chain
+from .out_of_storage import UNLOAD_RULE
+from .worlds import ROW_RULE, EpisodeWorld, row_rule
 
 OVERLAP_EPS = 0.05     # seconds: tracks touching within this are not simultaneous
 #: head nouns of what is worn on a hand, not held in it (a washing-up glove tracked for
