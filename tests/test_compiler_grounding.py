@@ -634,7 +634,7 @@ def test_an_add_without_a_food_track_compiles_into_the_named_vessel(vocab):
     from analysis.compiler.grounding import UNTRACKED_RULE
     from analysis.compiler.groups import build_groups
     from analysis.compiler.sim import Sim
-    from analysis.compiler.tasks import _atom_keep
+    from analysis.compiler.evidence import _atom_keep
     # the bowl is handled into the add (103-105 s) and put down during it
     world, g = _untracked_add(vocab, [("bowl", 103.0, 105.0)])
     adds = [p for p in g.planned if p.kind == "add"]
@@ -745,7 +745,7 @@ def test_an_untracked_add_of_a_food_tracked_earlier_goes_in_from_where_it_stands
     from analysis.compiler.grounding import WHERE_IT_STANDS
     from analysis.compiler.operations import build_operations
     from analysis.compiler.sim import Sim
-    from analysis.compiler.tasks import _atom_keep
+    from analysis.compiler.evidence import _atom_keep
     tracks = [("ginger", 50.0, 52.0), ("mortar", 103.0, 105.0)]
     world, g = _untracked_add(vocab, tracks, text="Add the ginger to the mortar.", name="ginger")
     adds = [p for p in g.planned if p.kind == "add"]
@@ -968,7 +968,7 @@ def _ops_of(world, g, vocab):
 
 def test_an_untracked_vessel_the_text_names_becomes_an_entity_with_a_curated_place(vocab):
     from analysis.compiler.grounding import TEXT_VESSEL_RULE
-    from analysis.compiler.tasks import _atom_keep
+    from analysis.compiler.evidence import _atom_keep
     # no object of the episode is a pot: the pot the text names is an untracked entity on
     # the work counter (curated), and the lettuce goes in (the add row and the step text)
     world, g = _untracked_add(vocab, [], text="Add the lettuce into a pot.")
@@ -1016,7 +1016,7 @@ def test_an_untracked_vessel_is_not_invented_where_the_text_does_not_decide_it(v
 
 
 def test_the_videos_only_vessel_of_the_texts_noun_binds_though_put_down_long_before(vocab):
-    from analysis.compiler.tasks import _atom_keep
+    from analysis.compiler.evidence import _atom_keep
     # the pan was put down at 12 s, 92 s before the add: not "recent", but it is the only
     # pan of the kitchen's video, and the text names a pan
     world, g = _untracked_add(vocab, [("pan", 10.0, 12.0)], text="Add the lettuce to the pan.")

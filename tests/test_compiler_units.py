@@ -250,7 +250,7 @@ def test_a_placement_the_rows_move_again_within_the_unit_is_not_an_end_state():
 
 def test_atom_needs_every_argument_observed():
     from types import SimpleNamespace as NS
-    from analysis.compiler.tasks import _atom_keep
+    from analysis.compiler.evidence import _atom_keep
     op = NS(action={"type": "put_on", "args": ["cup", "table"]},
             provenance={"refs": {"args": [{"source": "observed"}, {"source": "curated"}]}})
     assert _atom_keep(op, ("at", "cup", "table")) is None
@@ -508,7 +508,7 @@ def test_a_merged_objects_later_video_track_witnesses_no_condition():
     # bowl: a wrong merge makes a condition name the wrong object. An argument curated
     # only for its identity therefore witnesses no condition, state or event.
     from types import SimpleNamespace as NS
-    from analysis.compiler.tasks import _atom_keep, _event_keep
+    from analysis.compiler.evidence import _atom_keep, _event_keep
     track = {"file": "assoc_info.json", "id": "v2/a1/t1", "time": 12.8}
     merged = {"source": "curated", "refs": {**track, "rule": "same_name_across_videos_of_the_episode",
                                             "same_as": "v1/a0", "track_source": "observed"}}
@@ -564,7 +564,7 @@ def test_an_itinerary_final_move_that_may_precede_the_unit_is_never_c1():
     # an itinerary of 1 move over 3 tracks: any of the 3 may have made the move, so a put-down
     # of the last track says where the object ends, not that the unit moved it there
     from types import SimpleNamespace as NS
-    from analysis.compiler.tasks import _move_may_precede
+    from analysis.compiler.evidence import _move_may_precede
     world = NS(offsets={"v": 100.0})
     op = lambda start: NS(provenance={"refs": {"args": [{}, {"refs": {
         "video": "v", "final_move_possible_from": start}}]}})
@@ -598,7 +598,7 @@ def test_a_placement_is_no_end_state_when_a_later_video_may_move_it_under_anothe
     # time 1000 s on), where a "porridge bowl" (same type, not identified with the bowl:
     # the names differ) is handled: the placement may be an intermediate state
     from types import SimpleNamespace as NS
-    from analysis.compiler.tasks import _may_move_renamed
+    from analysis.compiler.evidence import _may_move_renamed
 
     def track(video, assoc, entity, start):
         return NS(assoc=NS(video=video, assoc_id=assoc), entity=entity, start=start)
@@ -804,7 +804,7 @@ def test_a_food_cut_after_its_placement_leaves_no_end_state():
     # the third orange is put down at 2 s and its halves are tracked from 5 s: within a unit
     # ending at 10 s the whole orange's placement is intermediate; a unit ending at 4 s keeps it
     from types import SimpleNamespace as NS
-    from analysis.compiler.tasks import _cut_later
+    from analysis.compiler.evidence import _cut_later
     vocab = Vocabulary.load()
     half = NS(start=5.0, assoc=NS(name="Left half of third  orange"))
     world = NS(names={"orange_3": ["third orange"], "paper": ["baking paper"]},
@@ -893,7 +893,7 @@ def test_an_itinerary_final_move_the_rows_place_inside_the_unit_counts():
     # left of the hob, so the final move is made by track 5, 6 or 7, all ending in the row;
     # the dishwasher counter is no move's 'from', so the spoon is not there at the row's start
     from types import SimpleNamespace as NS
-    from analysis.compiler.tasks import _move_may_precede
+    from analysis.compiler.evidence import _move_may_precede
     spans = [(1113.4, 1132.3), (1480.3, 1487.1), (1998.1, 2010.9), (2133.1, 2149.2), (2623.7, 2702.9),
              (2707.8, 2748.4), (2752.7, 2789.9)]
     tracks = [NS(track_id=f"t{k}", start=a, end=b, dst=None, src=None, assoc=NS(video="v", assoc_id="spoon"))
