@@ -8,7 +8,7 @@ import pytest
 
 from analysis.compiler.grounding import (Grounder, all_verbs, ingredient_type, key_verb,
                                          target_groups, target_phrases, words)
-from analysis.compiler.operations import select_tracks
+from analysis.compiler.one_hand import select_tracks
 from analysis.compiler.readers import ClassTable
 from analysis.compiler.vocabulary import Vocabulary
 from analysis.compiler.entities import track_entity, vague_name
@@ -219,7 +219,7 @@ def test_a_hand_over_is_not_a_nesting():
     # one bottle held 472.7-482.8 s, the next tracked from 482.2 s to 491.7 s and poured
     # at 485.1 s (P03-20240218-140054 soy sauce / sesame oil): the second pick-up moves to
     # the moment the hand is free; poured at 482.5 s instead, it stays blocked
-    from analysis.compiler.operations import select_tracks
+    from analysis.compiler.one_hand import select_tracks
     soy, oil = _tr("soy", 472.7, 482.8), _tr("oil", 482.2, 491.7)
     chosen, blocked, pick, _ = select_tracks([soy, oil], {"soy", "oil"}, {"soy": [476.0], "oil": [485.1]})
     assert [t.track_id for t in chosen] == ["soy", "oil"] and blocked == []
@@ -894,7 +894,8 @@ def test_a_sprinkle_needs_a_held_container_named_for_the_seasoning_and_a_vessel(
 
 def test_a_worn_glove_takes_no_hand(vocab):
     from analysis.compiler.grounding import ground
-    from analysis.compiler.operations import build_operations, worn
+    from analysis.compiler.one_hand import worn
+    from analysis.compiler.operations import build_operations
     from analysis.compiler.readers import Association, Track
     from analysis.compiler.sim import Sim
     from analysis.compiler.worlds import build_world

@@ -120,7 +120,7 @@ def _scattered():
     in the row, the bottle put on the table in S01's second segment from a track that lies
     mostly before that segment (28-41 s)."""
     from analysis.compiler.groups import Segment
-    from analysis.compiler.operations import Op
+    from analysis.compiler.op_builder import Op
     objects = {"counter": "counter", "table": "table", "mug": "mug", "spoon": "spoon", "bottle": "bottle"}
     o = lambda **r: {"source": "observed", "refs": {"file": "f", **r}}  # noqa: E731
     trk = lambda a, b: o(file="assoc_info.json", start=a, end=b)  # noqa: E731

@@ -100,7 +100,7 @@ def _unit_fixture(snippets: bool = False):
     pour (13.5 s, g1), both from fine-grained snippets."""
     from types import SimpleNamespace as NS
     from analysis.compiler.groups import Segment
-    from analysis.compiler.operations import Op
+    from analysis.compiler.op_builder import Op
     from analysis.compiler.readers import Activity
     objects = {"counter": "counter", "table": "table", "cupboard": "cupboard", "cup": "cup",
                "bottle": "bottle", "spoon": "spoon", "juice": "juice"}
@@ -410,7 +410,7 @@ def test_chain_defaults_are_realigned_over_the_compiled_tracks():
     # and the moves on the dropped tracks would vanish, leaving the final observed
     # 'to counter' a no-op. Over the compiled tracks, track 3 ends at the last move's
     # 'from' (the sink), where the final move observes the brush before it.
-    from analysis.compiler.operations import realign_chains
+    from analysis.compiler.compiled_tracks import realign_chains
     from analysis.compiler.readers import Association, Track
     from analysis.compiler.answer_links import chain_defaults
     from analysis.compiler.worlds import TrackInfo
@@ -440,7 +440,7 @@ def test_chain_defaults_are_realigned_over_the_compiled_tracks():
 
 def test_instruction_states_observed_destinations_only():
     from analysis.compiler.groups import Segment, instruction_of
-    from analysis.compiler.operations import Op
+    from analysis.compiler.op_builder import Op
     seg = Segment("track", "track:x", None, [], "v", 1.0, 2.0, "Washing up: handle and put away items")
     obs, cur = {"source": "observed", "refs": {}}, {"source": "curated", "refs": {"rule": "r"}}
     op = lambda typ, args, provs: Op(1.0, {"type": typ, "args": args}, {"source": "x", "refs": {"args": provs}})
@@ -578,7 +578,7 @@ def test_an_object_handled_in_a_track_not_compiled_is_not_fetched_from_storage()
     # second is: it starts on the work counter, not in its default drawer; the spoon's first
     # track is compiled (it stays in the drawer), the cup's default is observed (unchanged)
     from types import SimpleNamespace as NS
-    from analysis.compiler.operations import OUT_RULE, out_after_uncompiled_first_track
+    from analysis.compiler.compiled_tracks import OUT_RULE, out_after_uncompiled_first_track
     tr = lambda ent, tid: NS(entity=ent, track_id=tid, conflict=None)
     tracks = [tr("stirrer", "s1"), tr("spoon", "p1"), tr("cup", "c1"), tr("stirrer", "s2"), tr("cup", "c2")]
     cur = lambda r: {"source": "curated", "refs": {"rule": r}}
@@ -763,7 +763,7 @@ def test_an_object_moved_in_a_track_not_compiled_is_caught_up_to_where_the_rows_
     # 12-14 s); c2's own take answer (VQA q2 at its end) says it was taken from the table:
     # before c2's pick-up the cup is moved from the dishwasher (where q1 left it before
     # c1) to the table by curated operations naming c1, and the pick-up cites q2, observed
-    from analysis.compiler.operations import OpBuilder
+    from analysis.compiler.op_builder import OpBuilder
     from analysis.compiler.readers import LocationAnswer
 
     def pick_c2(conflict=None, extra=()):

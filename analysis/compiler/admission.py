@@ -1,4 +1,5 @@
-"""Task admission (docs/compiler.md, "Tasks, admission, suites"): reference replay satisfies the contract (every
+"""Task admission (paper appendix A.3: reference replay, goal validation and a non-trivial
+predicate check before contracts are frozen; docs/compiler.md, "Tasks, admission, suites"): reference replay satisfies the contract (every
 condition TRUE at the task's end), the initial state fails it, and no condition is already
 TRUE when the task starts.
 

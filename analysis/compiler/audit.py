@@ -1,4 +1,5 @@
-"""The exported audit (docs/compiler.md, "Tasks, admission, suites"; docs/FORMAT.md, audit.jsonl): per admitted task reference_pass,
+"""The exported audit (paper section 6.2 and appendix C.4: the same-task audit and the
+12-task stress test; docs/compiler.md, "Tasks, admission, suites"; docs/FORMAT.md, audit.jsonl): per admitted task reference_pass,
 initial_fail, nontrivial, per-predicate negative suites; and a 12-task stress test."""
 from __future__ import annotations
 

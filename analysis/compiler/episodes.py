@@ -1,4 +1,4 @@
-"""Complete episodes: a recipe capture filmed over several videos is one continuous
+"""Complete episodes (paper section 3): a recipe capture filmed over several videos is one continuous
 episode whose world state carries across its videos (the paper's "complete episodes").
 
 An episode is the closure of videos that share a multi-video capture (in time order: HD-EPIC

@@ -1,4 +1,6 @@
-"""Per-scene fixture sets with stable IDs from the differently phrased VQA answers."""
+"""Per-scene fixture sets (paper section 3: the fixtures of the typed world graph) with
+stable IDs from the differently phrased VQA answers, and the curated default place of an
+item no source places."""
 from __future__ import annotations
 
 from .normalise import fixture_head, fixture_id

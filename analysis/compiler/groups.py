@@ -1,4 +1,6 @@
-"""Episode timeline -> reference operations -> groups.
+"""Episode timeline -> reference operations -> groups (paper section 3 and appendix A.1:
+ordered source steps grouped around operations, with their source-step identifiers and
+temporal spans).
 
 A group is a run of consecutive operations that share one source unit: a timed recipe
 step segment, a prep segment, or, outside every step, one object track (its pick-up and

@@ -1,4 +1,6 @@
-"""The completeness ledger: every end-state row of a unit is expressed or dropped with a reason.
+"""The completeness ledger (paper section 3: tasks link agent behaviour back to source
+activity; docs/compiler.md, "Completeness ledger"): every end-state row of a unit is
+expressed or dropped with a reason.
 
 Within each source unit (a recipe step with its prep segments, or an activity row:
 ``tasks.unit_of``), the rows that record an end state are

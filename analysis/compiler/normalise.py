@@ -1,4 +1,5 @@
-"""Normalisation of fixture phrases and object names.
+"""Normalisation of fixture phrases and object names (paper section 3 and appendix A.1:
+normalised entity bindings).
 
 * Fixture phrases differ between files ("counter left from sink", "counter top right of
   dishwasher", "At the counter to the right of the fridge."). :func:`fixture_phrase`

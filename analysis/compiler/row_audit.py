@@ -1,4 +1,5 @@
-"""Every compiled fact against every raw location row (issue 34, docs/compiler.md "Row audit").
+"""Every compiled fact against every raw location row (paper appendix A.2: deterministic
+checks of the compiled world against the source; issue 34, docs/compiler.md "Row audit").
 
 The compiler binds a VQA object-location answer or an itinerary to a track only when its
 rules allow, and sets the others aside (ambiguous, a conflict, a track the one-hand model

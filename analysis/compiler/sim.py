@@ -1,4 +1,5 @@
-"""The compiler's view of the executor while it *generates* operations.
+"""The compiler's view of the executor while it *generates* operations (paper section 4.1:
+one interpreter of the curated rules).
 
 The compiler simulates every candidate operation as it compiles (to insert navigation
 and open/close steps, and to drop what cannot be grounded). It works on plain

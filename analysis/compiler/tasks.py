@@ -1,4 +1,6 @@
-"""Goal-aligned tasks: one task per source unit, its contract the conjunction of every
+"""Goal-aligned tasks (paper section 3 and appendix A.2: validated groups become
+goal-aligned task units with terminal-state or accepted-event conditions): one task per
+source unit, its contract the conjunction of every
 observed end state the unit produced (issue 18).
 
 A *unit* is what a person set out to do in one unit of the source, never split and

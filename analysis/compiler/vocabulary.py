@@ -1,4 +1,6 @@
-"""The curated vocabulary (``vocabulary.yaml``) and the executor's type hierarchy.
+"""The curated vocabulary (paper section 3: a manually constructed vocabulary maps source
+verb classes to executable action types; ``vocabulary.yaml``) and the executor's type
+hierarchy.
 
 Maps entity stems / noun classes / categories onto the executor's leaf types, fixture
 head nouns onto fixture types, step-text cues onto verb classes and verb classes onto

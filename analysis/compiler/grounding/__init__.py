@@ -1,4 +1,5 @@
-"""Instance-level grounding: every ingredient add and every step's key action is bound to
+"""Instance-level grounding (paper section 3: entity bindings distinguish operations;
+appendix A.1): every ingredient add and every step's key action is bound to
 specific tracked objects from the evidence, or it is not compiled.
 
 Evidence, and nothing else:

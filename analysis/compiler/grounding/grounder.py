@@ -1,4 +1,4 @@
-"""The grounder's state and the helpers every binding rule uses (vessels, tracks, drops)."""
+"""Grounding (paper section 3, entity bindings): the grounder's state and the helpers every binding rule uses (vessels, tracks, drops)."""
 from __future__ import annotations
 
 import re

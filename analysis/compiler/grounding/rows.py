@@ -1,4 +1,4 @@
-"""Activity rows compiled as key actions, in the row's own time."""
+"""Grounding (paper section 3, entity bindings): activity rows compiled as key actions, in the row's own time."""
 from __future__ import annotations
 
 import re

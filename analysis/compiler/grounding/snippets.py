@@ -1,4 +1,5 @@
-"""Observed operations from the fine-grained snippets (``fine_grained_{how,why}_recognition.json``).
+"""Grounding (paper section 3, entity bindings): observed operations from the fine-grained
+snippets (``fine_grained_{how,why}_recognition.json``).
 
 Each snippet times one action of a video, ``<verb noun>`` ("tap teaspoon", "turn off
 burner"), with how or why it was done. It compiles to an operation only when both halves

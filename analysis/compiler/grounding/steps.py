@@ -1,4 +1,4 @@
-"""Step key actions (stir, chop, peel, wash, fill, press, transfer, ...) bound to tracked objects."""
+"""Grounding (paper section 3, entity bindings): step key actions (stir, chop, peel, wash, fill, press, transfer, ...) bound to tracked objects."""
 from __future__ import annotations
 
 import re

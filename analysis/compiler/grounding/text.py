@@ -1,4 +1,5 @@
-"""The source text's own words: content words, head nouns, step verbs, titles, ingredient types."""
+"""Grounding (paper section 3 and appendix A.1: verb-noun descriptions): the source text's
+own words: content words, head nouns, step verbs, titles, ingredient types."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
-"""Step windows and the grounding records (a planned event, the grounding result)."""
+"""Grounding (paper section 3, source-step links with temporal spans): step windows and
+the grounding records (a planned event, the grounding result)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

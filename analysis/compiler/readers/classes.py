@@ -1,4 +1,5 @@
-"""Readers of HD-EPIC's noun and verb class tables (narrations-and-action-segments)."""
+"""Readers of HD-EPIC's noun and verb class tables (paper section 3: the source verb and
+noun classes the vocabulary maps; narrations-and-action-segments)."""
 from __future__ import annotations
 
 import ast

@@ -1,4 +1,5 @@
-"""Readers of object movements and their VQA answers: the tracked associations
+"""Readers of object movements and their VQA answers (paper section 3 and appendix A.1:
+object references): the tracked associations
 (assoc_info.json), object-location answers, itineraries and fixture-location questions."""
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Readers of the recipe captures (complete_recipes.json: steps, prep and step segments,
+"""Readers of the recipe captures (paper section 3: HD-EPIC temporal annotations;
+complete_recipes.json: steps, prep and step segments,
 ingredient add and weigh events) and the activity rows (PXX_recipe_timestamps.csv)."""
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Reader of the fine-grained how-recognition questions: timed snippets of handling."""
+"""Reader of the fine-grained how-recognition questions (paper section 3: source activity
+evidence): timed snippets of handling."""
 from __future__ import annotations
 
 import re

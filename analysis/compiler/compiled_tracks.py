@@ -1,0 +1,71 @@
+"""What follows from which tracks the one-hand model compiles (docs/compiler.md,
+"Operations"; paper section 3: initialised world graphs): itinerary chains re-aligned
+over the compiled tracks, the gaps between an association's tracks, and objects whose
+first track is not compiled starting out on the work counter."""
+from __future__ import annotations
+
+from .answer_links import align_chain
+from .out_of_storage import UNLOAD_RULE
+from .provenance import cur
+from .worlds import EpisodeWorld
+
+def realign_chains(chosen, next_src: dict, fixture_ids) -> None:
+    """Curated chain defaults over the tracks that are compiled.
+
+    An itinerary whose move count differs from its association's track count observes
+    only its two ends; the tracks between get the moves aligned from the first track
+    forwards (``worlds.align_chain``). Tracks the one-hand model drops carry no put-down,
+    so a move aligned to one of them would vanish from the compiled world (the object
+    would skip chain fixtures, and the final observed 'to' could become a no-op). The
+    moves are therefore aligned over the association's *compiled* tracks in time order,
+    anchored on the destinations observed for them (a VQA put answer, or the take answer
+    of the object's next track); when the association's last track (the observed final
+    'to') is not compiled, the last compiled track is a middle track too."""
+    by_assoc: dict = {}
+    for tr in chosen:
+        if tr.chain_moves:
+            by_assoc.setdefault((tr.assoc.video, tr.assoc.assoc_id), []).append(tr)
+    for trs in by_assoc.values():
+        trs.sort(key=lambda t: (t.start, t.end, t.track_id))
+        obs = [t.dst or (next_src[t.track_id][0] if t.track_id in next_src else None) for t in trs]
+        final = trs[-1].track_id == trs[0].assoc.tracks[-1].track_id
+        for t, g in zip(trs, align_chain(trs[0].chain_moves, obs, final, fixture_ids)):
+            t.chain_dst = g
+
+
+OUT_RULE = "out_on_the_work_counter_after_a_track_not_compiled"
+
+
+def gap_key(tr, after: bool) -> tuple:
+    """``(video, association, gap)`` of the gap before (or after) ``tr`` among its
+    association's tracks: the key of ``EpisodeWorld.row_places``."""
+    k = next(i for i, t in enumerate(tr.assoc.tracks) if t.track_id == tr.track_id)
+    return (tr.assoc.video, tr.assoc.assoc_id, k + 1 if after else k)
+
+
+def out_after_uncompiled_first_track(world: EpisodeWorld, chosen) -> list[str]:
+    """Entities whose first track in the rows is not compiled (the one-hand model dropped
+    it) but a later one is, and whose initial place is a curated storage default: they
+    start on the work counter instead (curated ``OUT_RULE``), because the rows show the
+    object already handled before its first compiled pick-up, so fetching it from its
+    default storage then would contradict them (a stirrer taken out in a step's prep,
+    held inside another track, is not in its drawer when the step stirs with it).
+    Changes ``world.facts``; returns the entities changed."""
+    ids = {t.track_id for t in chosen}
+    first: dict = {}
+    for tr in world.tracks:                     # time order
+        first.setdefault(tr.entity, tr)
+    compiled = {t.entity for t in chosen}
+    changed = []
+    for ent, tr0 in sorted(first.items()):
+        if tr0.track_id in ids or tr0.conflict or ent not in compiled:
+            continue
+        atom = next((a for a in world.facts if a[0] == "at" and a[1] == ent), None)
+        prov = world.facts.get(atom) if atom else None
+        if (prov is None or prov["source"] != "curated" or atom[2] == world.work_counter
+                or not prov["refs"].get("rule", "").startswith(("default_locations", UNLOAD_RULE))):
+            continue
+        del world.facts[atom]
+        world.facts[("at", ent, world.work_counter)] = cur(f"{OUT_RULE}:{tr0.track_id}")
+        changed.append(ent)
+    return changed
