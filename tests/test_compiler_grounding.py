@@ -6,8 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from analysis.compiler.grounding import (Grounder, all_verbs, ingredient_type, key_verb,
-                                         target_groups, target_phrases, words)
+from analysis.compiler.grounding import (all_verbs, ingredient_type, key_verb, target_groups,
+                                         target_phrases, words)
+from analysis.compiler.grounding.adds import names_ingredient
 from analysis.compiler.one_hand import select_tracks
 from analysis.compiler.readers import ClassTable
 from analysis.compiler.vocabulary import Vocabulary
@@ -97,7 +98,7 @@ def test_ingredients_are_typed_from_their_own_words(vocab, name, leaf):
 
 
 def test_ingredient_tracks_are_named_by_their_head_noun():
-    ok = Grounder.names_ingredient
+    ok = names_ingredient
     assert ok(["bottle", "squash"], {"concentrated", "fruit", "squash"})     # "bottle of squash"
     assert ok(["milk", "bottle"], {"milk"})
     assert ok(["garlic"], {"garlic"})
@@ -107,9 +108,9 @@ def test_ingredient_tracks_are_named_by_their_head_noun():
 
 def test_colour_words_do_not_name_an_ingredient():
     # "black jar1" is a black jar, not a jar of black pepper; "pepper jar" names pepper
-    assert not Grounder.names_ingredient(["black", "jar"], {"black", "pepper"})
-    assert Grounder.names_ingredient(["pepper", "jar"], {"black", "pepper"})
-    assert Grounder.names_ingredient(["milk", "bottle"], {"milk"})
+    assert not names_ingredient(["black", "jar"], {"black", "pepper"})
+    assert names_ingredient(["pepper", "jar"], {"black", "pepper"})
+    assert names_ingredient(["milk", "bottle"], {"milk"})
     assert words("couscous bag") == ["couscous", "bag"] and words("onions") == ["onion"]
 
 
@@ -1224,9 +1225,9 @@ def test_a_spice_measured_out_on_a_plate_is_poured_from_it_when_the_text_names_t
 
 
 def test_a_track_names_its_ingredient_across_spellings_and_by_a_part():
-    from analysis.compiler.grounding.adds import AddsMixin
+    from analysis.compiler.grounding.adds import names_ingredient
     from analysis.compiler.grounding import words
-    names = AddsMixin.names_ingredient
+    names = names_ingredient
     # "chili" is the green chillies of the add row (chillies singularises to chilly)
     assert names(words("chili"), set(words("green chillies")))
     # a garlic clove is garlic: a part word names the food it is a part of

@@ -462,7 +462,7 @@ class OpBuilder:
 
 
     def emit_untracked(self, p: Planned) -> str | None:
-        """An add whose food no track names (``grounding.Grounder.add_untracked``): the
+        """An add whose food no track names (``grounding.adds.add_untracked``): the
         food is picked up at its curated default place just before the add (rule
         ``ingredient_without_track_at_default_location``); an object in the hand (never a
         food: it may be the ingredient) is set down where the agent stands first and picked

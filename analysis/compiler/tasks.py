@@ -26,7 +26,7 @@ A unit's conditions, each resting on observed evidence only:
   press that sets ``powered`` and ``running`` gives ``powered``). An atom counts only when each of its
   arguments is an observed argument of the operation that last established it.
 * **key events**: the unit's grounded key actions (stir, chop, press_button, ...; for an
-  activity row, the verbs of its label, grounding.Grounder.ground_rows), an unobserved
+  activity row, the verbs of its label, grounding.rows.ground_rows), an unobserved
   fixture argument a wildcard (``null``). A fine-grained snippet's operation (tap a
   spoon, close a bottle: :mod:`analysis.compiler.grounding.snippets`) is never one: it is handling
   on the way, and gives only the end states it leaves on an item (``capped``, when the

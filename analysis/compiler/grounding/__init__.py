@@ -8,9 +8,9 @@ Evidence, and nothing else:
   segment together with the prep segments of the same step in the same video); a vessel
   is the one the event happens in: tracked during the add or the step segment itself, or
   put down in the ``LOOKBACK`` s before it and not picked up again before it ends
-  (:meth:`Grounder.vessel_at`); the food a step cuts, peels, kneads or grates and the
+  (:func:`.grounder.vessel_at`); the food a step cuts, peels, kneads or grates and the
   kettle it switches on are bound by the same rule over the step segment
-  (:meth:`Grounder.named_at`);
+  (:func:`.steps.named_at`);
 * the names: a track's annotated name shares a content word with the ingredient name, or
   its own head noun is the vessel noun the step text names ("Pour milk into the
   **frother**" -> the track "milk frother base"; a "bowl of flour" is a bowl);
@@ -27,11 +27,11 @@ overlapping the same add) are dropped as source checks (kind ``add``, reason
 """
 from __future__ import annotations
 
-from .adds import ADD_DROP_REASONS, AddsMixin, add_drop_class
-from .grounder import GrounderBase
-from .rows import RowsMixin
+from .adds import ADD_DROP_REASONS, add_drop_class, ground_adds
+from .grounder import GroundingContext, drop
+from .rows import ground_rows
 from .snippets import ground_snippets
-from .steps import StepsMixin
+from .steps import ground_steps
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, EXCLUDED_TARGETS, LOOKBACK, MARGIN,
     PART_WORDS, ROW_VERBS, STIR_TOOLS, STOP, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, UNTRACKED_RULE, WHERE_IT_STANDS,
     all_verbs,
@@ -39,17 +39,12 @@ from .text import (COLOUR_WORDS, CONTAINER_WORDS, EXCLUDED_TARGETS, LOOKBACK, MA
     row_words, strip_postposed, target_groups, target_phrases, title_of, words)
 from .windows import Grounding, Planned, StepWindow, step_windows
 
-__all__ = ["ADD_DROP_REASONS", "COLOUR_WORDS", "CONTAINER_WORDS", "EXCLUDED_TARGETS", "Grounder", "Grounding",
+__all__ = ["ADD_DROP_REASONS", "COLOUR_WORDS", "CONTAINER_WORDS", "EXCLUDED_TARGETS", "Grounding", "GroundingContext",
            "LOOKBACK", "MARGIN", "PART_WORDS", "Planned", "ROW_VERBS", "STIR_TOOLS", "STOP",
            "SUBSTANCE_WORDS", "StepWindow", "TEXT_VESSEL_RULE", "UNTRACKED_RULE", "VESSEL_ACTIONS", "WHERE_IT_STANDS", "all_verbs", "ground", "add_drop_class",
            "ground_snippets", "ingredient_entity", "ingredient_type", "key_verb",
            "name_content", "name_head", "overlaps", "row_verbs", "row_words", "step_vessels", "step_windows",
            "strip_postposed", "target_groups", "target_phrases", "title_of", "words"]
-
-
-class Grounder(AddsMixin, StepsMixin, RowsMixin, GrounderBase):
-    """Binds one episode's source events to its tracked objects (one concern per mixin:
-    :mod:`.adds`, :mod:`.steps`, :mod:`.rows`; the fine-grained snippets in :mod:`.snippets`)."""
 
 
 def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
@@ -94,21 +89,21 @@ def step_vessels(planned) -> dict:
     return out
 
 
-def _ground_once(world, recipes, vocab, activities, snippets, vessels) -> Grounder:
-    g = Grounder(world, recipes, vocab)
+def _ground_once(world, recipes, vocab, activities, snippets, vessels) -> GroundingContext:
+    g = GroundingContext(world, recipes, vocab)
     g.step_vessels = vessels
-    g.ground_adds()
+    ground_adds(g)
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}
-    g.ground_steps(add_steps)
-    g.ground_rows(activities)
+    ground_steps(g, add_steps)
+    ground_rows(g, activities)
     ground_snippets(g, list(snippets))
     for a in world.assocs_unnamed:
         off = world.offsets.get(a.video, 0.0)
         why = ("unnamed track (annotators gave no object name)" if a.unnamed else
                "vague name: the annotation does not say what the object is")
         for t in a.tracks:
-            g.drop("track", f"track {t.track_id} ({a.raw_name})", why,
+            drop(g, "track", f"track {t.track_id} ({a.raw_name})", why,
                    t.start + off, file="assoc_info.json", association=a.assoc_id, track=t.track_id, video=a.video)
     g.out.planned.sort(key=lambda p: (p.time, p.kind, p.action, p.what))
     return g

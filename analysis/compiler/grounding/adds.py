@@ -6,6 +6,8 @@ import re
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
+from .grounder import (bind_target, drop, has_head, is_a, is_food, local, overlapping, track_ref,
+                       windows_at)
 
 #: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
 SERVED_FROM_WORDS = {"bowl", "plate", "cup", "ramekin", "dish", "saucer"}
@@ -53,472 +55,483 @@ def add_drop_class(reason: str) -> str:
                      "(analysis/compiler/grounding/adds.py); add it there and to docs/compiler.md")
 
 
-class AddsMixin:
-    """Ingredient adds: each add event of complete_recipes.json bound to its food or
-    source container and its vessel, or dropped with the reason."""
-
-    def ground_adds(self):
-        for rid in sorted(self.recipes):
-            r = self.recipes[rid]
-            for cap in r.captures:
-                if not set(cap.videos) & set(self.w.videos):
+def ground_adds(ctx):
+    for rid in sorted(ctx.recipes):
+        r = ctx.recipes[rid]
+        for cap in r.captures:
+            if not set(cap.videos) & set(ctx.w.videos):
+                continue
+            matches = {}
+            for iid, name in sorted(cap.ingredients.items()):
+                ws = set(words(name))
+                matches[iid] = ws
+            for ev in cap.events:
+                if ev.span.video not in ctx.w.videos:
                     continue
-                matches = {}
-                for iid, name in sorted(cap.ingredients.items()):
-                    ws = set(words(name))
-                    matches[iid] = ws
-                for ev in cap.events:
-                    if ev.span.video not in self.w.videos:
-                        continue
-                    refs = {"file": "complete_recipes.json", "recipe": rid, "ingredient": ev.ingredient_id,
-                            "name": ev.name, "video": ev.span.video,
-                            "start": self.local(ev.span.video, ev.span.start),
-                            "end": self.local(ev.span.video, ev.span.end)}
-                    if ev.kind == "weigh":
-                        self.drop("add", f"weigh {ev.ingredient_id} ({ev.name})",
-                                  "weigh events are not compiled (no scale binding rule)", ev.span.start,
-                                  **refs)
-                        continue
-                    self.ground_add(rid, cap, ev, matches, refs)
+                refs = {"file": "complete_recipes.json", "recipe": rid, "ingredient": ev.ingredient_id,
+                        "name": ev.name, "video": ev.span.video,
+                        "start": local(ctx, ev.span.video, ev.span.start),
+                        "end": local(ctx, ev.span.video, ev.span.end)}
+                if ev.kind == "weigh":
+                    drop(ctx, "add", f"weigh {ev.ingredient_id} ({ev.name})",
+                              "weigh events are not compiled (no scale binding rule)", ev.span.start,
+                              **refs)
+                    continue
+                ground_add(ctx, rid, cap, ev, matches, refs)
 
-    def source_check(self, check: str, what: str, reason: str, t: float, refs: dict):
-        """An add the source itself leaves inconsistent or open (not compiled): listed in
-        ``dropped.jsonl`` as kind ``add`` (every add not compiled is), reason
-        ``source check <check>: <reason>``, one of :data:`ADD_DROP_REASONS`."""
-        self.drop("add", what, f"source check {check}: {reason}", t, **refs)
 
-    def ingredient_tracks(self, ing_words: set, t0: float, t1: float):
-        out = []
-        for tr in self.overlapping(t0, t1):
-            if self.is_cover(tr.entity):
-                continue        # "lid curry powder" holds no curry powder: the jar does
-            if any(self.names_ingredient(ws, ing_words) for ws in self.name_words.get(tr.entity, [])):
-                out.append(tr)
-        return out
+def source_check(ctx, check: str, what: str, reason: str, t: float, refs: dict):
+    """An add the source itself leaves inconsistent or open (not compiled): listed in
+    ``dropped.jsonl`` as kind ``add`` (every add not compiled is), reason
+    ``source check <check>: <reason>``, one of :data:`ADD_DROP_REASONS`."""
+    drop(ctx, "add", what, f"source check {check}: {reason}", t, **refs)
 
-    def is_cover(self, ent: str) -> bool:
-        """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food;
-        a lid it comes *with* does not make a container one ("jar of spices with green lid")."""
-        return self.is_a(ent, "lid") or any(set(ws) & COVER_WORDS for ws in self.main_words(ent))
 
-    def main_words(self, ent: str) -> list[list[str]]:
-        """The words of each name of ``ent`` before a "with" clause, which describes the
-        object, not what it is or holds ("jar of spices with green lid": jar, spices)."""
-        return [words(re.split(r"\bwith\b", n.lower())[0]) for n in self.w.names.get(ent, [])]
+def ingredient_tracks(ctx, ing_words: set, t0: float, t1: float):
+    out = []
+    for tr in overlapping(ctx, t0, t1):
+        if is_cover(ctx, tr.entity):
+            continue        # "lid curry powder" holds no curry powder: the jar does
+        if any(names_ingredient(ws, ing_words) for ws in ctx.name_words.get(tr.entity, [])):
+            out.append(tr)
+    return out
 
-    @staticmethod
-    def names_ingredient(ws: list, ing_words: set) -> bool:
-        """A track name names an ingredient when its head noun is one of the ingredient's
-        words ("garlic", "bottle of squash"), or when its head is a container word and
-        it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
-        if not ws:
-            return False
-        if ws[-1] in ing_words or _spelling(ws[-1]) in {_spelling(w) for w in ing_words}:
-            return True         # "chili" names green chillies
-        if ws[-1] in PART_WORDS and (set(ws[:-1]) - COLOUR_WORDS) & ing_words:
-            return True         # a part names its food: a "garlic clove" is garlic
-        # a colour names the container, not its content: "black jar1" is not black pepper
-        return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
 
-    def ground_add(self, rid, cap, ev, matches, refs):
-        t0, t1 = ev.span.start, ev.span.end
-        what = f"add {ev.ingredient_id} ({ev.name})"
-        mine = self.ingredient_tracks(matches[ev.ingredient_id], t0, t1)
-        generic = False
-        if not mine:
-            # a container whose name names no content ("bottle", "spice jar1", "black jar2")
-            # held during the whole add of a substance, and no other container held then
-            # (a lid taken off it is no container of food): it is the add's source
-            held = [tr for tr in self.overlapping(t0, t1, 0.0) if self.is_a(tr.entity, "container")
-                    and not self.is_cover(tr.entity)]
-            plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS | SERVED_FROM_WORDS
-                                              for ws in self.main_words(tr.entity))
-                     and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
-            leaf, _ = ingredient_type(ev.name, self.vocab)
-            if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
-                    and self.vocab.is_a(leaf, "substance")):
-                # a bowl or plate (the spice measured out on it) is the source only when the
-                # step text names the vessel it goes into (checked in ground_instance)
-                mine = plain
-                generic = "vessel" if any(set(ws) & SERVED_FROM_WORDS for ws in self.main_words(plain[0].entity)) \
-                    else True
-        if not mine:
-            others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
-                             and self.ingredient_tracks(ws, t0, t1)})
-            if others:
-                self.source_check("add_time_matches_other_ingredient", what,
-                                  f"the tracks overlapping this add are named for {others}, not for "
-                                  f"{ev.name!r}: add times swapped or mislabelled", t0, refs)
-            else:
-                self.add_untracked(rid, ev, matches, refs, what)
-            return
-        ents = sorted({tr.entity for tr in mine})
-        if len(ents) > 1:
-            # a track whose head is the ingredient's own head noun ("oil bottle", "bottle of
-            # oil" for vegetable oil) names it; one named by a modifier word only ("basket
-            # vegetable") names something else
-            head = words(ev.name)[-1:]
-            own = [tr for tr in mine if any(ws and (ws[-1:] == head or (ws[-1] in CONTAINER_WORDS and
-                                                                       set(head) & set(ws[:-1])))
-                                            for ws in self.name_words.get(tr.entity, []))]
-            if own and len({tr.entity for tr in own}) < len(ents):
-                mine, ents = own, sorted({tr.entity for tr in own})
-        if len(ents) > 1:
-            strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
-            if len({tr.entity for tr in strict}) == 1:
-                mine, ents = strict, [strict[0].entity]
-        if len(ents) > 1:
-            added = self.instances_added(mine, t0, t1)
-            if len(added) < 2:
-                self.drop("add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
-                return
-            # one add row, several instances put in during it (the spinach leaves, the
-            # eggs): each is added, from its own track
-            for ent, tr in added:
-                self.ground_instance(rid, ev, matches, refs, f"{what}: {ent}", ent, [tr], generic,
-                                     {e for e, _ in added} - {ent})
-            return
-        self.ground_instance(rid, ev, matches, refs, what, ents[0], mine, generic, set())
+def is_cover(ctx, ent: str) -> bool:
+    """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food;
+    a lid it comes *with* does not make a container one ("jar of spices with green lid")."""
+    return is_a(ctx, ent, "lid") or any(set(ws) & COVER_WORDS for ws in main_words(ctx, ent))
 
-    def instances_added(self, mine, t0: float, t1: float) -> list[tuple]:
-        """The instances of an ingredient that one add row puts in, when several are
-        tracked during it: every food instance (or, with no food instance, every
-        container of it) with one track that overlaps the add for at least half of the
-        shorter of the two (track or add). A container named for the ingredient is the
-        source of its food instances ("packet of eggs" beside egg1..egg5), and an instance
-        handled mostly outside the add ("butter" put down 3 s into a 23 s add) is not one
-        of those it puts in. ``[(instance, its track), ...]`` in the order they are handled."""
-        def share(tr):
-            inside = min(tr.end, t1) - max(tr.start, t0)
-            return inside >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside > 0
-        foods = {tr.entity for tr in mine if self.is_food(tr.entity) and not self.is_a(tr.entity, "container")}
-        pool = [tr for tr in mine if (tr.entity in foods) == bool(foods)]
-        out = []
-        for ent in sorted({tr.entity for tr in pool}):
-            trs = [tr for tr in pool if tr.entity == ent and share(tr)]
-            if len(trs) == 1:
-                out.append((ent, trs[0]))
-        return sorted(out, key=lambda x: (x[1].start, x[0]))
 
-    def ground_instance(self, rid, ev, matches, refs, what, ent, mine, generic, siblings):
-        """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
-        ``siblings``: the other instances the same add row puts in (never its target)."""
-        t0, t1 = ev.span.start, ev.span.end
-        tr = sorted(mine, key=lambda x: (abs(x.start - t0), x.track_id))[0]
-        several = 1
-        if len([x for x in mine if x.entity == ent]) > 1:
-            tr = [x for x in mine if x.entity == ent and overlaps(x.start, x.end, t0, t1, 0.0)]
-            if not tr:
-                self.drop("add", what, "several tracks of the ingredient overlap the add", t0, **refs)
-                return
-            # the tracks of one object are one candidate (issue 34): what went in is decided;
-            # the add is placed in the track that holds it longest during the add (the jar
-            # put down and picked up again while the honey is spooned out)
-            several = len(tr)
-            tr = sorted(tr, key=lambda x: (-(min(x.end, t1) - max(x.start, t0)), x.start))[0]
-        ok, win = self.step_of_add(rid, ev, matches, refs, what)
-        if not ok:
-            return
-        text = win.text if win else ""
-        ttext = self.clause_of(text, matches[ev.ingredient_id])
-        # one of several instances goes in while its own track is held
-        during = (max(t0, tr.start), min(t1, tr.end)) if siblings else None
-        typ = self.w.objects[ent]
-        leaf, _ = ingredient_type(ev.name, self.vocab)
-        subst = self.vocab.is_a(leaf, "substance")
-        container = bool(self.tokens.get(ent, set()) & CONTAINER_WORDS) or self.vocab.is_a(typ, "sealable_container") \
-            or self.vocab.is_a(typ, "electric_container") or (self.vocab.is_a(typ, "vessel") and subst)
-        ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
-        src_ev = {"how": ("the only container held during the whole add (its name names no content)"
-                          if generic else "track named for the ingredient overlaps the add")
-                  + (f" (the one of {several} tracks of {ent} overlapping the add that holds it longest "
-                     "during it)" if several > 1 else ""), **self.track_ref(tr)}
-        if container:
-            if not subst and not self.vocab.is_a(leaf, "food"):
-                self.drop("add", what, f"ingredient typed {leaf}", t0, **refs)
-                return
-            sub = ingredient_entity(ev.name, self.vocab)
-            if generic == "vessel":
-                # with no track of the spice, a bowl or plate held through its add is its
-                # source or where it goes: its source only when the step text names another
-                # vessel, of another noun, that the target rule binds
-                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs,
-                                              same_step=False)
-                if target is None:
-                    return
-                if tev.get("evidence") != "step_text" and not str(tev.get("how", "")).startswith("step text names") \
-                        or self.own_heads.get(target, set()) & self.own_heads.get(ent, set()):
-                    self.drop("add", what, f"target not decided: {ent} is held through the add of a substance "
-                              "no track names: its source or its target (the step text names no other vessel "
-                              f"the target rule binds; it bound {target}: {tev.get('how')})", t0, **refs)
-                    return
-                src_ev = {**src_ev, "how": f"the only container held through the whole add, a {ent} with no "
-                                           f"content in its name, while the step text names {target} as the target"}
-            self.out.objects.setdefault(sub, leaf)
-            self.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
-                **self.track_ref(tr), "ingredient": ev.ingredient_id, "recipe": rid,
-                "how": ("the add row: the ingredient leaves it (held through the add)" if generic
-                        else "the track's name names the ingredient it holds")}})
-            if generic != "vessel":
-                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
-            if target is None:
-                return
-            action = "pour" if subst else "empty_into"
-            roles = {"s": sub, "src": ent, "dst": target}
-            evid = {"s": ev_ing, "src": src_ev, "dst": tev}
+def main_words(ctx, ent: str) -> list[list[str]]:
+    """The words of each name of ``ent`` before a "with" clause, which describes the
+    object, not what it is or holds ("jar of spices with green lid": jar, spices)."""
+    return [words(re.split(r"\bwith\b", n.lower())[0]) for n in ctx.w.names.get(ent, [])]
+
+
+def names_ingredient(ws: list, ing_words: set) -> bool:
+    """A track name names an ingredient when its head noun is one of the ingredient's
+    words ("garlic", "bottle of squash"), or when its head is a container word and
+    it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
+    if not ws:
+        return False
+    if ws[-1] in ing_words or _spelling(ws[-1]) in {_spelling(w) for w in ing_words}:
+        return True         # "chili" names green chillies
+    if ws[-1] in PART_WORDS and (set(ws[:-1]) - COLOUR_WORDS) & ing_words:
+        return True         # a part names its food: a "garlic clove" is garlic
+    # a colour names the container, not its content: "black jar1" is not black pepper
+    return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
+
+
+def ground_add(ctx, rid, cap, ev, matches, refs):
+    t0, t1 = ev.span.start, ev.span.end
+    what = f"add {ev.ingredient_id} ({ev.name})"
+    mine = ingredient_tracks(ctx, matches[ev.ingredient_id], t0, t1)
+    generic = False
+    if not mine:
+        # a container whose name names no content ("bottle", "spice jar1", "black jar2")
+        # held during the whole add of a substance, and no other container held then
+        # (a lid taken off it is no container of food): it is the add's source
+        held = [tr for tr in overlapping(ctx, t0, t1, 0.0) if is_a(ctx, tr.entity, "container")
+                and not is_cover(ctx, tr.entity)]
+        plain = [tr for tr in held if all(set(ws) <= GENERIC_SOURCE_WORDS | SERVED_FROM_WORDS
+                                          for ws in main_words(ctx, tr.entity))
+                 and tr.start <= t0 + MARGIN and tr.end >= t1 - MARGIN]
+        leaf, _ = ingredient_type(ev.name, ctx.vocab)
+        if (len({tr.entity for tr in held}) == 1 and len(plain) == 1
+                and ctx.vocab.is_a(leaf, "substance")):
+            # a bowl or plate (the spice measured out on it) is the source only when the
+            # step text names the vessel it goes into (checked in ground_instance)
+            mine = plain
+            generic = "vessel" if any(set(ws) & SERVED_FROM_WORDS for ws in main_words(ctx, plain[0].entity)) \
+                else True
+    if not mine:
+        others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
+                         and ingredient_tracks(ctx, ws, t0, t1)})
+        if others:
+            source_check(ctx, "add_time_matches_other_ingredient", what,
+                              f"the tracks overlapping this add are named for {others}, not for "
+                              f"{ev.name!r}: add times swapped or mislabelled", t0, refs)
         else:
-            if self.vocab.is_a(typ, "food"):
-                action = "add_ingredient"
-            elif self.vocab.is_a(typ, "supply"):
-                action = "insert"
-            else:
-                self.drop("add", what, f"matching track {ent} is typed {typ} (not food, supply or a container)",
-                          t0, **refs)
-                return
-            fx = self.fixture_named(text) if action == "insert" else None
-            if fx is not None:
-                target, tev = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
-                                   "recipe": rid, "step": win.step if win else None}
-            else:
-                if action == "insert":
-                    action = "put_in_container"
-                # a container an item is put into: the target rule alone, not another add's target
-                target, tev = self.add_target(rid, ev, win, ttext, {ent} | siblings, what, refs,
-                                              same_step=action != "put_in_container", during=during)
-                if target is None:
-                    return
-            roles = {"o": ent, "c": target}
-            evid = {"o": src_ev, "c": tev}
-        t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
-        if win is not None and action != "insert":
-            self.step_targets.setdefault((rid, win.step, win.video), (roles.get("dst") or roles.get("c"),
-                                                          evid.get("dst") or evid.get("c"), t))
-        self.out.planned.append(Planned(
-            "add", round(t, 3), action, roles, evid,
-            {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
-            title=title_of(text) if text else f"Add {ev.name}", what=what))
+            add_untracked(ctx, rid, ev, matches, refs, what)
+        return
+    ents = sorted({tr.entity for tr in mine})
+    if len(ents) > 1:
+        # a track whose head is the ingredient's own head noun ("oil bottle", "bottle of
+        # oil" for vegetable oil) names it; one named by a modifier word only ("basket
+        # vegetable") names something else
+        head = words(ev.name)[-1:]
+        own = [tr for tr in mine if any(ws and (ws[-1:] == head or (ws[-1] in CONTAINER_WORDS and
+                                                                   set(head) & set(ws[:-1])))
+                                        for ws in ctx.name_words.get(tr.entity, []))]
+        if own and len({tr.entity for tr in own}) < len(ents):
+            mine, ents = own, sorted({tr.entity for tr in own})
+    if len(ents) > 1:
+        strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
+        if len({tr.entity for tr in strict}) == 1:
+            mine, ents = strict, [strict[0].entity]
+    if len(ents) > 1:
+        added = instances_added(ctx, mine, t0, t1)
+        if len(added) < 2:
+            drop(ctx, "add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
+            return
+        # one add row, several instances put in during it (the spinach leaves, the
+        # eggs): each is added, from its own track
+        for ent, tr in added:
+            ground_instance(ctx, rid, ev, matches, refs, f"{what}: {ent}", ent, [tr], generic,
+                                 {e for e, _ in added} - {ent})
+        return
+    ground_instance(ctx, rid, ev, matches, refs, what, ents[0], mine, generic, set())
 
-    def add_target(self, rid, ev, win, ttext, own, what, refs, same_step=True, during=None):
-        """``(target, evidence)`` of an add by the target rule (and, with ``same_step``,
-        another add of the same step, or the step's vessel); ``own``: the add's own
-        objects (never its target); ``during``: the span the food went in, when narrower
-        than the add row's (one of several instances, in its own track). ``(None, None)``
-        with the reason dropped."""
-        t0, t1 = ev.span.start, ev.span.end
-        target, tev, why = self.bind_target(ttext, t0, t1, win, own, video=ev.span.video, event="the add",
-                                            kitchen=True)
-        if same_step:
-            target, tev = self.same_step_target(rid, win, target, tev, why, own)
+
+def instances_added(ctx, mine, t0: float, t1: float) -> list[tuple]:
+    """The instances of an ingredient that one add row puts in, when several are
+    tracked during it: every food instance (or, with no food instance, every
+    container of it) with one track that overlaps the add for at least half of the
+    shorter of the two (track or add). A container named for the ingredient is the
+    source of its food instances ("packet of eggs" beside egg1..egg5), and an instance
+    handled mostly outside the add ("butter" put down 3 s into a 23 s add) is not one
+    of those it puts in. ``[(instance, its track), ...]`` in the order they are handled."""
+    def share(tr):
+        inside = min(tr.end, t1) - max(tr.start, t0)
+        return inside >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside > 0
+    foods = {tr.entity for tr in mine if is_food(ctx, tr.entity) and not is_a(ctx, tr.entity, "container")}
+    pool = [tr for tr in mine if (tr.entity in foods) == bool(foods)]
+    out = []
+    for ent in sorted({tr.entity for tr in pool}):
+        trs = [tr for tr in pool if tr.entity == ent and share(tr)]
+        if len(trs) == 1:
+            out.append((ent, trs[0]))
+    return sorted(out, key=lambda x: (x[1].start, x[0]))
+
+
+def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings):
+    """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
+    ``siblings``: the other instances the same add row puts in (never its target)."""
+    t0, t1 = ev.span.start, ev.span.end
+    tr = sorted(mine, key=lambda x: (abs(x.start - t0), x.track_id))[0]
+    several = 1
+    if len([x for x in mine if x.entity == ent]) > 1:
+        tr = [x for x in mine if x.entity == ent and overlaps(x.start, x.end, t0, t1, 0.0)]
+        if not tr:
+            drop(ctx, "add", what, "several tracks of the ingredient overlap the add", t0, **refs)
+            return
+        # the tracks of one object are one candidate (issue 34): what went in is decided;
+        # the add is placed in the track that holds it longest during the add (the jar
+        # put down and picked up again while the honey is spooned out)
+        several = len(tr)
+        tr = sorted(tr, key=lambda x: (-(min(x.end, t1) - max(x.start, t0)), x.start))[0]
+    ok, win = step_of_add(ctx, rid, ev, matches, refs, what)
+    if not ok:
+        return
+    text = win.text if win else ""
+    ttext = clause_of(ctx, text, matches[ev.ingredient_id])
+    # one of several instances goes in while its own track is held
+    during = (max(t0, tr.start), min(t1, tr.end)) if siblings else None
+    typ = ctx.w.objects[ent]
+    leaf, _ = ingredient_type(ev.name, ctx.vocab)
+    subst = ctx.vocab.is_a(leaf, "substance")
+    container = bool(ctx.tokens.get(ent, set()) & CONTAINER_WORDS) or ctx.vocab.is_a(typ, "sealable_container") \
+        or ctx.vocab.is_a(typ, "electric_container") or (ctx.vocab.is_a(typ, "vessel") and subst)
+    ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
+    src_ev = {"how": ("the only container held during the whole add (its name names no content)"
+                      if generic else "track named for the ingredient overlaps the add")
+              + (f" (the one of {several} tracks of {ent} overlapping the add that holds it longest "
+                 "during it)" if several > 1 else ""), **track_ref(ctx, tr)}
+    if container:
+        if not subst and not ctx.vocab.is_a(leaf, "food"):
+            drop(ctx, "add", what, f"ingredient typed {leaf}", t0, **refs)
+            return
+        sub = ingredient_entity(ev.name, ctx.vocab)
+        if generic == "vessel":
+            # with no track of the spice, a bowl or plate held through its add is its
+            # source or where it goes: its source only when the step text names another
+            # vessel, of another noun, that the target rule binds
+            target, tev = add_target(ctx, rid, ev, win, ttext, {ent} | siblings, what, refs,
+                                          same_step=False)
             if target is None:
-                target, tev = self.step_vessel(rid, win, ttext, own, why, *(during or (t0, t1)))
+                return
+            if tev.get("evidence") != "step_text" and not str(tev.get("how", "")).startswith("step text names") \
+                    or ctx.own_heads.get(target, set()) & ctx.own_heads.get(ent, set()):
+                drop(ctx, "add", what, f"target not decided: {ent} is held through the add of a substance "
+                          "no track names: its source or its target (the step text names no other vessel "
+                          f"the target rule binds; it bound {target}: {tev.get('how')})", t0, **refs)
+                return
+            src_ev = {**src_ev, "how": f"the only container held through the whole add, a {ent} with no "
+                                       f"content in its name, while the step text names {target} as the target"}
+        ctx.out.objects.setdefault(sub, leaf)
+        ctx.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
+            **track_ref(ctx, tr), "ingredient": ev.ingredient_id, "recipe": rid,
+            "how": ("the add row: the ingredient leaves it (held through the add)" if generic
+                    else "the track's name names the ingredient it holds")}})
+        if generic != "vessel":
+            target, tev = add_target(ctx, rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
         if target is None:
-            self.drop("add", what, f"target not decided: {why}", t0, **refs)
-            self.undecided_adds.append((ev.span.video, t0, t1))
-            return None, None
+            return
+        action = "pour" if subst else "empty_into"
+        roles = {"s": sub, "src": ent, "dst": target}
+        evid = {"s": ev_ing, "src": src_ev, "dst": tev}
+    else:
+        if ctx.vocab.is_a(typ, "food"):
+            action = "add_ingredient"
+        elif ctx.vocab.is_a(typ, "supply"):
+            action = "insert"
+        else:
+            drop(ctx, "add", what, f"matching track {ent} is typed {typ} (not food, supply or a container)",
+                      t0, **refs)
+            return
+        fx = fixture_named(ctx, text) if action == "insert" else None
+        if fx is not None:
+            target, tev = fx, {"how": "step text names the appliance", "file": "complete_recipes.json",
+                               "recipe": rid, "step": win.step if win else None}
+        else:
+            if action == "insert":
+                action = "put_in_container"
+            # a container an item is put into: the target rule alone, not another add's target
+            target, tev = add_target(ctx, rid, ev, win, ttext, {ent} | siblings, what, refs,
+                                          same_step=action != "put_in_container", during=during)
+            if target is None:
+                return
+        roles = {"o": ent, "c": target}
+        evid = {"o": src_ev, "c": tev}
+    t = min(max(t0, tr.start + 0.01), tr.end - 0.01)
+    if win is not None and action != "insert":
+        ctx.step_targets.setdefault((rid, win.step, win.video), (roles.get("dst") or roles.get("c"),
+                                                      evid.get("dst") or evid.get("c"), t))
+    ctx.out.planned.append(Planned(
+        "add", round(t, 3), action, roles, evid,
+        {**refs, "step": win.step if win else None}, hold=ent, hold_track=tr.track_id, step=win,
+        title=title_of(text) if text else f"Add {ev.name}", what=what))
+
+
+def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during=None):
+    """``(target, evidence)`` of an add by the target rule (and, with ``same_step``,
+    another add of the same step, or the step's vessel); ``own``: the add's own
+    objects (never its target); ``during``: the span the food went in, when narrower
+    than the add row's (one of several instances, in its own track). ``(None, None)``
+    with the reason dropped."""
+    t0, t1 = ev.span.start, ev.span.end
+    target, tev, why = bind_target(ctx, ttext, t0, t1, win, own, video=ev.span.video, event="the add",
+                                        kitchen=True)
+    if same_step:
+        target, tev = same_step_target(ctx, rid, win, target, tev, why, own)
+        if target is None:
+            target, tev = step_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
+    if target is None:
+        drop(ctx, "add", what, f"target not decided: {why}", t0, **refs)
+        ctx.undecided_adds.append((ev.span.video, t0, t1))
+        return None, None
+    return target, tev
+
+
+def step_of_add(ctx, rid, ev, matches, refs, what):
+    """``(ok, window)``: the step window of an add (``ok`` False: the
+    ``overlapping_steps`` source check was recorded)."""
+    t0, t1 = ev.span.start, ev.span.end
+    steps = windows_at(ctx, ev.span.video, t0, t1, rid)
+    if len({w.step for w in steps}) > 1:
+        named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
+        if len({w.step for w in named}) != 1:
+            source_check(ctx, "overlapping_steps", what, f"steps {sorted({w.step for w in steps})} overlap "
+                              "the add and the text does not decide", t0, refs)
+            return False, None
+        steps = named
+    if not steps:
+        steps = prep_windows_at(ctx, ev.span.video, t0, t1, rid, matches[ev.ingredient_id])
+    return True, (steps[0] if steps else None)
+
+
+def prep_windows_at(ctx, video, t0, t1, rid, ing_words=frozenset()):
+    """The step an add belongs to when no step segment overlaps it but a *prep*
+    segment of its recipe does (the flour weighed into the bowl minutes before the
+    "Mix the flour ... in a large bowl" step segment, which the step window, built
+    from prep segments that end at most 30 s before its step segment, leaves out):
+    the unit of that step (its task) holds the add, so its text names the add's
+    vessel. Prep segments of several steps overlapping the add: the one step whose
+    text names the ingredient ("Heat the oil in a heavy bottomed pan" for the oil, not
+    "Add the onions"), as for overlapping step segments. One window, spanning every
+    segment of that step in the video; ``[]`` unless one step is left."""
+    hits = {s[2] for s in ctx.segments if s[0] == video and s[1] == rid and s[3] == "prep"
+            and overlaps(s[4], s[5], t0, t1, 0.0)}
+    if len(hits) > 1:
+        hits = {h for h in hits if set(words(ctx.recipes[rid].steps.get(h, ""))) & set(ing_words)}
+    if len(hits) != 1:
+        return []
+    step = hits.pop()
+    spans = tuple(sorted((s[4], s[5]) for s in ctx.segments if s[0] == video and s[1] == rid
+                         and s[2] == step))
+    seg = [sp for sp in spans if overlaps(sp[0], sp[1], t0, t1, 0.0)][0]
+    return [StepWindow(rid, step, ctx.recipes[rid].steps.get(step, ""), video, seg[0], seg[1], seg[0],
+                       0, spans)]
+
+
+def add_untracked(ctx, rid, ev, matches, refs, what):
+    """An add no track names the ingredient for (and no track of another ingredient
+    overlaps): the add row observes that the ingredient went into something then. When
+    the vessel the step text names is bound by the target rule (:meth:`bind_target`
+    without its fallback: with no track of the food, the only vessel held during the
+    add may be the food's source),
+    the add compiles as ``add_ingredient(food, vessel, f)``: the food entity from the
+    ingredient's own words, observed from the add row; the vessel observed from its
+    track; the food's place before the add curated (rule
+    ``ingredient_without_track_at_default_location``) and picked up there just before
+    the add (curated). A substance is not compiled: it cannot be held without a
+    container, and no container is invented."""
+    t0, t1 = ev.span.start, ev.span.end
+    base = "no track named for the ingredient overlaps the add"
+
+    def check(reason):
+        source_check(ctx, "add_without_track", what, f"{base}; {reason}", t0, refs)
+
+    leaf, _ = ingredient_type(ev.name, ctx.vocab)
+    if ctx.vocab.is_a(leaf, "substance"):
+        check(f"a substance ({leaf}) is not held without a container, and no container of it is "
+              "tracked during the add (none is invented): not compiled")
+        return
+    if not ctx.vocab.is_a(leaf, "food"):
+        check(f"ingredient typed {leaf}: not compiled")
+        return
+    sub = ingredient_entity(ev.name, ctx.vocab)
+    if sub in ctx.out.objects:
+        check(f"{sub} was already given a curated place by an earlier add without a track "
+              "(one curated source per entity): not compiled")
+        return
+    tracked = sub in ctx.w.objects
+    if tracked:
+        # the food the add row names is tracked under its own name, but not during the
+        # add (another video of the episode, the ginger chopped before it is pounded):
+        # the one such entity goes in from wherever the world has it then, when no
+        # track of it follows (what went in is not handled again); never a place curated anew
+        again = [tr for tr in ctx.w.tracks if tr.entity == sub and tr.start >= t0 - 1e-6]
+        if sub in ctx.w.fixture_ids or not ctx.vocab.is_a(ctx.w.objects[sub], "food"):
+            check(f"an object {sub} is already in the world and is no food: not compiled")
+            return
+        alike = sorted(e for e, ws in ctx.name_words.items()
+                       if e not in ctx.w.fixture_ids and any(w == words(ev.name) for w in ws))
+        if len(alike) > 1:
+            check(f"{len(alike)} tracked objects are named {ev.name!r} ({', '.join(alike)}): which one "
+                  "went in is not observed: not compiled")
+            return
+        if again:
+            check(f"{sub} is tracked after the add ({local(ctx, again[0].assoc.video, again[0].start):.2f} s "
+                  f"in {again[0].assoc.video}): the tracked one may not be what went in: not compiled")
+            return
+    # a food tracked during the add under another name ("wheat bixie" for cereal) may
+    # be the ingredient itself: a second, curated entity of it would duplicate it
+    foods = sorted({tr.entity for tr in overlapping(ctx, t0, t1, 0.0) if is_food(ctx, tr.entity)})
+    if foods:
+        check(f"a food tracked during the add ({', '.join(foods)}) may be the ingredient under another "
+              "name: not compiled")
+        return
+    ok, win = step_of_add(ctx, rid, ev, matches, refs, what)
+    if not ok:
+        return
+    text = win.text if win else ""
+    ttext = clause_of(ctx, text, matches[ev.ingredient_id])
+    # only a vessel the step text names: with no track of the food, a vessel held
+    # during the add is as likely its source (the bowl the onion is tipped out of),
+    # and so is a named one in the hand through the whole add (the salad bowl held
+    # from 281.98 to 328.87 s while the tabbouleh goes into the bowl beside it)
+    held = {tr.entity: "in the hand through the whole add: with no track of the food, it may be "
+                       "what the food is tipped out of"
+            for tr in overlapping(ctx, t0, t1, 0.0) if tr.start <= t0 + 1e-6 and tr.end >= t1 - 1e-6}
+    target, tev, why = bind_target(ctx, ttext, t0, t1, win, held, fallback=False, video=ev.span.video,
+                                        event="the add", kitchen=True)
+    if target is None:
+        target, tev = step_vessel(ctx, rid, win, ttext, set(), why, t0, t1)
+    if target is None:
+        check(f"target not decided: {why}")
+        return
+    if tracked:
+        place = WHERE_IT_STANDS
+    else:
+        fixtures = [{"id": f, "type": ctx.w.objects[f]} for f in sorted(ctx.w.fixture_ids)
+                    if f in ctx.w.objects]
+        place, rule = default_location(leaf, fixtures, ctx.w.work_counter, ctx.vocab)
+        ctx.out.objects[sub] = leaf
+        ctx.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
+            "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
+            "how": "no track names the ingredient: its place before the add is a curated default"}}
+    ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
+    if win is not None:
+        ctx.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))
+    ctx.out.planned.append(Planned(
+        "add", round(t0, 3), "add_ingredient", {"o": sub, "c": target}, {"o": ev_ing, "c": tev},
+        {**refs, "step": win.step if win else None}, hold=sub, hold_track=None, step=win,
+        title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
+
+
+def clause_of(ctx, text: str, ing_words: set) -> str:
+    """The sentence of a step text that names the ingredient, when it is the only one
+    and it names a target: "In a large bowl mix together flour, salt ... In a separate
+    cup mix yeast with sugar": sugar goes to the cup's sentence, never to the first
+    vessel of the text. Else the whole text."""
+    sents = [x for x in re.split(r"(?<=[.!?;])\s+", text) if x.strip()]
+    mine = [x for x in sents if set(words(x)) & ing_words]
+    if len(mine) == 1 and any(ph[-1] in ctx.vessel_heads
+                              for ph in target_phrases(mine[0], ctx.vessel_heads)):
+        return mine[0]
+    return text
+
+
+def same_step_target(ctx, rid, win, target, tev, why, exclude):
+    """When the step text names no vessel and none is handled in the window, the
+    vessel an earlier add *of the same recipe step* was bound to by evidence: one step
+    text describes one target ("Add the tomatoes, mango chutney and salt")."""
+    if target is not None or win is None or not why.startswith("no vessel named"):
         return target, tev
+    prev = ctx.step_targets.get((rid, win.step, win.video))
+    if prev is None or prev[0] in exclude:
+        return None, None
+    return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
+                                        f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
 
-    def step_of_add(self, rid, ev, matches, refs, what):
-        """``(ok, window)``: the step window of an add (``ok`` False: the
-        ``overlapping_steps`` source check was recorded)."""
-        t0, t1 = ev.span.start, ev.span.end
-        steps = self.windows_at(ev.span.video, t0, t1, rid)
-        if len({w.step for w in steps}) > 1:
-            named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
-            if len({w.step for w in named}) != 1:
-                self.source_check("overlapping_steps", what, f"steps {sorted({w.step for w in steps})} overlap "
-                                  "the add and the text does not decide", t0, refs)
-                return False, None
-            steps = named
-        if not steps:
-            steps = self.prep_windows_at(ev.span.video, t0, t1, rid, matches[ev.ingredient_id])
-        return True, (steps[0] if steps else None)
 
-    def prep_windows_at(self, video, t0, t1, rid, ing_words=frozenset()):
-        """The step an add belongs to when no step segment overlaps it but a *prep*
-        segment of its recipe does (the flour weighed into the bowl minutes before the
-        "Mix the flour ... in a large bowl" step segment, which the step window, built
-        from prep segments that end at most 30 s before its step segment, leaves out):
-        the unit of that step (its task) holds the add, so its text names the add's
-        vessel. Prep segments of several steps overlapping the add: the one step whose
-        text names the ingredient ("Heat the oil in a heavy bottomed pan" for the oil, not
-        "Add the onions"), as for overlapping step segments. One window, spanning every
-        segment of that step in the video; ``[]`` unless one step is left."""
-        hits = {s[2] for s in self.segments if s[0] == video and s[1] == rid and s[3] == "prep"
-                and overlaps(s[4], s[5], t0, t1, 0.0)}
-        if len(hits) > 1:
-            hits = {h for h in hits if set(words(self.recipes[rid].steps.get(h, ""))) & set(ing_words)}
-        if len(hits) != 1:
-            return []
-        step = hits.pop()
-        spans = tuple(sorted((s[4], s[5]) for s in self.segments if s[0] == video and s[1] == rid
-                             and s[2] == step))
-        seg = [sp for sp in spans if overlaps(sp[0], sp[1], t0, t1, 0.0)][0]
-        return [StepWindow(rid, step, self.recipes[rid].steps.get(step, ""), video, seg[0], seg[1], seg[0],
-                           0, spans)]
+def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
+    """``(vessel, evidence)`` for an add whose target the target rule left open: the
+    one vessel that every other bound operation of the add's own recipe step acts on,
+    in the same video (:func:`~analysis.compiler.grounding.step_vessels`: its stirs,
+    pours and adds), when the step text names no vessel or names that vessel's noun
+    ("Add the minced beef and cook ... Stir often": the wok the step's stirs are bound
+    to). An add the step's other operations do not settle (two vessels, or none)
+    stays undecided, and so does one during which the vessel is in the hand (it may
+    be the food's source). Never for an add whose vessel is tracked only in another
+    video. ``(None, None)`` otherwise; the caller records the add as open."""
+    if win is None or win.row:
+        return None, None
+    key = (rid, win.step, win.video)
+    ctx.open_adds.add(key)
+    got = ctx.step_vessels.get(key)
+    if got is None or "another video" in why:
+        return None, None
+    vessel, vev, ops = got
+    if vessel in exclude:
+        return None, None
+    named = {ph[-1] for grp in target_groups(text, ctx.vessel_heads) for ph in grp
+             if ph[-1] in ctx.vessel_heads}
+    if named and not has_head(ctx, vessel, named):
+        return None, None
+    # it stands still through the add: a vessel in the hand then may be the food's
+    # source (the bowl the onion is tipped out of), never evidence of where it went
+    trs = [tr for tr in ctx.tracks_of.get(vessel, []) if tr.assoc.video == win.video]
+    if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
+        return None, None
+    before = [tr.end for tr in trs if tr.end <= t0]
+    after = [tr.start for tr in trs if tr.start >= t1]
+    still = (f"{vessel} standing from {local(ctx, win.video, max(before)):.2f} s" if before else
+             f"{vessel} standing from the start of the video") + (
+             f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"
+    said = ", ".join(f"{a} at {local(ctx, win.video, t):.1f} s" for a, t in ops)
+    return vessel, {**vev, "evidence": "step_operation",
+                    "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
+                                  f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
+                                  f"({why})"}
 
-    def add_untracked(self, rid, ev, matches, refs, what):
-        """An add no track names the ingredient for (and no track of another ingredient
-        overlaps): the add row observes that the ingredient went into something then. When
-        the vessel the step text names is bound by the target rule (:meth:`bind_target`
-        without its fallback: with no track of the food, the only vessel held during the
-        add may be the food's source),
-        the add compiles as ``add_ingredient(food, vessel, f)``: the food entity from the
-        ingredient's own words, observed from the add row; the vessel observed from its
-        track; the food's place before the add curated (rule
-        ``ingredient_without_track_at_default_location``) and picked up there just before
-        the add (curated). A substance is not compiled: it cannot be held without a
-        container, and no container is invented."""
-        t0, t1 = ev.span.start, ev.span.end
-        base = "no track named for the ingredient overlaps the add"
 
-        def check(reason):
-            self.source_check("add_without_track", what, f"{base}; {reason}", t0, refs)
-
-        leaf, _ = ingredient_type(ev.name, self.vocab)
-        if self.vocab.is_a(leaf, "substance"):
-            check(f"a substance ({leaf}) is not held without a container, and no container of it is "
-                  "tracked during the add (none is invented): not compiled")
-            return
-        if not self.vocab.is_a(leaf, "food"):
-            check(f"ingredient typed {leaf}: not compiled")
-            return
-        sub = ingredient_entity(ev.name, self.vocab)
-        if sub in self.out.objects:
-            check(f"{sub} was already given a curated place by an earlier add without a track "
-                  "(one curated source per entity): not compiled")
-            return
-        tracked = sub in self.w.objects
-        if tracked:
-            # the food the add row names is tracked under its own name, but not during the
-            # add (another video of the episode, the ginger chopped before it is pounded):
-            # the one such entity goes in from wherever the world has it then, when no
-            # track of it follows (what went in is not handled again); never a place curated anew
-            again = [tr for tr in self.w.tracks if tr.entity == sub and tr.start >= t0 - 1e-6]
-            if sub in self.w.fixture_ids or not self.vocab.is_a(self.w.objects[sub], "food"):
-                check(f"an object {sub} is already in the world and is no food: not compiled")
-                return
-            alike = sorted(e for e, ws in self.name_words.items()
-                           if e not in self.w.fixture_ids and any(w == words(ev.name) for w in ws))
-            if len(alike) > 1:
-                check(f"{len(alike)} tracked objects are named {ev.name!r} ({', '.join(alike)}): which one "
-                      "went in is not observed: not compiled")
-                return
-            if again:
-                check(f"{sub} is tracked after the add ({self.local(again[0].assoc.video, again[0].start):.2f} s "
-                      f"in {again[0].assoc.video}): the tracked one may not be what went in: not compiled")
-                return
-        # a food tracked during the add under another name ("wheat bixie" for cereal) may
-        # be the ingredient itself: a second, curated entity of it would duplicate it
-        foods = sorted({tr.entity for tr in self.overlapping(t0, t1, 0.0) if self.is_food(tr.entity)})
-        if foods:
-            check(f"a food tracked during the add ({', '.join(foods)}) may be the ingredient under another "
-                  "name: not compiled")
-            return
-        ok, win = self.step_of_add(rid, ev, matches, refs, what)
-        if not ok:
-            return
-        text = win.text if win else ""
-        ttext = self.clause_of(text, matches[ev.ingredient_id])
-        # only a vessel the step text names: with no track of the food, a vessel held
-        # during the add is as likely its source (the bowl the onion is tipped out of),
-        # and so is a named one in the hand through the whole add (the salad bowl held
-        # from 281.98 to 328.87 s while the tabbouleh goes into the bowl beside it)
-        held = {tr.entity: "in the hand through the whole add: with no track of the food, it may be "
-                           "what the food is tipped out of"
-                for tr in self.overlapping(t0, t1, 0.0) if tr.start <= t0 + 1e-6 and tr.end >= t1 - 1e-6}
-        target, tev, why = self.bind_target(ttext, t0, t1, win, held, fallback=False, video=ev.span.video,
-                                            event="the add", kitchen=True)
-        if target is None:
-            target, tev = self.step_vessel(rid, win, ttext, set(), why, t0, t1)
-        if target is None:
-            check(f"target not decided: {why}")
-            return
-        if tracked:
-            place = WHERE_IT_STANDS
-        else:
-            fixtures = [{"id": f, "type": self.w.objects[f]} for f in sorted(self.w.fixture_ids)
-                        if f in self.w.objects]
-            place, rule = default_location(leaf, fixtures, self.w.work_counter, self.vocab)
-            self.out.objects[sub] = leaf
-            self.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
-                "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
-                "how": "no track names the ingredient: its place before the add is a curated default"}}
-        ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
-        if win is not None:
-            self.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))
-        self.out.planned.append(Planned(
-            "add", round(t0, 3), "add_ingredient", {"o": sub, "c": target}, {"o": ev_ing, "c": tev},
-            {**refs, "step": win.step if win else None}, hold=sub, hold_track=None, step=win,
-            title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
-
-    def clause_of(self, text: str, ing_words: set) -> str:
-        """The sentence of a step text that names the ingredient, when it is the only one
-        and it names a target: "In a large bowl mix together flour, salt ... In a separate
-        cup mix yeast with sugar": sugar goes to the cup's sentence, never to the first
-        vessel of the text. Else the whole text."""
-        sents = [x for x in re.split(r"(?<=[.!?;])\s+", text) if x.strip()]
-        mine = [x for x in sents if set(words(x)) & ing_words]
-        if len(mine) == 1 and any(ph[-1] in self.vessel_heads
-                                  for ph in target_phrases(mine[0], self.vessel_heads)):
-            return mine[0]
-        return text
-
-    def same_step_target(self, rid, win, target, tev, why, exclude):
-        """When the step text names no vessel and none is handled in the window, the
-        vessel an earlier add *of the same recipe step* was bound to by evidence: one step
-        text describes one target ("Add the tomatoes, mango chutney and salt")."""
-        if target is not None or win is None or not why.startswith("no vessel named"):
-            return target, tev
-        prev = self.step_targets.get((rid, win.step, win.video))
-        if prev is None or prev[0] in exclude:
-            return None, None
-        return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
-                                            f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
-
-    def step_vessel(self, rid, win, text, exclude, why, t0, t1):
-        """``(vessel, evidence)`` for an add whose target the target rule left open: the
-        one vessel that every other bound operation of the add's own recipe step acts on,
-        in the same video (:func:`~analysis.compiler.grounding.step_vessels`: its stirs,
-        pours and adds), when the step text names no vessel or names that vessel's noun
-        ("Add the minced beef and cook ... Stir often": the wok the step's stirs are bound
-        to). An add the step's other operations do not settle (two vessels, or none)
-        stays undecided, and so does one during which the vessel is in the hand (it may
-        be the food's source). Never for an add whose vessel is tracked only in another
-        video. ``(None, None)`` otherwise; the caller records the add as open."""
-        if win is None or win.row:
-            return None, None
-        key = (rid, win.step, win.video)
-        self.open_adds.add(key)
-        got = self.step_vessels.get(key)
-        if got is None or "another video" in why:
-            return None, None
-        vessel, vev, ops = got
-        if vessel in exclude:
-            return None, None
-        named = {ph[-1] for grp in target_groups(text, self.vessel_heads) for ph in grp
-                 if ph[-1] in self.vessel_heads}
-        if named and not self.has_head(vessel, named):
-            return None, None
-        # it stands still through the add: a vessel in the hand then may be the food's
-        # source (the bowl the onion is tipped out of), never evidence of where it went
-        trs = [tr for tr in self.tracks_of.get(vessel, []) if tr.assoc.video == win.video]
-        if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
-            return None, None
-        before = [tr.end for tr in trs if tr.end <= t0]
-        after = [tr.start for tr in trs if tr.start >= t1]
-        still = (f"{vessel} standing from {self.local(win.video, max(before)):.2f} s" if before else
-                 f"{vessel} standing from the start of the video") + (
-                 f" to {self.local(win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"
-        said = ", ".join(f"{a} at {self.local(win.video, t):.1f} s" for a, t in ops)
-        return vessel, {**vev, "evidence": "step_operation",
-                        "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
-                                      f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
-                                      f"({why})"}
-
-    def fixture_named(self, text: str) -> str | None:
-        low = text.lower()
-        for phrase, (fid, _) in sorted(self.vocab.step_fixtures.items()):
-            if re.search(rf"\b(?:into|in|inside)\s+(?:the\s+)?{re.escape(phrase)}\b", low) \
-                    and fid in self.w.objects:
-                return fid
-        return None
+def fixture_named(ctx, text: str) -> str | None:
+    low = text.lower()
+    for phrase, (fid, _) in sorted(ctx.vocab.step_fixtures.items()):
+        if re.search(rf"\b(?:into|in|inside)\s+(?:the\s+)?{re.escape(phrase)}\b", low) \
+                and fid in ctx.w.objects:
+            return fid
+    return None

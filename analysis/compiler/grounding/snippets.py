@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from analysis.compiler.readers import Snippet
 
-from .grounder import GrounderBase
+from .grounder import GroundingContext, drop, has_head, is_a, local
 from .text import overlaps, words
 from .windows import Planned
 
@@ -53,7 +53,7 @@ def snippet_refs(sn: Snippet, off: float) -> dict:
             "offset": off or None}
 
 
-def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
+def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
     """Add the snippets' operations to ``g.out.planned`` (and their drops, and the
     initial ``capped`` facts their first opening observes)."""
     w = g.w
@@ -69,7 +69,7 @@ def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
         verb, noun = verb_of(sn.action, verbs)
         by_kind = verbs.get(verb)
         if by_kind is None:
-            g.drop("snippet", what, f"verb {verb!r}: no action type in vocabulary snippet_verbs "
+            drop(g, "snippet", what, f"verb {verb!r}: no action type in vocabulary snippet_verbs "
                    "(picking, placing, pouring, stirring come from the tracks and recipes)", t0, **refs)
             continue
         nwords = set(words(noun))
@@ -77,9 +77,9 @@ def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
         fixture_kinds = [k for k in by_kind if k in fix_words and nwords & set(fix_words[k])]
         if fixture_kinds:
             kind = fixture_kinds[0]
-            fids = sorted(f for f in w.fixture_ids if g.is_a(f, kind))
+            fids = sorted(f for f in w.fixture_ids if is_a(g, f, kind))
             if len(fids) != 1:
-                g.drop("snippet", what, f"unique binding: {len(fids)} fixtures of type {kind} in the scene",
+                drop(g, "snippet", what, f"unique binding: {len(fids)} fixtures of type {kind} in the scene",
                        t0, **refs)
                 continue
             role = FIXTURE_ROLE[kind]
@@ -90,21 +90,21 @@ def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
             continue
         item_kinds = [k for k in by_kind if k not in fix_words]
         if not item_kinds:
-            g.drop("snippet", what, f"verb {verb!r} with noun {noun!r}: no fixture of "
+            drop(g, "snippet", what, f"verb {verb!r} with noun {noun!r}: no fixture of "
                    f"{sorted(by_kind)} named", t0, **refs)
             continue
         cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, 0.0)
-                        and g.has_head(tr.entity, nwords)})
+                        and has_head(g, tr.entity, nwords)})
         if len(cands) != 1:
-            g.drop("snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
+            drop(g, "snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
                    f"handled during the snippet {cands}", t0, **refs)
             continue
         ent = cands[0]
         # the most specific kind first: a bottle is opened as a sealable container
         kinds = sorted(item_kinds, key=lambda k: (k == "item", k))
-        kind = next((k for k in kinds if g.is_a(ent, k)), None)
+        kind = next((k for k in kinds if is_a(g, ent, k)), None)
         if kind is None:
-            g.drop("snippet", what, f"{ent} is a {w.objects.get(ent)}, not a "
+            drop(g, "snippet", what, f"{ent} is a {w.objects.get(ent)}, not a "
                    f"{' or '.join(kinds)} ({verb!r})", t0, **refs)
             continue
         tr = min((x for x in g.tracks_of[ent] if overlaps(x.start, x.end, t0, t1, 0.0)),
@@ -118,8 +118,8 @@ def ground_snippets(g: GrounderBase, snippets: list[Snippet]) -> None:
         g.out.planned.append(Planned(
             "snippet", t, action, {ITEM_ROLE: ent},
             {ITEM_ROLE: {**ev, **same, "how": f"the one tracked object named {noun!r} during the snippet "
-                                              f"(track {tr.track_id}, {g.local(tr.assoc.video, tr.start)}-"
-                                              f"{g.local(tr.assoc.video, tr.end)} s)"}},
+                                              f"(track {tr.track_id}, {local(g, tr.assoc.video, tr.start)}-"
+                                              f"{local(g, tr.assoc.video, tr.end)} s)"}},
             refs, hold=ent, what=what, title=sn.action))
         if action in ("open_container", "close_container") and ent not in first_seal:
             first_seal[ent] = (t, action, sn, same)
