@@ -1,4 +1,5 @@
-"""Ingredient adds bound to tracked foods, source containers and vessels."""
+"""Grounding (paper section 3, entity bindings; the Add Squash example): ingredient adds
+bound to tracked foods, source containers and vessels."""
 from __future__ import annotations
 
 import re
