@@ -17,8 +17,9 @@ def test_the_committed_policy_names_the_papers_suites():
     assert {e[:3] for e in p.planner_episodes} == {"P01", "P02", "P03", "P05"}
     assert p.memory_fixed == ("P01-20240202-110250", "P02-20240209-194141")
     assert p.memory_kitchens == ("P03", "P04", "P05", "P06", "P07", "P08", "P09")
-    assert dict(p.planner_per_episode) == {"terminal": 10**6, "event": 10**6}
-    assert p.memory_per_episode == 10**6 and p.memory_per_kitchen == 5 and p.stress_tasks == 12
+    # null in the file: no cap, every admitted task enters
+    assert dict(p.planner_per_episode) == {"terminal": None, "event": None}
+    assert p.memory_per_episode is None and p.memory_per_kitchen == 5 and p.stress_tasks == 12
     assert p.example_task == ExampleTask("P02-20240209-194141", ("in", "squash", "glass_2"))
     assert set(p.definitions) == {"memory", "planner"}
 

@@ -32,14 +32,19 @@ class ExampleTask:
     atom: tuple[str, ...]
 
 
+def _cap(value) -> int | None:
+    # null in the policy file: every admitted task enters (no quota)
+    return None if value is None else int(value)
+
+
 @dataclass(frozen=True)
 class SuitePolicy:
     planner_episodes: tuple[str, ...]
     memory_fixed: tuple[str, ...]
     memory_kitchens: tuple[str, ...]
     memory_per_kitchen: int
-    planner_per_episode: Mapping[str, int]      # tier -> tasks per episode
-    memory_per_episode: int                     # terminal tasks per episode
+    planner_per_episode: Mapping[str, int | None]  # tier -> tasks per episode (None: no cap)
+    memory_per_episode: int | None                 # terminal tasks per episode (None: no cap)
     stress_tasks: int
     example_task: ExampleTask
     definitions: Mapping[str, str]              # suite -> suites.jsonl's "definition"
@@ -60,8 +65,9 @@ class SuitePolicy:
             memory_fixed=tuple(data["memory_fixed"]),
             memory_kitchens=tuple(data["memory_kitchens"]),
             memory_per_kitchen=int(data["memory_per_kitchen"]),
-            planner_per_episode=MappingProxyType(dict(data["planner_per_episode"])),
-            memory_per_episode=int(data["memory_per_episode"]),
+            planner_per_episode=MappingProxyType({tier: _cap(k) for tier, k
+                                                  in data["planner_per_episode"].items()}),
+            memory_per_episode=_cap(data["memory_per_episode"]),
             stress_tasks=int(data["stress_tasks"]),
             example_task=ExampleTask(ex["episode_id"], tuple(ex["atom"])),
             definitions=MappingProxyType(dict(data["definitions"])))

@@ -77,7 +77,8 @@ def select_suites(admitted_of: dict, memory_cands: list[str], policy: SuitePolic
         chosen = _pick(admitted_of[eid], {"terminal": quota})
         if eid == example.episode_id:
             sq = [c for c in admitted_of[eid] if c["conditions"][0].get("atom") == list(example.atom)]
-            chosen = sq[:1] + [c for c in chosen if c not in sq][: quota - len(sq[:1])]
+            room = None if quota is None else quota - len(sq[:1])
+            chosen = sq[:1] + [c for c in chosen if c not in sq][:room]
         memory += chosen
     return Suites(planner, memory)
 
