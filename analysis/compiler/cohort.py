@@ -331,25 +331,19 @@ def compile_cohort(source, out_dir, progress=_progress) -> CompileReport:
     rules_rec = {"rules_version": rules["rules_version"], "types": rules["types"],
                  "predicates": rules["predicates"], "actions": rules["actions"]}
 
-    from analysis._fs.atomic import swap_dir
-    from analysis.records.io import write_record, write_records
-    from analysis.records.manifest import update_manifest
+    # the cohort folder and its manifest entries switched in by the export store, in one
+    # journaled step (analysis.records.store)
+    from analysis.records.io import encode_records
+    from analysis.records.store import ExportStore
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".cohort.", dir=out_dir))
-    try:
-        write_record(tmp / "rules.json", rules_rec)
-        write_records(tmp / "scenes.jsonl", scene_recs)
-        write_records(tmp / "episodes.jsonl.gz", episodes)
-        write_records(tmp / "tasks.jsonl", [all_tasks[k] for k in sorted(all_tasks)])
-        write_records(tmp / "suites.jsonl", suites)
-        write_records(tmp / "audit.jsonl", audit)
-        write_records(tmp / "rejected.jsonl", rejected)
-        write_records(tmp / "dropped.jsonl", dropped)
-        swap_dir(tmp, out_dir / "cohort")
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    update_manifest(out_dir, FILES, replace_prefix="cohort/")
+    records = {"rules.json": [rules_rec], "scenes.jsonl": scene_recs,
+               "episodes.jsonl.gz": episodes,
+               "tasks.jsonl": [all_tasks[k] for k in sorted(all_tasks)],
+               "suites.jsonl": suites, "audit.jsonl": audit, "rejected.jsonl": rejected,
+               "dropped.jsonl": dropped}
+    ExportStore(out_dir).replace_cohort(
+        {name: encode_records(name, recs) for name, recs in records.items()},
+        {rel.split("/", 1)[1]: rtype for rel, rtype in FILES.items()})
 
     rep.episodes, rep.scenes = len(episodes), len(scene_recs)
     rep.groups = sum(len(e["groups"]) for e in episodes)
