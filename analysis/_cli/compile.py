@@ -5,8 +5,8 @@ Compiles HD-EPIC into the cohort of an export. The source defaults to ``$E2W_HDE
 ``frozen_exports`` (from any working directory: ``_hydra``'s path rule).
 
 The cohort is compiled into a temporary folder outside the export, then switched in
-(``cohort/`` and ``MANIFEST.json`` together) by one journaled transaction
-(:mod:`analysis._fs.transaction`): a kill at any instant leaves the old cohort or the new one.
+(``cohort/`` and ``MANIFEST.json`` together) by one journaled transaction of the export
+store (:meth:`analysis.records.store.ExportStore.replace_cohort`): a kill at any instant leaves the old cohort or the new one.
 Runs are tied to the cohort they were produced on (``run.json``'s ``cohort_sha256``).
 When the export holds runs of another cohort than the one compiled now, they would not
 verify: the command refuses (``stale_runs=refuse``, the default, nothing written) and

@@ -11,7 +11,7 @@ Episodes run in parallel with ``jobs=N`` (processes, or threads for planners wit
 ``io_bound = True``); results are identical to a serial
 run because every episode starts from its own initial world with a fresh planner and
 belief, and planners seed from (seed, episode, group, call). The run folder and the
-manifest change in one journaled transaction (:mod:`analysis._fs.transaction`): a kill at any
+manifest change in one journaled transaction (:mod:`analysis.records.store`): a kill at any
 instant leaves the export as it was or with the whole new run, and the next command
 rolls back or completes what it finds, and says which. An existing run is replaced only
 with ``overwrite=true``. Finished episodes are journaled so that rerunning an
