@@ -209,9 +209,9 @@ class ExportStore:
         transaction; returns the new manifest. A run the export does not hold is
         refused (``ValueError`` naming it; nothing changed)."""
         run_ids = list(run_ids)
-        held = self.manifest().get("runs", {}).keys() | {
-            rel.split("/")[1] for rel in self.manifest().get("files", {})
-            if rel.startswith("runs/")}
+        manifest = self.manifest()
+        held = manifest.get("runs", {}).keys() | {
+            rel.split("/")[1] for rel in manifest.get("files", {}) if rel.startswith("runs/")}
         missing = sorted(set(run_ids) - held)
         if missing:
             raise ValueError(f"run_ids: {missing} not in {self.root} (runs: {sorted(held)}); "
@@ -274,7 +274,6 @@ class ExportStore:
         into place: an exception anywhere (``runs`` refusing a run included) leaves no
         ``dst``.
 
-        >>> import pathlib
         >>> src = ExportStore(example_export())
         >>> dst = src.root.parent / "cut"
         >>> _ = src.subset(dst, b'{"suite":"s"}\\n', lambda root, fp: {}, check=lambda p: None)
