@@ -40,7 +40,7 @@ from .config_check import MAX_NAME_LENGTH
 from ..records.manifest import cohort_fingerprint, read_manifest
 from ..records.schemas import PLANNER_NAME, SchemaError
 from .run import write_run
-from .._fs.transaction import recover_export
+from ..records.store import ExportStore
 
 __all__ = ["AddPlannerError", "AddResult", "add_planner", "main"]
 
@@ -191,13 +191,12 @@ def add_planner(export_root, records, name: str, reexecute: bool = True,
         raise AddPlannerError(f"name={shown!r}: use at most {MAX_NAME_LENGTH} lowercase "
                               "letters, digits, '_' and '-' (no '__', which separates the "
                               "parts of a run ID)")
-    from .._fs.locking import export_lock
-    with export_lock(root, say=say):  # the lock of every writer of the export
+    with ExportStore(root).lock(say=say):  # the lock of every writer of the export
         return _add_locked(root, folder, name, reexecute, say)
 
 
 def _add_locked(root: Path, folder: Path, name: str, reexecute: bool, say) -> AddResult:
-    recover_export(root, say)
+    ExportStore(root).recover(say)
     try:
         verify_records(root)
     except IntegrityError as exc:

@@ -5,8 +5,8 @@ Compiles HD-EPIC into the cohort of an export. The source defaults to ``$E2W_HDE
 ``frozen_exports`` (from any working directory: ``_hydra``'s path rule).
 
 The cohort is compiled into a temporary folder outside the export, then switched in
-(``cohort/`` and ``MANIFEST.json`` together) by one journaled transaction
-(:mod:`analysis._fs.transaction`): a kill at any instant leaves the old cohort or the new one.
+(``cohort/`` and ``MANIFEST.json`` together) by one journaled transaction of the export
+store (:meth:`analysis.records.store.ExportStore.replace_cohort`): a kill at any instant leaves the old cohort or the new one.
 Runs are tied to the cohort they were produced on (``run.json``'s ``cohort_sha256``).
 When the export holds runs of another cohort than the one compiled now, they would not
 verify: the command refuses (``stale_runs=refuse``, the default, nothing written) and
@@ -65,21 +65,22 @@ def compile_export(source, out_dir, stale_runs: str = "refuse",
     ``stale_runs="refuse"`` and :class:`~analysis.compiler.readers.SourceError` for a bad
     source. Holds the export's writer lock (:mod:`analysis._fs.locking`) throughout.
     """
-    from analysis._fs.locking import export_lock
-    with export_lock(out_dir, say=say):
+    from analysis.records.store import ExportStore
+    with ExportStore(out_dir).lock(say=say):
         return _compile_export(source, out_dir, stale_runs, say, progress)
 
 
 def _compile_export(source, out_dir, stale_runs, say, progress) -> CompileReport:
     from analysis.records.manifest import (FORMAT_VERSION, MANIFEST_NAME, cohort_fingerprint,
-                                          read_manifest, write_manifest)
-    from analysis._fs.transaction import Transaction, export_txn_dir, recover_export
+                                          read_manifest)
+    from analysis.records.store import ExportStore
 
     if stale_runs not in STALE_RUNS:
         raise UserError(f"stale_runs={stale_runs!r}: use one of {list(STALE_RUNS)}")
     out = Path(out_dir)
+    store = ExportStore(out)
     if out.exists():
-        recover_export(out, say)
+        store.recover(say)
     old = (read_manifest(out) if (out / MANIFEST_NAME).is_file()
            else {"format_version": FORMAT_VERSION, "files": {}, "runs": {}})
     # staged beside the export (like its transaction folder), so that what a killed
@@ -104,24 +105,11 @@ def _compile_export(source, out_dir, stale_runs, say, progress) -> CompileReport
                 "cohort than the one compiled now, so they would not verify; nothing "
                 "written. Pass stale_runs=drop to remove them in the same step (then rerun "
                 "them with python -m analysis.run), or compile into another out_dir")
-        keep = lambda rel: not rel.startswith("cohort/") and not any(  # noqa: E731
-            rel.startswith(f"runs/{rid}/") for rid in runs)
-        new = {**old, "format_version": FORMAT_VERSION,
-               "files": {**{k: v for k, v in old.get("files", {}).items() if keep(k)},
-                         **fresh["files"]},
-               "runs": {k: v for k, v in old.get("runs", {}).items() if k not in runs}}
         cohort = {p.name: p.read_bytes() for p in sorted((staging / "cohort").iterdir())}
+        types = {rel.split("/", 1)[1]: e["record_type"] for rel, e in fresh["files"].items()
+                 if rel.startswith("cohort/")}
         out.mkdir(parents=True, exist_ok=True)
-        txn = Transaction(out, export_txn_dir(out), "analysis.compile")
-        try:
-            txn.stage_tree("cohort", cohort)
-            for rid in runs:
-                txn.remove(f"runs/{rid}")
-            txn.stage_with(MANIFEST_NAME, lambda path: write_manifest(path.parent, new))
-        except BaseException:
-            txn.abort()
-            raise
-        txn.commit()
+        store.replace_cohort(cohort, types, drop_runs=runs, command="analysis.compile")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if runs:

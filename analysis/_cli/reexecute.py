@@ -90,11 +90,12 @@ def run_reexecute(export_root, planner: str | None = None, run: str | None = Non
     """Re-execute the export's runs (only ``run``, a run ID or planner name, if given);
     print one line per run and the first divergence; return the exit code (2 for a run
     the manifest does not name, before any verification)."""
-    from .._fs.transaction import TransactionBusy, recover_export
+    from .._fs.transaction import TransactionBusy
+    from ..records.store import ExportStore
     name = run if run is not None else planner
     try:
-        recover_export(export_root, lambda m: print(f"[analysis.reexecute] {m}",
-                                                    file=sys.stderr, flush=True))
+        ExportStore(export_root).recover(lambda m: print(f"[analysis.reexecute] {m}",
+                                                         file=sys.stderr, flush=True))
         if name is not None:
             # a misspelt run is refused from the manifest, before seconds of verification
             from ..records.run_names import manifest_run_ids, resolve_run

@@ -11,7 +11,7 @@ Episodes run in parallel with ``jobs=N`` (processes, or threads for planners wit
 ``io_bound = True``); results are identical to a serial
 run because every episode starts from its own initial world with a fresh planner and
 belief, and planners seed from (seed, episode, group, call). The run folder and the
-manifest change in one journaled transaction (:mod:`analysis._fs.transaction`): a kill at any
+manifest change in one journaled transaction (:mod:`analysis.records.store`): a kill at any
 instant leaves the export as it was or with the whole new run, and the next command
 rolls back or completes what it finds, and says which. An existing run is replaced only
 with ``overwrite=true``. Finished episodes are journaled so that rerunning an
@@ -34,7 +34,6 @@ from typing import Callable, Mapping
 
 from .._fs.confine import state_path_problem
 from .multirun import multirun
-from .._fs.locking import export_lock
 from .._runs.journal import RunIncomplete, RunJournal, default_state_dir, run_episodes
 from .._runs.shards import (ShardJournal, already_registered, finish_shard, parse_shard,
                             shard_call_log)
@@ -43,9 +42,8 @@ from ..executor.cohort import Cohort, load_cohort
 from ..executor.rules import Rules
 from ..executor.runtime import RuntimeConfig, run_episode
 from ..records.io import encode_records
-from ..records.manifest import (FORMAT_VERSION, MANIFEST_NAME, file_entry, read_manifest,
-                               write_manifest)
-from .._fs.transaction import Transaction, export_txn_dir, recover_export
+from ..records.manifest import RUN_FILES
+from ..records.store import ExportStore
 from ..records import verify
 from ..records.limited import LIMIT_KEY, limited_suite
 from ..records.run_names import RunExists, check_run_absent, run_id
@@ -53,9 +51,6 @@ from ..planners import check_settings, make_planner, planner_class, planner_labe
 
 __all__ = ["run_suite", "run", "RunSpec", "RunOptions", "run_id", "RunSummary",
            "load_cohort", "Cohort", "main"]
-
-RUN_FILES = {"run.json": "run", "groups.jsonl.gz": "group_record", "tasks.jsonl": "task_record"}
-
 
 def _say(msg: str) -> None:
     print(f"[analysis.run] {msg}", file=sys.stderr, flush=True)
@@ -240,7 +235,7 @@ def _check_export(spec: RunSpec, opt: RunOptions, root: Path, rid: str, part):
             opt.say(note)
     if opt.write and opt.verify_export:
         opt.say(f"verifying {root}")
-        with export_lock(root):
+        with ExportStore(root).lock():
             verify(root)
         check = lambda: verify(root)  # noqa: E731
     return check, registered
@@ -298,8 +293,9 @@ def run(spec: RunSpec, options: RunOptions = RunOptions()) -> tuple[RunSummary, 
     if opt.write:
         # parallel multirun jobs write one export: recovery and the first verification
         # must not see another job's transaction in flight
-        with export_lock(root):
-            recover_export(root, opt.say)
+        store = ExportStore(root)
+        with store.lock():
+            store.recover(opt.say)
     cohort = load_cohort(root)
     if spec.suite not in cohort.suites:
         raise ValueError(f"suite={spec.suite!r}: expected one of {sorted(cohort.suites)}")
@@ -358,7 +354,7 @@ def run(spec: RunSpec, options: RunOptions = RunOptions()) -> tuple[RunSummary, 
     records = _assemble(results, s, run_rec, rid)
     size = 0
     if opt.write:
-        with export_lock(root):
+        with ExportStore(root).lock():
             size = write_run(root, rid, records, overwrite=opt.overwrite, check=check)
         if journal is not None:
             journal.finish()
@@ -406,33 +402,14 @@ def _assemble(results, suite_rec, run_rec, rid) -> dict:
 def write_run(root: Path, rid: str, records: Mapping, overwrite: bool = False,
               command: str = "analysis.run", check=None, meta: Mapping | None = None) -> int:
     """Add (or with ``overwrite`` replace) ``runs/<rid>`` and its manifest entries in one
-    journaled transaction (:mod:`analysis._fs.transaction`); ``check`` runs on the switched
-    export before the commit point and rolls everything back if it raises."""
-    root = Path(root)
-    if not overwrite:
-        check_run_absent(root, rid)
+    journaled transaction (:meth:`analysis.records.store.ExportStore.put_run`); ``check``
+    runs on the switched export before the commit point and rolls everything back if it
+    raises."""
     files = {name: encode_records(name, [records[key]] if key == "run" else records[key])
              for name, key in (("run.json", "run"), ("groups.jsonl.gz", "groups"),
                                ("tasks.jsonl", "tasks"))}
-    manifest = read_manifest(root)
-    prefix = f"runs/{rid}/"
-    new = {**manifest, "format_version": manifest.get("format_version", FORMAT_VERSION),
-           "files": {k: v for k, v in manifest.get("files", {}).items()
-                     if not k.startswith(prefix)},
-           "runs": {k: v for k, v in manifest.get("runs", {}).items() if k != rid}}
-    if meta:
-        new["runs"][rid] = dict(meta)
-    txn = Transaction(root, export_txn_dir(root), command)
-    try:
-        txn.stage_tree(f"runs/{rid}", files)
-        for name, rtype in RUN_FILES.items():
-            new["files"][prefix + name] = file_entry(txn.stage / "runs" / rid / name, rtype)
-        txn.stage_with(MANIFEST_NAME, lambda path: write_manifest(path.parent, new))
-    except BaseException:
-        txn.abort()
-        raise
-    txn.commit(check)
-    return sum(len(b) for b in files.values())
+    return ExportStore(root).put_run(rid, files, overwrite=overwrite, meta=meta,
+                                     command=command, check=check)
 
 
 def main_from_cfg(cfg) -> RunSummary:

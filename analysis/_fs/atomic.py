@@ -21,7 +21,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "default_file_mode", "keep_previous", "swap_dir"]
+__all__ = ["atomic_write", "default_file_mode", "keep_previous"]
 
 
 def default_file_mode() -> int:
@@ -72,29 +72,3 @@ def keep_previous(path: str | os.PathLike, suffix: str = ".previous") -> Path:
     os.replace(path, aside)
     return aside
 
-
-def swap_dir(new: str | os.PathLike, final: str | os.PathLike) -> Path:
-    """Put the finished folder ``new`` (a sibling of ``final``) in place of ``final``,
-    by renames only: a reader sees the old folder or the new one, never a mix; returns
-    ``final``. An old ``final`` is moved aside first and removed after the swap.
-
-    >>> import tempfile, pathlib
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> for name in ("cohort", ".cohort.new"):
-    ...     (d / name).mkdir(); _ = atomic_write(d / name / "t.jsonl", name.encode())
-    >>> swap_dir(d / ".cohort.new", d / "cohort").joinpath("t.jsonl").read_bytes()
-    b'.cohort.new'
-    >>> sorted(p.name for p in d.iterdir())
-    ['cohort']
-    """
-    import shutil
-
-    new, final = Path(new), Path(final)
-    if not final.exists():
-        os.replace(new, final)
-        return final
-    old = final.parent / f".{final.name}.old.{os.getpid()}"
-    os.replace(final, old)
-    os.replace(new, final)
-    shutil.rmtree(old)
-    return final

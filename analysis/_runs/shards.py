@@ -255,8 +255,7 @@ def finish_shard(shard: ShardJournal, root: Path, rid: str, episode_ids: Sequenc
     none is missing, register the run under the export lock with ``register(results)``
     (results in suite order; returns the records and the bytes written)."""
     from .journal import _atomic_write
-    from .._fs.locking import export_lock
-    from .._fs.transaction import recover_export
+    from ..records.store import ExportStore
 
     s = shard.shard
     shard.mark_done([episode_ids[p] for p in shard.positions])
@@ -274,8 +273,9 @@ def finish_shard(shard: ShardJournal, root: Path, rid: str, episode_ids: Sequenc
         waiting = tuple(f"{i}/{s.count}" for i in sorted({s.owner(p) for p in missing}))
         return ShardOutcome(str(s), False, False, waiting, len(missing),
                             note=other_settings_note(shard.dir, shard.journal.key, s.count))
-    with export_lock(root, say=say):
-        recover_export(root, say)
+    store = ExportStore(root)
+    with store.lock(say=say):
+        store.recover(say)
         if already_registered(root, rid, shard.dir):
             return ShardOutcome(str(s), False, True, (), 0)
         records, size = register(results)

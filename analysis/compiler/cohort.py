@@ -21,18 +21,15 @@ Nothing is written when the source is missing or altered, or a check refuses.
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis._fs.atomic import swap_dir
 from analysis.executor import Executor, Rules, World
-from analysis.records.io import write_record, write_records
-from analysis.records.manifest import update_manifest
+from analysis.records.io import encode_records
+from analysis.records.store import ExportStore
 
 from . import readers as R
 from .admission import admit, replay
@@ -378,26 +375,16 @@ def export_records(src: Source, scenes: Scenes, compiled: dict, suites: Suites, 
 
 
 def _write_cohort(out_dir: Path, recs: CohortRecords) -> None:
-    """Write every file into a temporary folder beside ``out_dir/cohort``, swap it in, then
-    update the manifest's ``cohort/`` entries."""
-    rules_rec, scene_recs, episodes = recs.rules, recs.scenes, recs.episodes
-    suites, audit, rejected, dropped = recs.suites, recs.audit, recs.rejected, recs.dropped
+    """Switch every cohort file and its manifest entries in through the export store, in one
+    journaled step (:class:`analysis.records.store.ExportStore`)."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".cohort.", dir=out_dir))
-    try:
-        write_record(tmp / "rules.json", rules_rec)
-        write_records(tmp / "scenes.jsonl", scene_recs)
-        write_records(tmp / "episodes.jsonl.gz", episodes)
-        write_records(tmp / "tasks.jsonl", recs.tasks)
-        write_records(tmp / "suites.jsonl", suites)
-        write_records(tmp / "audit.jsonl", audit)
-        write_records(tmp / "rejected.jsonl", rejected)
-        write_records(tmp / "dropped.jsonl", dropped)
-        swap_dir(tmp, out_dir / "cohort")
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
-    update_manifest(out_dir, FILES, replace_prefix="cohort/")
+    records = {"rules.json": [recs.rules], "scenes.jsonl": recs.scenes,
+               "episodes.jsonl.gz": recs.episodes, "tasks.jsonl": recs.tasks,
+               "suites.jsonl": recs.suites, "audit.jsonl": recs.audit,
+               "rejected.jsonl": recs.rejected, "dropped.jsonl": recs.dropped}
+    ExportStore(out_dir).replace_cohort(
+        {name: encode_records(name, rows) for name, rows in records.items()},
+        {rel.split("/", 1)[1]: rtype for rel, rtype in FILES.items()})
 
 
 def report_of(recs: CohortRecords, suites: Suites, quirks: list, seconds: float) -> CompileReport:

@@ -12,7 +12,8 @@ from .io import atomic_write_bytes, decode_file_bytes, parse_lines
 
 __all__ = ["MANIFEST_NAME", "UNLISTED_FILES", "FORMAT_VERSION", "KNOWN_FORMAT_VERSIONS",
            "file_entry", "read_manifest", "write_manifest", "update_manifest",
-           "cohort_fingerprint", "manifest_bytes"]
+           "cohort_fingerprint", "manifest_bytes", "RUN_FILES", "empty_manifest",
+           "with_files", "with_cohort", "with_run", "without_runs"]
 
 MANIFEST_NAME = "MANIFEST.json"
 #: Files that live in the export but are not records (the manifest itself, the credit).
@@ -21,6 +22,8 @@ UNLISTED_FILES = frozenset({MANIFEST_NAME, "ATTRIBUTION.md"})
 #: decompressing). Version 1 manifests lack it and are refused by verification.
 FORMAT_VERSION = 2
 KNOWN_FORMAT_VERSIONS = (2,)
+#: The files of a run folder ``runs/<run_id>/`` and their record types (docs/FORMAT.md).
+RUN_FILES = {"run.json": "run", "groups.jsonl.gz": "group_record", "tasks.jsonl": "task_record"}
 
 
 def file_entry(path: str | os.PathLike, record_type: str) -> dict:
@@ -40,11 +43,20 @@ def file_entry(path: str | os.PathLike, record_type: str) -> dict:
     return entry
 
 
+def empty_manifest() -> dict:
+    """The manifest of an export that holds nothing yet.
+
+    >>> empty_manifest()
+    {'format_version': 2, 'files': {}, 'runs': {}}
+    """
+    return {"format_version": FORMAT_VERSION, "files": {}, "runs": {}}
+
+
 def read_manifest(root: str | os.PathLike) -> dict:
     """The parsed manifest, or an empty one when the export has none yet."""
     path = Path(root) / MANIFEST_NAME
     if not path.exists():
-        return {"format_version": FORMAT_VERSION, "files": {}, "runs": {}}
+        return empty_manifest()
     return json.loads(path.read_text(encoding="utf-8"))
 
 
@@ -72,19 +84,84 @@ def update_manifest(
     metadata (e.g. ``{"reexecuted": True}``).
     """
     root = Path(root)
-    manifest = read_manifest(root)
-    manifest.setdefault("files", {})
-    manifest.setdefault("runs", {})
-    manifest["format_version"] = FORMAT_VERSION
-    if replace_prefix:
-        for rel in [r for r in manifest["files"] if r.startswith(replace_prefix)]:
-            del manifest["files"][rel]
-    for rel, record_type in sorted(files.items()):
-        manifest["files"][rel] = file_entry(root / rel, record_type)
-    for run_id, meta in (runs or {}).items():
-        manifest["runs"][run_id] = dict(meta)
+    entries = {rel: file_entry(root / rel, record_type)
+               for rel, record_type in sorted(files.items())}
+    manifest = with_files(read_manifest(root), entries, replace_prefix, runs)
     write_manifest(root, manifest)
     return manifest
+
+
+# The pure manifest changes: a manifest in, a new manifest out (the input is left as it
+# was, nothing is read or written), so that every writer of the export
+# (analysis.records.store) stages exactly the manifest these functions give.
+
+def with_files(manifest: Mapping, entries: Mapping[str, dict],
+               replace_prefix: str | None = None,
+               runs: Mapping[str, dict] | None = None) -> dict:
+    """``manifest`` with ``entries`` (``{relpath: entry}``) set, every older entry under
+    ``replace_prefix`` dropped first, and ``runs`` (``{run_id: metadata}``) set; the
+    current format version.
+
+    >>> old = {"format_version": 2, "files": {"cohort/a.jsonl": {"sha256": "1"},
+    ...                                       "cohort/b.jsonl": {"sha256": "2"}}}
+    >>> with_files(old, {"cohort/a.jsonl": {"sha256": "3"}}, replace_prefix="cohort/")
+    {'format_version': 2, 'files': {'cohort/a.jsonl': {'sha256': '3'}}, 'runs': {}}
+    """
+    files = {rel: e for rel, e in manifest.get("files", {}).items()
+             if not (replace_prefix and rel.startswith(replace_prefix))}
+    files.update(entries)
+    new_runs = dict(manifest.get("runs", {}))
+    new_runs.update({rid: dict(meta) for rid, meta in (runs or {}).items()})
+    return {**manifest, "format_version": FORMAT_VERSION, "files": files, "runs": new_runs}
+
+
+def without_runs(manifest: Mapping, run_ids) -> dict:
+    """``manifest`` without the runs ``run_ids``: their files (``runs/<id>/...``) and
+    their metadata. The format version is kept as it was.
+
+    >>> old = {"format_version": 2, "files": {"runs/a/run.json": {}, "runs/ab/run.json": {}},
+    ...        "runs": {"a": {"reexecuted": True}}}
+    >>> without_runs(old, ["a"])
+    {'format_version': 2, 'files': {'runs/ab/run.json': {}}, 'runs': {}}
+    """
+    run_ids = set(run_ids)
+    return {**manifest,
+            "files": {rel: e for rel, e in manifest.get("files", {}).items()
+                      if not any(rel.startswith(f"runs/{rid}/") for rid in run_ids)},
+            "runs": {rid: m for rid, m in manifest.get("runs", {}).items()
+                     if rid not in run_ids}}
+
+
+def with_cohort(manifest: Mapping, entries: Mapping[str, dict], drop_runs=()) -> dict:
+    """``manifest`` with its cohort replaced: every ``cohort/`` entry dropped, then
+    ``entries`` set (``{"cohort/<name>": entry}``), the runs ``drop_runs`` removed; the
+    current format version.
+
+    >>> old = {"format_version": 2, "files": {"cohort/old.jsonl": {}, "runs/r/run.json": {}},
+    ...        "runs": {"r": {}}}
+    >>> with_cohort(old, {"cohort/new.jsonl": {}}, drop_runs=["r"])
+    {'format_version': 2, 'files': {'cohort/new.jsonl': {}}, 'runs': {}}
+    """
+    return with_files(without_runs(manifest, drop_runs), entries, replace_prefix="cohort/")
+
+
+def with_run(manifest: Mapping, run_id: str, entries: Mapping[str, dict],
+             meta: Mapping | None = None) -> dict:
+    """``manifest`` with the run ``run_id`` replaced: its older files and metadata
+    dropped, ``entries`` (``{file name: entry}``, under ``runs/<run_id>/``) set, and
+    ``meta`` as its metadata when given. The format version is kept as it was (the
+    current one for a manifest without any).
+
+    >>> old = {"format_version": 2, "files": {"runs/r/old.json": {}}, "runs": {"r": {"x": 1}}}
+    >>> with_run(old, "r", {"run.json": {"sha256": "9"}})
+    {'format_version': 2, 'files': {'runs/r/run.json': {'sha256': '9'}}, 'runs': {}}
+    """
+    new = without_runs(manifest, [run_id])
+    new["format_version"] = manifest.get("format_version", FORMAT_VERSION)
+    new["files"].update({f"runs/{run_id}/{name}": e for name, e in entries.items()})
+    if meta:
+        new["runs"][run_id] = dict(meta)
+    return new
 
 
 def cohort_fingerprint(manifest: Mapping) -> str:

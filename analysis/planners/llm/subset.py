@@ -25,13 +25,11 @@ beside it and renamed into place, so a failure leaves no DST.
 """
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
-from analysis.records.io import read_records, write_records
-from analysis.records.manifest import cohort_fingerprint, read_manifest, update_manifest
+from analysis.records.io import encode_records, read_records
+from analysis.records.store import ExportStore
 
 __all__ = ["make_subset", "SubsetError", "SubsetRefused", "main"]
 
@@ -118,29 +116,17 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
             s, episode_ids=eps,
             task_ids=[t for t in s["task_ids"] if tasks[t]["episode_id"] in eps],
             definition=s.get("definition", "") + f" (first {episodes} episodes only)")
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.subset.", dir=dst.parent))
-    try:
-        out = tmp / "export"
-        (out / "cohort").mkdir(parents=True)
-        manifest = read_manifest(src)
-        # every cohort file as it is (rules, episodes, tasks, audit, ...), the suites cut
-        cohort_files = {rel: e["record_type"] for rel, e in manifest["files"].items()
-                        if rel.startswith("cohort/") and rel != "cohort/suites.jsonl"}
-        for rel in cohort_files:
-            shutil.copyfile(src / rel, out / rel)
-        write_records(out / "cohort/suites.jsonl", [cut[s] for s in chosen])
-        update_manifest(out, {**cohort_files, "cohort/suites.jsonl": "suite"})
-        attribution = src / "ATTRIBUTION.md"
-        if attribution.is_file():
-            shutil.copyfile(attribution, out / "ATTRIBUTION.md")
-        fingerprint = cohort_fingerprint(read_manifest(out))
+    store = ExportStore(src)
+    run_files = sorted(rel for rel, e in store.manifest()["files"].items()
+                       if e["record_type"] == "run")
+
+    def cut_runs(out: Path, fingerprint: str) -> dict:
+        """The cut runs (``{run_id: {name: bytes}}``), each re-executed against the cut
+        cohort staged at ``out``."""
         rules = Rules.from_dict(read_records(out / "cohort/rules.json")[0])
         episodes_by_id = {e["episode_id"]: e
                           for e in read_records(out / "cohort/episodes.jsonl.gz")}
-        files = {}
-        run_files = sorted(rel for rel, e in manifest["files"].items()
-                           if e["record_type"] == "run")
+        runs = {}
         for rel in run_files:
             run = read_records(src / rel)[0]
             if run["suite"] not in cut:
@@ -161,17 +147,13 @@ def make_subset(src, dst, episodes: int = 2, suites=None, say=None) -> dict:
                 raise SubsetRefused(f"{rel}: the cut run does not re-execute on the subset: "
                                   f"{rep.divergences[0].message()}; nothing written")
             say(rep.summary())
-            write_records(out / base / "run.json", [run])
-            write_records(out / base / "groups.jsonl.gz", groups)
-            write_records(out / base / "tasks.jsonl", trecs)
-            files.update({f"{base}/run.json": "run", f"{base}/groups.jsonl.gz": "group_record",
-                          f"{base}/tasks.jsonl": "task_record"})
-        if files:
-            update_manifest(out, files)
-        verify(out)
-        out.rename(dst)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+            runs[base.split("/", 1)[1]] = {
+                "run.json": encode_records("run.json", [run]),
+                "groups.jsonl.gz": encode_records("groups.jsonl.gz", groups),
+                "tasks.jsonl": encode_records("tasks.jsonl", trecs)}
+        return runs
+
+    store.subset(dst, encode_records("suites.jsonl", [cut[s] for s in chosen]), cut_runs)
     return cut
 
 
