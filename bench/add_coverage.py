@@ -1,6 +1,6 @@
 """How many recipe-step tasks hold an ``in()`` for the ingredient adds timed in their unit.
 
-    python bench/add_coverage.py EXPORT_ROOT [--source=HDEPIC] [--list]
+    python bench/add_coverage.py EXPORT_ROOT [--source=HDEPIC] [--list] [--why]
 
 (the source defaults to ``$E2W_HDEPIC`` or ``../shared/hd-epic`` beside the repository)
 
@@ -17,7 +17,11 @@ is inside the add's span on the episode clock: ``in(s, dst)`` of a pour / empty_
 the tasks with two or more conditions, and the recipe-step tasks with an add in their unit
 and how many of them lack an ``in()`` for one of those adds, and those adds per class of
 their ``dropped.jsonl`` reason (the closed set ``ADD_DROP_REASONS``); ``--list`` names
-each such task, add and class. ``add_coverage(export, source)`` returns the same as an :class:`AddCoverage`.
+each such task, add and class; ``--why`` adds, per such add, its full ``dropped.jsonl``
+reason, its step's text, the vessel phrases the text names and the vessels tracked in
+the add's video with their tracks nearest the add (:func:`why_lines`: what a reader needs
+to judge whether the source names the add's vessel). ``add_coverage(export, source)``
+returns the same as an :class:`AddCoverage`.
 """
 from __future__ import annotations
 
@@ -48,6 +52,7 @@ class AddCoverage:
     per_suite: dict                                   # suite -> {"tasks", "two_or_more"}
     missing: list = field(default_factory=list)       # (task_id, recipe/ingredient, name)
     reasons: list = field(default_factory=list)       # per missing add: its class (below)
+    details: list = field(default_factory=list)       # per missing add: (full reason, step text, video, start, end)
 
     @property
     def by_reason(self) -> dict:
@@ -115,7 +120,7 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     and not d.get("what", "").startswith("weigh"):      # a weigh row is no add
                 drops.setdefault((d["episode_id"], r.get("recipe"), r["ingredient"], r.get("video"),
                                   round(float(r["start"]), 2)), d["reason"])
-    total, lacking, missing, reasons = 0, 0, [], []
+    total, lacking, missing, reasons, details = 0, 0, [], [], []
     for t in tasks:
         refs = t["provenance"]["refs"]
         if refs.get("unit") != STEP_UNIT:
@@ -140,6 +145,8 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                 why = drops.get((t["episode_id"], refs["recipe"], iid, sp.video, round(sp.start, 2)))
                 reasons.append(add_drop_class(why) if why else
                                "in another unit's task" if done else "not listed")
+                details.append((why or "", recipes[refs["recipe"]].steps.get(refs.get("step"), ""),
+                                sp.video, sp.start, sp.end))
         if lost:
             lacking += 1
             missing.extend((t["task_id"], key, name) for key, name in lost)
@@ -149,7 +156,44 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         ts = [by_id[x] for x in s["task_ids"] if x in by_id]
         per_suite[s["suite"]] = {"tasks": len(ts),
                                  "two_or_more": sum(len(x["contract"]["conditions"]) >= 2 for x in ts)}
-    return AddCoverage(total, lacking, per_suite, missing, reasons)
+    return AddCoverage(total, lacking, per_suite, missing, reasons, details)
+
+
+def why_lines(cov: AddCoverage, source: str | Path) -> list[str]:
+    """Per add lacking its ``in()``: the task, the add and its class, then indented its
+    full dropped reason, its step text, the text's vessel phrases (the target rule's
+    ``target_phrases`` over the vocabulary's vessel nouns) and every association of the
+    add's video whose name ends in a vessel noun, with its track nearest the add (local
+    seconds; ``during`` when it overlaps the add): those whose name's last vessel noun is one
+    the text names, and any tracked during the add."""
+    from analysis.compiler.grounding import target_phrases
+    from analysis.compiler.readers import read_associations
+    from analysis.compiler.vocabulary import Vocabulary
+    vocab = Vocabulary.load()
+    heads = {w for w, leaf in vocab.data["noun_types"].items() if ":" not in w
+             and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+    assocs = read_associations(Path(source))
+    out = []
+    for (tid, key, name), cls, (why, text, video, a, b) in zip(cov.missing, cov.reasons, cov.details):
+        out.append(f"{tid}\t{key}\t{name}\t{cls}\t{video} {a:.2f}-{b:.2f} s")
+        out.append(f"    reason: {why or '-'}")
+        out.append(f"    step text: {text!r}")
+        phrases = target_phrases(text, heads)
+        said = {ph[-1] for ph in phrases if ph and ph[-1] in heads}
+        out.append(f"    vessel phrases: {', '.join(' '.join(ph) for ph in phrases) if phrases else '-'}")
+        vs = []
+        for asc in assocs.get(video, []):
+            ws = [w for w in words(asc.name or "") if w in heads]
+            if not ws or not asc.tracks:
+                continue
+            during = [x for x in asc.tracks if x.start <= b and a <= x.end]
+            if not during and ws[-1] not in said:
+                continue
+            tr = during[0] if during else min(asc.tracks, key=lambda x: min(abs(x.start - b), abs(x.end - a)))
+            tag = " during" if during else ""
+            vs.append(f"{asc.name} [{len(asc.tracks)} tr; nearest {tr.start:.1f}-{tr.end:.1f}{tag}]")
+        out.append(f"    vessels named or tracked during the add: {'; '.join(vs) if vs else '-'}")
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -161,7 +205,9 @@ def main(argv: list[str]) -> int:
     source = opts.get("source", os.environ.get("E2W_HDEPIC",
                                                str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic")))
     cov = add_coverage(args[0], source)
-    if "list" in opts:
+    if "why" in opts:
+        print("\n".join(why_lines(cov, source)))
+    elif "list" in opts:
         for (tid, key, name), why in zip(cov.missing, cov.reasons):
             print(f"{tid}\t{key}\t{name}\t{why}")
     print(f"recipe-step tasks with an add timed in their unit: {cov.step_tasks_with_add}; "
