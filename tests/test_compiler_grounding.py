@@ -1235,3 +1235,34 @@ def test_a_track_names_its_ingredient_across_spellings_and_by_a_part():
     # but a colour is no food ("black jar1" is no black pepper), nor is another head noun
     assert not names(words("black clove"), set(words("black pepper")))
     assert not names(words("garlic press"), set(words("garlic")))
+
+
+# ------------------------------------------- a recipe's "baking sheet" is the tracked tray
+def test_a_baking_sheet_the_text_names_is_the_tracked_baking_tray(vocab):
+    # P08_R04 S02 "Place the chicken breast on a baking sheet": no track names the chicken;
+    # the baking tray handled into the add (103-105 s) is the sheet the text names
+    world, g = _untracked_add(vocab, [("baking tray1", 103.0, 105.0)],
+                              text="Place the chicken on a baking sheet.", name="chicken thighs")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles) for p in adds] == [("add_ingredient", {"o": "chicken_thighs", "c": "baking_tray1"})]
+    assert adds[0].evidence["c"]["evidence"] == "step_text" and adds[0].evidence["c"]["track"] == "t0"
+    # two trays handled then: the sheet is not decided, the add is dropped with both named
+    _, g = _untracked_add(vocab, [("baking tray1", 103.0, 105.0), ("baking tray2", 104.5, 105.5)],
+                          text="Place the chicken on a baking sheet.", name="chicken thighs")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert "ambiguous vessel, 2 tray instances" in _checks(g)[0]["reason"]
+    # a "sheet of foil" is no vessel: the text naming it names none
+    _, g = _untracked_add(vocab, [("baking tray1", 103.0, 105.0)],
+                          text="Place the chicken on a sheet of foil.", name="chicken thighs")
+    assert not [p for p in g.planned if p.kind == "add"]
+
+
+def test_an_oil_spray_is_the_bottle_the_oil_is_sprayed_from(vocab):
+    # P08_R04 "spray it with olive oil": HD-EPIC classes "olive oil spray" as a cleaning
+    # spray; the curated noun makes it a bottle of the oil, poured onto the tray the
+    # sentence names (its ID is the curated stem, as a pepper mill's)
+    g = _one_add(vocab, [("olive oil spray", 103.0, 111.0), ("baking tray", 100.0, 102.0)],
+                 "Place the chicken on a baking sheet and spray it with olive oil.", "olive oil cooking spray")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles["src"], p.roles["dst"]) for p in adds] == [("pour", "oil_spray", "baking_tray")]
+    assert not [d for d in g.dropped if d["kind"] == "add"]

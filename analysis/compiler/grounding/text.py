@@ -230,13 +230,27 @@ def target_phrases(text: str, heads: frozenset | set = frozenset()) -> list[list
     return [p for group in target_groups(text, heads) for p in group]
 
 
+#: a recipe's name for a vessel that the tracks call by another noun (issue 34: "Place the
+#: chicken breast on a baking sheet": the baking tray); whole phrases only, so a "sheet of
+#: foil" stays no vessel
+TEXT_VESSEL_ALIASES = {"baking sheet": "baking tray", "sheet pan": "baking tray"}
+
+
 def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[list[str]]]:
     """Like :func:`target_phrases`, with alternatives kept together: "in a shallow
     saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``.
     A phrase also ends right after a word of ``heads`` (vessel nouns): "In a large bowl
-    mix together flour, salt" -> ``[["large", "bowl"]]``, not "together flour salt"."""
+    mix together flour, salt" -> ``[["large", "bowl"]]``, not "together flour salt".
+    A vessel phrase of :data:`TEXT_VESSEL_ALIASES` reads as the tracks' noun:
+
+    >>> target_groups("Place the chicken on a baking sheet and spray it", {"tray"})
+    [[['baking', 'tray']]]
+    """
+    low = text.lower()
+    for said, meant in TEXT_VESSEL_ALIASES.items():
+        low = re.sub(rf"\b{said}s?\b", meant, low)
     out = []
-    for m in _TARGET_RE.finditer(text.lower()):
+    for m in _TARGET_RE.finditer(low):
         group, kept = [], []
         toks = m.group(1).split() + ["."]
         for i, w in enumerate(toks):
