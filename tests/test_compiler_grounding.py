@@ -1266,3 +1266,18 @@ def test_an_oil_spray_is_the_bottle_the_oil_is_sprayed_from(vocab):
     adds = [p for p in g.planned if p.kind == "add"]
     assert [(p.action, p.roles["src"], p.roles["dst"]) for p in adds] == [("pour", "oil_spray", "baking_tray")]
     assert not [d for d in g.dropped if d["kind"] == "add"]
+
+
+def test_a_vessel_named_for_the_food_it_holds_is_emptied_into_the_target(vocab):
+    # P04_R01's romaine lettuce: the only track naming it is a "bowl of shredded lettuce",
+    # held through the add; it holds the food (never a food itself): emptied into the pan
+    g = _one_add(vocab, [("bowl of shredded lettuce", 103.0, 111.0), ("pan", 100.0, 102.0)],
+                 "Add the lettuce to the pan.", "romaine lettuce")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles) for p in adds] == [
+        ("empty_into", {"s": "romaine_lettuce", "src": "bowl_shredded_lettuce", "dst": "pan"})]
+    assert g.facts[("in", "romaine_lettuce", "bowl_shredded_lettuce")]["source"] == "observed"
+    # a bowl named for another content is no source of it: as before, the add is dropped
+    g = _one_add(vocab, [("bowl of rice", 103.0, 111.0), ("pan", 100.0, 102.0), ("lettuce", 120.0, 121.0)],
+                 "Add the lettuce to the pan.", "lettuce")
+    assert not [p for p in g.planned if p.kind == "add" and p.action == "empty_into"]
