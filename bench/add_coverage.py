@@ -21,7 +21,12 @@ each such task, add and class; ``--why`` adds, per such add, its full ``dropped.
 reason, its step's text, the vessel phrases the text names and the vessels tracked in
 the add's video with their tracks nearest the add (:func:`why_lines`: what a reader needs
 to judge whether the source names the add's vessel). ``add_coverage(export, source)``
-returns the same as an :class:`AddCoverage`.
+returns the same as an :class:`AddCoverage`. Each add lacking its ``in()`` is also classed
+by what leaves it open (:data:`SOURCE_LIMITS`, :func:`source_limit`): a limit of the source
+(the add row's times, its step, the instance, the vessel, a substance with no tracked
+container) or of the soundness rules, else a gap of the compiler; a task lacking only adds
+the source leaves open is at the evidence's limit (issue 34's criterion, "every add bound
+where the source names its vessel", counts the others).
 """
 from __future__ import annotations
 
@@ -159,6 +164,55 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
     return AddCoverage(total, lacking, per_suite, missing, reasons, details)
 
 
+#: Why the source itself leaves an add's ``in()`` open (issue 34's "every add bound where
+#: the source names its vessel"): a pattern of its ``dropped.jsonl`` reason -> the limit,
+#: first match wins. An add whose reason matches none is a gap of the compiler (the
+#: builder's refusals, an ``in()`` in another unit's task, an add not listed).
+SOURCE_LIMITS = [
+    ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks"),
+    ("overlapping_steps", "step: segments of several steps overlap the add, the text decides none"),
+    ("several tracked objects match", "instance: several tracked objects are the ingredient"),
+    ("several tracks of the ingredient", "instance: several tracked objects are the ingredient"),
+    ("tracked objects are named", "instance: several tracked objects are the ingredient"),
+    ("is tracked after the add", "instance: the tracked one is handled after the add"),
+    ("already given a curated place", "instance: an earlier untracked add of it was curated"),
+    ("is not held without a container", "substance: no container of it is tracked (none is invented)"),
+    ("no vessel named", "vessel: the step text names none and no step operation decides one"),
+    ("ambiguous vessel", "vessel: two or more of the named noun qualify"),
+    ("tracked in another video", "vessel: the named noun is tracked only in other videos"),
+    ("in the hand through the whole add", "vessel: the only one named is held through the add (source or target)"),
+    ("or put down in the 60 s before it (", "vessel: several of the named noun, none handled near the add"),
+    ("true_at_task_start", "soundness: the in() holds at the task's start (no free credit)"),
+    ("true_in_initial_world", "soundness: the in() holds in the initial world (no free credit)"),
+    ("an argument is not observed", "soundness: the vessel's identity is a curated merge across videos"),
+]
+
+
+def source_limit(reason: str) -> str | None:
+    """The limit of :data:`SOURCE_LIMITS` an add's dropped ``reason`` shows, or ``None``
+    for a gap of the compiler.
+
+    >>> source_limit("target not decided: step text 'pan': ambiguous vessel, 2 pan instances ...")
+    'vessel: two or more of the named noun qualify'
+    >>> source_limit("jar is not in the hand at 2944.63s (its track was not selected or not executable)") is None
+    True
+    """
+    return next((limit for pat, limit in SOURCE_LIMITS if pat in (reason or "")), None)
+
+
+def open_by_source(cov: AddCoverage) -> tuple[int, Counter]:
+    """``(tasks, limits)``: how many lacking tasks lack only adds the source leaves open
+    (every one matches a :data:`SOURCE_LIMITS` pattern), and the adds per limit. The
+    other lacking tasks lack an add whose vessel the source names and decides."""
+    gap, limits = set(), Counter()
+    for (tid, _, _), (why, *_rest) in zip(cov.missing, cov.details):
+        limit = source_limit(why)
+        limits[limit or "compiler"] += 1
+        if limit is None:
+            gap.add(tid)
+    return len({m[0] for m in cov.missing} - gap), limits
+
+
 def why_lines(cov: AddCoverage, source: str | Path) -> list[str]:
     """Per add lacking its ``in()``: the task, the add and its class, then indented its
     full dropped reason, its step text, the text's vessel phrases (the target rule's
@@ -177,6 +231,7 @@ def why_lines(cov: AddCoverage, source: str | Path) -> list[str]:
     for (tid, key, name), cls, (why, text, video, a, b) in zip(cov.missing, cov.reasons, cov.details):
         out.append(f"{tid}\t{key}\t{name}\t{cls}\t{video} {a:.2f}-{b:.2f} s")
         out.append(f"    reason: {why or '-'}")
+        out.append(f"    left open by the source: {source_limit(why) or 'no (a gap of the compiler)'}")
         out.append(f"    step text: {text!r}")
         phrases = target_phrases(text, heads)
         said = {ph[-1] for ph in phrases if ph and ph[-1] in heads}
@@ -213,6 +268,11 @@ def main(argv: list[str]) -> int:
     print(f"recipe-step tasks with an add timed in their unit: {cov.step_tasks_with_add}; "
           f"lacking an in() for one: {cov.lacking} ({100 * cov.lacking_share:.1f}%)")
     print("adds lacking an in(), by reason: " + "; ".join(f"{k} {v}" for k, v in cov.by_reason.items()))
+    n_open, limits = open_by_source(cov)
+    print(f"of the {cov.lacking} tasks lacking one, {n_open} lack only adds the source leaves open, "
+          f"{cov.lacking - n_open} an add whose vessel the source names and decides")
+    print("adds lacking an in(), by what leaves them open: " + "; ".join(
+        f"{k} {v}" for k, v in sorted(limits.items(), key=lambda kv: (-kv[1], kv[0]))))
     for suite, c in sorted(cov.per_suite.items()):
         print(f"{suite}: {c['tasks']} tasks, {c['two_or_more']} with two or more conditions")
     return 0
