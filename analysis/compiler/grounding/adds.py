@@ -528,6 +528,12 @@ def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
         return None, None
     before = [tr.end for tr in trs if tr.end <= t0]
     after = [tr.start for tr in trs if tr.start >= t1]
+    if not any(tr.end <= t0 for tr in ctx.tracks_of.get(vessel, [])) and any(
+            a[0] == "at" and a[1] == vessel and ("enclosing", a[2]) in ctx.w.facts for a in ctx.w.facts):
+        # never handled before the add and starting in storage (P05_R04_S04: the lettuce
+        # added 88 s before the mixing bowl's first track): where it stood then is not
+        # observed, so the add's vessel is not decided
+        return None, None
     still = (f"{vessel} standing from {local(ctx, win.video, max(before)):.2f} s" if before else
              f"{vessel} standing from the start of the video") + (
              f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"

@@ -280,6 +280,30 @@ _PHRASE_END = {"and", "then", "with", "until", "for", "to", "in", "on", "over", 
                "while", "before", "after", "so", "or", "it", "them", "from", "at", "by", "of"}
 
 
+#: a step that mixes what it adds: a mix verb whose clause names them all ("Mix salad
+#: ingredients with oil and vinegar", "mix everything well", "whisk together")
+_MIXES_ADDS = re.compile(r"\b(?:stir|mix|combine|fold|whisk|toss|blend)\w*\b[^.;]*?\b(?:ingredients|everything|all|together)\b")
+#: a step that cooks: a food may go into an untracked pan on the hob while a bowl is
+#: stirred (P04_R06_S06), so the bowl stirred is no evidence of where the food went
+_COOKS = re.compile(r"\b(?:fr(?:y|ies|ying|ied)|cook\w*|saut\w*|simmer\w*|boil\w*|heat\w*|roast\w*|bak\w*|"
+                    r"toast\w*|grill\w*|melt\w*|sizzl\w*|brown\w*|burn\w*|microwave\w*|hob|oven|pan|pot|wok)\b")
+
+
+def mixes_its_adds(text: str) -> bool:
+    """Whether a step text mixes every food it adds and cooks nothing: its stir then
+    happens where its adds went (issue 34: the vessel from the step's own operations).
+
+    >>> mixes_its_adds("Mix salad ingredients with oil and vinegar.")
+    True
+    >>> mixes_its_adds("Add 300ml of water followed by the rice and fry. Mix gently to coat the rice.")
+    False
+    >>> mixes_its_adds("Stir, then add the lettuce.")
+    False
+    """
+    low = text.lower()
+    return bool(_MIXES_ADDS.search(low)) and not _COOKS.search(low)
+
+
 ROW_VERBS = ("stir", "whisk", "chop", "peel", "grate", "wash", "fill", "boil", "turn_on", "crack", "knead")
 
 
