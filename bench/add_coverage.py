@@ -1,6 +1,6 @@
 """How many recipe-step tasks hold an ``in()`` for the ingredient adds timed in their unit.
 
-    python bench/add_coverage.py EXPORT_ROOT [--source=HDEPIC] [--list]
+    python bench/add_coverage.py EXPORT_ROOT [--source=HDEPIC] [--list] [--why]
 
 (the source defaults to ``$E2W_HDEPIC`` or ``../shared/hd-epic`` beside the repository)
 
@@ -17,7 +17,16 @@ is inside the add's span on the episode clock: ``in(s, dst)`` of a pour / empty_
 the tasks with two or more conditions, and the recipe-step tasks with an add in their unit
 and how many of them lack an ``in()`` for one of those adds, and those adds per class of
 their ``dropped.jsonl`` reason (the closed set ``ADD_DROP_REASONS``); ``--list`` names
-each such task, add and class. ``add_coverage(export, source)`` returns the same as an :class:`AddCoverage`.
+each such task, add and class; ``--why`` adds, per such add, its full ``dropped.jsonl``
+reason, its step's text, the vessel phrases the text names and the vessels tracked in
+the add's video with their tracks nearest the add (:func:`why_lines`: what a reader needs
+to judge whether the source names the add's vessel). ``add_coverage(export, source)``
+returns the same as an :class:`AddCoverage`. Each add lacking its ``in()`` is also classed
+by what leaves it open (:data:`SOURCE_LIMITS`, :func:`source_limit`): a limit of the source
+(the add row's times, its step, the instance, the vessel, a substance with no tracked
+container) or of the soundness rules, else a gap of the compiler; a task lacking only adds
+the source leaves open is at the evidence's limit (issue 34's criterion, "every add bound
+where the source names its vessel", counts the others).
 """
 from __future__ import annotations
 
@@ -48,6 +57,7 @@ class AddCoverage:
     per_suite: dict                                   # suite -> {"tasks", "two_or_more"}
     missing: list = field(default_factory=list)       # (task_id, recipe/ingredient, name)
     reasons: list = field(default_factory=list)       # per missing add: its class (below)
+    details: list = field(default_factory=list)       # per missing add: (full reason, step text, video, start, end)
 
     @property
     def by_reason(self) -> dict:
@@ -115,7 +125,7 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     and not d.get("what", "").startswith("weigh"):      # a weigh row is no add
                 drops.setdefault((d["episode_id"], r.get("recipe"), r["ingredient"], r.get("video"),
                                   round(float(r["start"]), 2)), d["reason"])
-    total, lacking, missing, reasons = 0, 0, [], []
+    total, lacking, missing, reasons, details = 0, 0, [], [], []
     for t in tasks:
         refs = t["provenance"]["refs"]
         if refs.get("unit") != STEP_UNIT:
@@ -140,6 +150,8 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                 why = drops.get((t["episode_id"], refs["recipe"], iid, sp.video, round(sp.start, 2)))
                 reasons.append(add_drop_class(why) if why else
                                "in another unit's task" if done else "not listed")
+                details.append((why or "", recipes[refs["recipe"]].steps.get(refs.get("step"), ""),
+                                sp.video, sp.start, sp.end))
         if lost:
             lacking += 1
             missing.extend((t["task_id"], key, name) for key, name in lost)
@@ -149,7 +161,94 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         ts = [by_id[x] for x in s["task_ids"] if x in by_id]
         per_suite[s["suite"]] = {"tasks": len(ts),
                                  "two_or_more": sum(len(x["contract"]["conditions"]) >= 2 for x in ts)}
-    return AddCoverage(total, lacking, per_suite, missing, reasons)
+    return AddCoverage(total, lacking, per_suite, missing, reasons, details)
+
+
+#: Why the source itself leaves an add's ``in()`` open (issue 34's "every add bound where
+#: the source names its vessel"): a pattern of its ``dropped.jsonl`` reason -> the limit,
+#: first match wins. An add whose reason matches none is a gap of the compiler (the
+#: builder's refusals, an ``in()`` in another unit's task, an add not listed).
+SOURCE_LIMITS = [
+    ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks"),
+    ("overlapping_steps", "step: segments of several steps overlap the add, the text decides none"),
+    ("several tracked objects match", "instance: several tracked objects are the ingredient"),
+    ("several tracks of the ingredient", "instance: several tracked objects are the ingredient"),
+    ("tracked objects are named", "instance: several tracked objects are the ingredient"),
+    ("is tracked after the add", "instance: the tracked one is handled after the add"),
+    ("already given a curated place", "instance: an earlier untracked add of it was curated"),
+    ("is not held without a container", "substance: no container of it is tracked (none is invented)"),
+    ("no vessel named", "vessel: the step text names none and no step operation decides one"),
+    ("ambiguous vessel", "vessel: two or more of the named noun qualify"),
+    ("tracked in another video", "vessel: the named noun is tracked only in other videos"),
+    ("in the hand through the whole add", "vessel: the only one named is held through the add (source or target)"),
+    ("or put down in the 60 s before it (", "vessel: several of the named noun, none handled near the add"),
+    ("true_at_task_start", "soundness: the in() holds at the task's start (no free credit)"),
+    ("true_in_initial_world", "soundness: the in() holds in the initial world (no free credit)"),
+    ("an argument is not observed", "soundness: the vessel's identity is a curated merge across videos"),
+]
+
+
+def source_limit(reason: str) -> str | None:
+    """The limit of :data:`SOURCE_LIMITS` an add's dropped ``reason`` shows, or ``None``
+    for a gap of the compiler.
+
+    >>> source_limit("target not decided: step text 'pan': ambiguous vessel, 2 pan instances ...")
+    'vessel: two or more of the named noun qualify'
+    >>> source_limit("jar is not in the hand at 2944.63s (its track was not selected or not executable)") is None
+    True
+    """
+    return next((limit for pat, limit in SOURCE_LIMITS if pat in (reason or "")), None)
+
+
+def open_by_source(cov: AddCoverage) -> tuple[int, Counter]:
+    """``(tasks, limits)``: how many lacking tasks lack only adds the source leaves open
+    (every one matches a :data:`SOURCE_LIMITS` pattern), and the adds per limit. The
+    other lacking tasks lack an add whose vessel the source names and decides."""
+    gap, limits = set(), Counter()
+    for (tid, _, _), (why, *_rest) in zip(cov.missing, cov.details):
+        limit = source_limit(why)
+        limits[limit or "compiler"] += 1
+        if limit is None:
+            gap.add(tid)
+    return len({m[0] for m in cov.missing} - gap), limits
+
+
+def why_lines(cov: AddCoverage, source: str | Path) -> list[str]:
+    """Per add lacking its ``in()``: the task, the add and its class, then indented its
+    full dropped reason, its step text, the text's vessel phrases (the target rule's
+    ``target_phrases`` over the vocabulary's vessel nouns) and every association of the
+    add's video whose name ends in a vessel noun, with its track nearest the add (local
+    seconds; ``during`` when it overlaps the add): those whose name's last vessel noun is one
+    the text names, and any tracked during the add."""
+    from analysis.compiler.grounding import target_phrases
+    from analysis.compiler.readers import read_associations
+    from analysis.compiler.vocabulary import Vocabulary
+    vocab = Vocabulary.load()
+    heads = {w for w, leaf in vocab.data["noun_types"].items() if ":" not in w
+             and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+    assocs = read_associations(Path(source))
+    out = []
+    for (tid, key, name), cls, (why, text, video, a, b) in zip(cov.missing, cov.reasons, cov.details):
+        out.append(f"{tid}\t{key}\t{name}\t{cls}\t{video} {a:.2f}-{b:.2f} s")
+        out.append(f"    reason: {why or '-'}")
+        out.append(f"    left open by the source: {source_limit(why) or 'no (a gap of the compiler)'}")
+        out.append(f"    step text: {text!r}")
+        phrases = target_phrases(text, heads)
+        said = {ph[-1] for ph in phrases if ph and ph[-1] in heads}
+        out.append(f"    vessel phrases: {', '.join(' '.join(ph) for ph in phrases) if phrases else '-'}")
+        vs = []
+        for asc in assocs.get(video, []):
+            ws = [w for w in words(asc.name or "") if w in heads]
+            if not ws or not asc.tracks:
+                continue
+            during = [x for x in asc.tracks if x.start <= b and a <= x.end]
+            if not during and ws[-1] not in said:
+                continue
+            tr = during[0] if during else min(asc.tracks, key=lambda x: min(abs(x.start - b), abs(x.end - a)))
+            tag = " during" if during else ""
+            vs.append(f"{asc.name} [{len(asc.tracks)} tr; nearest {tr.start:.1f}-{tr.end:.1f}{tag}]")
+        out.append(f"    vessels named or tracked during the add: {'; '.join(vs) if vs else '-'}")
+    return out
 
 
 def main(argv: list[str]) -> int:
@@ -161,12 +260,19 @@ def main(argv: list[str]) -> int:
     source = opts.get("source", os.environ.get("E2W_HDEPIC",
                                                str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic")))
     cov = add_coverage(args[0], source)
-    if "list" in opts:
+    if "why" in opts:
+        print("\n".join(why_lines(cov, source)))
+    elif "list" in opts:
         for (tid, key, name), why in zip(cov.missing, cov.reasons):
             print(f"{tid}\t{key}\t{name}\t{why}")
     print(f"recipe-step tasks with an add timed in their unit: {cov.step_tasks_with_add}; "
           f"lacking an in() for one: {cov.lacking} ({100 * cov.lacking_share:.1f}%)")
     print("adds lacking an in(), by reason: " + "; ".join(f"{k} {v}" for k, v in cov.by_reason.items()))
+    n_open, limits = open_by_source(cov)
+    print(f"of the {cov.lacking} tasks lacking one, {n_open} lack only adds the source leaves open, "
+          f"{cov.lacking - n_open} an add whose vessel the source names and decides")
+    print("adds lacking an in(), by what leaves them open: " + "; ".join(
+        f"{k} {v}" for k, v in sorted(limits.items(), key=lambda kv: (-kv[1], kv[0]))))
     for suite, c in sorted(cov.per_suite.items()):
         print(f"{suite}: {c['tasks']} tasks, {c['two_or_more']} with two or more conditions")
     return 0

@@ -107,3 +107,25 @@ def test_every_add_of_the_committed_cohort_is_compiled_or_listed_with_a_reason_o
     cov = _bench().add_coverage(COMMITTED, SOURCE)
     assert cov.step_tasks_with_add > 0
     assert "not listed" not in cov.by_reason, [m for m, r in zip(cov.missing, cov.reasons) if r == "not listed"]
+
+
+def test_a_task_lacking_only_adds_the_source_leaves_open_is_at_the_evidences_limit(tmp_path):
+    # the add's record says two glasses qualify: the source leaves its vessel open, so both
+    # lacking tasks lack only such adds; a builder's refusal is a gap of the compiler
+    mod = _bench()
+    refs = {"recipe": "P02_R03", "ingredient": "P02_R03_I02", "video": VIDEO, "start": 894.043}
+    amb = "target not decided: step text 'glass': ambiguous vessel, 2 glass instances tracked during the add"
+    cov = mod.add_coverage(_export(tmp_path, None, [{"episode_id": VIDEO, "kind": "add", "what": "add squash",
+                                                     "reason": amb, "refs": refs}]), SOURCE)
+    assert mod.open_by_source(cov) == (2, {"vessel: two or more of the named noun qualify": 2})
+    (tmp_path / "b").mkdir()
+    refused = "squash_bottle is not in the hand at 895.00s (its track was not selected or not executable)"
+    cov = mod.add_coverage(_export(tmp_path / "b", None, [{"episode_id": VIDEO, "kind": "add", "what": "add squash",
+                                                           "reason": refused, "refs": refs}]), SOURCE)
+    assert mod.open_by_source(cov) == (0, {"compiler": 2})
+    assert mod.source_limit("source check overlapping_steps: steps [...] overlap the add").startswith("step:")
+    # --why shows each add's reason, step text and its verdict
+    lines = mod.why_lines(cov, SOURCE)
+    assert lines[1] == f"    reason: {refused}"
+    assert lines[2] == "    left open by the source: no (a gap of the compiler)"
+    assert lines[3].startswith("    step text: ")

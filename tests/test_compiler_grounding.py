@@ -1235,3 +1235,101 @@ def test_a_track_names_its_ingredient_across_spellings_and_by_a_part():
     # but a colour is no food ("black jar1" is no black pepper), nor is another head noun
     assert not names(words("black clove"), set(words("black pepper")))
     assert not names(words("garlic press"), set(words("garlic")))
+
+
+# ------------------------------------------- a recipe's "baking sheet" is the tracked tray
+def test_a_baking_sheet_the_text_names_is_the_tracked_baking_tray(vocab):
+    # P08_R04 S02 "Place the chicken breast on a baking sheet": no track names the chicken;
+    # the baking tray handled into the add (103-105 s) is the sheet the text names
+    world, g = _untracked_add(vocab, [("baking tray1", 103.0, 105.0)],
+                              text="Place the chicken on a baking sheet.", name="chicken thighs")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles) for p in adds] == [("add_ingredient", {"o": "chicken_thighs", "c": "baking_tray1"})]
+    assert adds[0].evidence["c"]["evidence"] == "step_text" and adds[0].evidence["c"]["track"] == "t0"
+    # two trays handled then: the sheet is not decided, the add is dropped with both named
+    _, g = _untracked_add(vocab, [("baking tray1", 103.0, 105.0), ("baking tray2", 104.5, 105.5)],
+                          text="Place the chicken on a baking sheet.", name="chicken thighs")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert "ambiguous vessel, 2 tray instances" in _checks(g)[0]["reason"]
+    # a "sheet of foil" is no vessel: the text naming it names none
+    _, g = _untracked_add(vocab, [("baking tray1", 103.0, 105.0)],
+                          text="Place the chicken on a sheet of foil.", name="chicken thighs")
+    assert not [p for p in g.planned if p.kind == "add"]
+
+
+def test_an_oil_spray_is_the_bottle_the_oil_is_sprayed_from(vocab):
+    # P08_R04 "spray it with olive oil": HD-EPIC classes "olive oil spray" as a cleaning
+    # spray; the curated noun makes it a bottle of the oil, poured onto the tray the
+    # sentence names (its ID is the curated stem, as a pepper mill's)
+    g = _one_add(vocab, [("olive oil spray", 103.0, 111.0), ("baking tray", 100.0, 102.0)],
+                 "Place the chicken on a baking sheet and spray it with olive oil.", "olive oil cooking spray")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles["src"], p.roles["dst"]) for p in adds] == [("pour", "oil_spray", "baking_tray")]
+    assert not [d for d in g.dropped if d["kind"] == "add"]
+
+
+def test_a_vessel_named_for_the_food_it_holds_is_emptied_into_the_target(vocab):
+    # P04_R01's romaine lettuce: the only track naming it is a "bowl of shredded lettuce",
+    # held through the add; it holds the food (never a food itself): emptied into the pan
+    g = _one_add(vocab, [("bowl of shredded lettuce", 103.0, 111.0), ("pan", 100.0, 102.0)],
+                 "Add the lettuce to the pan.", "romaine lettuce")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.action, p.roles) for p in adds] == [
+        ("empty_into", {"s": "romaine_lettuce", "src": "bowl_shredded_lettuce", "dst": "pan"})]
+    assert g.facts[("in", "romaine_lettuce", "bowl_shredded_lettuce")]["source"] == "observed"
+    # a bowl named for another content is no source of it: as before, the add is dropped
+    g = _one_add(vocab, [("bowl of rice", 103.0, 111.0), ("pan", 100.0, 102.0), ("lettuce", 120.0, 121.0)],
+                 "Add the lettuce to the pan.", "lettuce")
+    assert not [p for p in g.planned if p.kind == "add" and p.action == "empty_into"]
+
+
+# ------------------------------------- a step that mixes what it adds: its stir's vessel
+def _mixed_step(vocab, text, fixtures=(("counter", "counter"),)):
+    """Step S01 (100-110 s and 200-210 s): cheese added at 102-104 s and lettuce at
+    204-206 s, no track of either; the spoon and the bowl are tracked 106-110 s (the
+    stir, bound as the only vessel tracked during the segment)."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", "a0", "spoon", "spoon", (Track("t0", 106.0, 110.0),)),
+              Association("v", "a1", "bowl", "bowl", (Track("t1", 106.0, 110.0),))]
+    cap = Capture("R", 0, ("v",), {"I01": "lettuce", "I02": "cheese"},
+                  (IngredientEvent("I02", "cheese", "add", Span("v", 102.0, 104.0)),
+                   IngredientEvent("I01", "lettuce", "add", Span("v", 204.0, 206.0))),
+                  (StepSegment("S01", "step", Span("v", 100.0, 110.0)),
+                   StepSegment("S01", "step", Span("v", 200.0, 210.0))))
+    recipe = Recipe("R", "P01", "test", {"S01": text}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": f, "type": t} for f, t in fixtures], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return world, {p.roles["o"]: p for p in g.planned if p.kind == "add"}, g
+
+
+def test_a_step_that_mixes_what_it_adds_and_cooks_nothing_puts_its_adds_in_the_bowl_it_stirs(vocab):
+    # P05_R04_S04 "Mix salad ingredients with oil and vinegar": the bowl stirred is where
+    # the step's adds went (both stand in it at the end of the step)
+    _, adds, g = _mixed_step(vocab, "Mix the salad ingredients together.")
+    assert {o: p.roles["c"] for o, p in adds.items()} == {"cheese": "bowl", "lettuce": "bowl"}
+    assert adds["lettuce"].evidence["c"]["evidence"] == "step_operation"
+    assert adds["lettuce"].evidence["c"]["how"].startswith(
+        "the vessel every bound operation of step S01 acts on (stir at 106.0 s")
+    # a step that cooks: the food may go into an untracked pan on the hob while the bowl
+    # is stirred (P04_R06_S06): both adds stay open
+    _, adds, g = _mixed_step(vocab, "Fry the cheese, then mix everything together.")
+    assert adds == {}
+    assert [c["check"] for c in _checks(g)] == ["add_without_track", "add_without_track"]
+    # a stir that does not say it mixes what the step adds decides nothing (as before)
+    _, adds, _ = _mixed_step(vocab, "Stir, then add the lettuce.")
+    assert adds == {}
+
+
+def test_a_step_vessel_starting_in_storage_takes_no_add_before_it_is_first_handled(vocab):
+    # with a cupboard in the kitchen the bowl starts there (a curated default): the cheese
+    # added at 102-104 s, before the bowl's first track (106 s), did not go into it as far
+    # as the rows show; the lettuce, added after the bowl was handled, did
+    world, adds, g = _mixed_step(vocab, "Mix the salad ingredients together.",
+                                 (("counter", "counter"), ("cupboard", "cupboard")))
+    assert [a for a in world.facts if a[:2] == ("at", "bowl")] == [("at", "bowl", "cupboard")]
+    assert {o: p.roles["c"] for o, p in adds.items()} == {"lettuce": "bowl"}
+    assert [c["check"] for c in _checks(g)] == ["add_without_track"]

@@ -34,7 +34,7 @@ from .snippets import ground_snippets
 from .steps import ground_steps
 from .text import (COLOUR_WORDS, CONTAINER_WORDS, EXCLUDED_TARGETS, LOOKBACK, MARGIN,
     PART_WORDS, ROW_VERBS, STIR_TOOLS, STOP, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, UNTRACKED_RULE, WHERE_IT_STANDS,
-    all_verbs,
+    all_verbs, mixes_its_adds,
     ingredient_entity, ingredient_type, key_verb, name_content, name_head, overlaps, row_verbs,
     row_words, strip_postposed, target_groups, target_phrases, title_of, words)
 from .windows import Grounding, Planned, StepWindow, step_windows
@@ -70,14 +70,17 @@ def step_vessels(planned) -> dict:
     says so by itself: an add (its add row observes where the food went) or a key action
     whose vessel the step text names. A stir bound only as "the only vessel tracked during
     the segment" does not make a step vessel: the food may go into an untracked pan on
-    the hob while a bowl is stirred (P04_R06_S06: lemon juice and a stir of ``bowl1``)."""
+    the hob while a bowl is stirred (P04_R06_S06: lemon juice and a stir of ``bowl1``),
+    unless the step text mixes every food it adds and cooks nothing (:func:`mixes_its_adds`:
+    "Mix salad ingredients with oil and vinegar": the salad is in the bowl stirred)."""
     seen: dict = {}
     for p in planned:
         if p.kind not in ("add", "step") or p.step is None or p.step.row or p.action not in VESSEL_ACTIONS:
             continue
         role = "dst" if "dst" in p.roles else "c"
         ev = p.evidence.get(role) or {}
-        strong = p.kind == "add" or str(ev.get("how", "")).startswith("step text names")
+        strong = p.kind == "add" or str(ev.get("how", "")).startswith("step text names") or (
+            p.action in ("stir", "whisk") and mixes_its_adds(p.step.text))
         key = (p.step.recipe, p.step.step, p.step.video)
         seen.setdefault(key, []).append((p.time, p.roles[role], ev, p.action, strong))
     out = {}

@@ -206,6 +206,14 @@ def instances_added(ctx, mine, t0: float, t1: float) -> list[tuple]:
     return sorted(out, key=lambda x: (x[1].start, x[0]))
 
 
+def holds_named(ctx, ent: str, typ: str, ing_words: set) -> bool:
+    """A vessel named "<vessel> of <content>" for the ingredient holds it (issue 34:
+    every food add compiles): the "bowl of shredded lettuce" is the lettuce's source,
+    emptied into the vessel the add goes to, not a food itself."""
+    return ctx.vocab.is_a(typ, "vessel") and bool(
+        ctx.contents.get(ent, set()) & {_spelling(w) for w in ing_words})
+
+
 def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings):
     """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
     ``siblings``: the other instances the same add row puts in (never its target)."""
@@ -233,7 +241,8 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
     leaf, _ = ingredient_type(ev.name, ctx.vocab)
     subst = ctx.vocab.is_a(leaf, "substance")
     container = bool(ctx.tokens.get(ent, set()) & CONTAINER_WORDS) or ctx.vocab.is_a(typ, "sealable_container") \
-        or ctx.vocab.is_a(typ, "electric_container") or (ctx.vocab.is_a(typ, "vessel") and subst)
+        or ctx.vocab.is_a(typ, "electric_container") or (ctx.vocab.is_a(typ, "vessel") and subst) \
+        or holds_named(ctx, ent, typ, matches[ev.ingredient_id])
     ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
     src_ev = {"how": ("the only container held during the whole add (its name names no content)"
                       if generic else "track named for the ingredient overlaps the add")
@@ -519,6 +528,12 @@ def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
         return None, None
     before = [tr.end for tr in trs if tr.end <= t0]
     after = [tr.start for tr in trs if tr.start >= t1]
+    if not any(tr.end <= t0 for tr in ctx.tracks_of.get(vessel, [])) and any(
+            a[0] == "at" and a[1] == vessel and ("enclosing", a[2]) in ctx.w.facts for a in ctx.w.facts):
+        # never handled before the add and starting in storage (P05_R04_S04: the lettuce
+        # added 88 s before the mixing bowl's first track): where it stood then is not
+        # observed, so the add's vessel is not decided
+        return None, None
     still = (f"{vessel} standing from {local(ctx, win.video, max(before)):.2f} s" if before else
              f"{vessel} standing from the start of the video") + (
              f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"

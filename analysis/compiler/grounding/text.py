@@ -230,13 +230,27 @@ def target_phrases(text: str, heads: frozenset | set = frozenset()) -> list[list
     return [p for group in target_groups(text, heads) for p in group]
 
 
+#: a recipe's name for a vessel that the tracks call by another noun (issue 34: "Place the
+#: chicken breast on a baking sheet": the baking tray); whole phrases only, so a "sheet of
+#: foil" stays no vessel
+TEXT_VESSEL_ALIASES = {"baking sheet": "baking tray", "sheet pan": "baking tray"}
+
+
 def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[list[str]]]:
     """Like :func:`target_phrases`, with alternatives kept together: "in a shallow
     saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``.
     A phrase also ends right after a word of ``heads`` (vessel nouns): "In a large bowl
-    mix together flour, salt" -> ``[["large", "bowl"]]``, not "together flour salt"."""
+    mix together flour, salt" -> ``[["large", "bowl"]]``, not "together flour salt".
+    A vessel phrase of :data:`TEXT_VESSEL_ALIASES` reads as the tracks' noun:
+
+    >>> target_groups("Place the chicken on a baking sheet and spray it", {"tray"})
+    [[['baking', 'tray']]]
+    """
+    low = text.lower()
+    for said, meant in TEXT_VESSEL_ALIASES.items():
+        low = re.sub(rf"\b{said}s?\b", meant, low)
     out = []
-    for m in _TARGET_RE.finditer(text.lower()):
+    for m in _TARGET_RE.finditer(low):
         group, kept = [], []
         toks = m.group(1).split() + ["."]
         for i, w in enumerate(toks):
@@ -264,6 +278,30 @@ def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[
 
 _PHRASE_END = {"and", "then", "with", "until", "for", "to", "in", "on", "over", "into", "onto",
                "while", "before", "after", "so", "or", "it", "them", "from", "at", "by", "of"}
+
+
+#: a step that mixes what it adds: a mix verb whose clause names them all ("Mix salad
+#: ingredients with oil and vinegar", "mix everything well", "whisk together")
+_MIXES_ADDS = re.compile(r"\b(?:stir|mix|combine|fold|whisk|toss|blend)\w*\b[^.;]*?\b(?:ingredients|everything|all|together)\b")
+#: a step that cooks: a food may go into an untracked pan on the hob while a bowl is
+#: stirred (P04_R06_S06), so the bowl stirred is no evidence of where the food went
+_COOKS = re.compile(r"\b(?:fr(?:y|ies|ying|ied)|cook\w*|saut\w*|simmer\w*|boil\w*|heat\w*|roast\w*|bak\w*|"
+                    r"toast\w*|grill\w*|melt\w*|sizzl\w*|brown\w*|burn\w*|microwave\w*|hob|oven|pan|pot|wok)\b")
+
+
+def mixes_its_adds(text: str) -> bool:
+    """Whether a step text mixes every food it adds and cooks nothing: its stir then
+    happens where its adds went (issue 34: the vessel from the step's own operations).
+
+    >>> mixes_its_adds("Mix salad ingredients with oil and vinegar.")
+    True
+    >>> mixes_its_adds("Add 300ml of water followed by the rice and fry. Mix gently to coat the rice.")
+    False
+    >>> mixes_its_adds("Stir, then add the lettuce.")
+    False
+    """
+    low = text.lower()
+    return bool(_MIXES_ADDS.search(low)) and not _COOKS.search(low)
 
 
 ROW_VERBS = ("stir", "whisk", "chop", "peel", "grate", "wash", "fill", "boil", "turn_on", "crack", "knead")
