@@ -264,7 +264,7 @@ class Export:
         """
         rid = self._one_run(run)
         if rid not in self._failures:
-            from .report.failures import derive_failures
+            from .report.failure_labels import derive_failures
             planner = self.runs.set_index("run_id").planner[rid]
             self._failures[rid] = derive_failures(self.frozen, {rid: planner})
         return self._failures[rid]

@@ -156,7 +156,7 @@ class Results:
     pairwise: object = None                 # PairwiseResult, or None
     pairwise_check: object = None           # the Bonferroni-t cross-check (docs/statistics.md)
     memory: dict = field(default_factory=dict)   # planner -> memory-study results
-    failures: object = None                 # report.failures.FailureResults (planner suite)
+    failures: object = None                 # report.failure_labels.FailureResults (planner suite)
     skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
 
 
@@ -282,7 +282,7 @@ def compute(export, cfg=None, progress=None) -> Results:
     if not pt.empty:
         say("re-execution: failure labels and condition ledger of the planner suite")
         from ..executor.failures import DerivationError
-        from .failures import derive_failures
+        from .failure_labels import derive_failures
         runs = pt.drop_duplicates("run_id").set_index("run_id").label
         try:
             res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)})
