@@ -31,7 +31,15 @@ import yaml
 from ._fs.resources import config_dir, default_export_root
 from .settings import ConfigError, check_stats
 
-__all__ = ["load", "Export", "Results", "STATS_KEYS"]
+#: What the tables and the trace viewer share besides the export and its results: the
+#: vocabulary (endpoints and metric labels), the interval text, the task card's lines and
+#: the viewer's page paths (docs/api.md, "Shared with the tables"). Imported on first use
+#: (:func:`__getattr__`), so that ``analysis.load`` does not import the table builders.
+SHARED = ("ENDPOINTS", "ENDPOINT_LABELS", "PLANNER_METRICS", "STUDY_METRICS", "ci", "pct_ci",
+          "condition_lines", "source_lines", "ref_text", "task_slug", "view_index",
+          "view_task_page", "view_compare_page", "DerivationError")
+
+__all__ = ["load", "Export", "Results", "STATS_KEYS", *SHARED]
 
 #: The keyword overrides :meth:`Export.results` takes (the ``stats.*`` keys of
 #: ``python -m analysis.tables``).
@@ -508,3 +516,31 @@ class Results:
                             seed=c.seed, method=method,
                             labels=dict(zip(tm.run_id, tm.label)))
 
+
+def __getattr__(name: str):
+    """The names of :data:`SHARED`, each the very object the tables use (imported here on
+    first use).
+
+    >>> from analysis.api import ENDPOINTS, pct_ci
+    >>> ENDPOINTS[-1], pct_ci(0.5, 0.25, 0.75)
+    ('completed_all', '50.0 [25.0, 75.0]')
+    """
+    if name not in SHARED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .executor.failures import DerivationError
+    from .metrics import ENDPOINTS
+    from .report.common import ci, pct_ci
+    from .report.context import PLANNER_METRICS
+    from .report.grounding import condition_lines, ref_text, source_lines
+    from .report.links import task_slug, view_compare_page, view_index, view_task_page
+    from .report.memory_stats import STUDY_METRICS
+    from .report.planners import ENDPOINT_LABELS
+    shared = {"DerivationError": DerivationError, "ENDPOINTS": ENDPOINTS, "ci": ci,
+              "pct_ci": pct_ci, "PLANNER_METRICS": PLANNER_METRICS,
+              "condition_lines": condition_lines, "ref_text": ref_text,
+              "source_lines": source_lines, "task_slug": task_slug,
+              "view_compare_page": view_compare_page, "view_index": view_index,
+              "view_task_page": view_task_page, "STUDY_METRICS": STUDY_METRICS,
+              "ENDPOINT_LABELS": ENDPOINT_LABELS}
+    globals().update(shared)
+    return shared[name]

@@ -209,3 +209,28 @@ def test_verify_and_task_metrics_name_a_wrong_argument():
         analysis.verify("/etc/hostname")
     with _pytest.raises(TypeError, match=r"^export=int: expected an export \(analysis.load\(\)\)"):
         analysis.task_metrics(5)
+
+
+def test_the_names_shared_with_the_viewer_are_the_tables_own():
+    """analysis.api.SHARED (docs/api.md, "Shared with the tables"): each name is the very
+    object the tables use, and each is documented."""
+    from analysis import api, metrics
+    from analysis.executor.failures import DerivationError
+    from analysis.report import common, context, links, planners
+    assert api.ENDPOINTS is metrics.ENDPOINTS
+    assert api.ENDPOINT_LABELS is planners.ENDPOINT_LABELS
+    assert api.PLANNER_METRICS is context.PLANNER_METRICS
+    assert api.pct_ci is common.pct_ci and api.ci is common.ci
+    assert api.view_task_page is links.view_task_page
+    assert api.DerivationError is DerivationError
+    # hand-checked values
+    assert api.pct_ci(0.5, 0.25, 0.75) == "50.0 [25.0, 75.0]"
+    assert api.ENDPOINT_LABELS["completed_all"] == "success (all conditions met)"
+    assert api.PLANNER_METRICS[0] == ("success", "Operational-TSR")
+    doc = (REPO / "docs" / "api.md").read_text()
+    section = doc.split("## Shared with the tables", 1)[1].split("\n## ", 1)[0]
+    for name in api.SHARED:
+        assert f"`{name}" in section, name
+        assert name in api.__all__
+    with pytest.raises(AttributeError, match="no attribute 'ENDPOINT'"):
+        api.ENDPOINT

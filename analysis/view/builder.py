@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..report.links import view_index
+from ..api import view_index
 from .output import check_site_dir, write_site
 from .site import build_site
 from .source import open_source

@@ -65,7 +65,7 @@ class Source:
         re-execution (``Results.failures`` for planner-suite runs, else
         ``Export.failures``): ``FailureResults`` with ``attempts`` and ``groups``, or the
         reason (a string) when the run's records do not re-execute."""
-        from ..executor.failures import DerivationError
+        from ..api import DerivationError
         f = getattr(self.results, "failures", None)
         if f is not None and run_id in set(f.group_counts.run_id):
             return f
