@@ -18,11 +18,9 @@ as ``python -m analysis.tables`` writes it to CSV.
 """
 from __future__ import annotations
 
-import difflib
 import os
 import threading
-from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -229,6 +227,7 @@ class Export:
 
     def task(self, task_id: str) -> dict:
         """The cohort's task record (contract, groups, tier, title)."""
+        from .report.results import UnknownName, _did_you_mean
         for t in self.frozen.records_of("task"):
             if t["task_id"] == task_id:
                 return t
@@ -246,6 +245,7 @@ class Export:
         >>> [g["group_id"] for g in trace["group_records"]] == trace["task"]["group_ids"]
         True
         """
+        from .report.results import UnknownName
         rid = self._one_run(run)
         task = self.task(task_id)
         rec = next((t for t in self.frozen.records_of("task_record")
@@ -309,61 +309,18 @@ class Export:
                            for k, v in cfg["stats"].items()))
         if key not in self._results:
             from .report import compute
+            from .report.results import _warnings_once
             with _warnings_once():
-                self._results[key] = Results(self, compute(self.frozen, cfg))
+                results = compute(self.frozen, cfg)
+            results.export = self   # Results.compare names runs as this export does
+            self._results[key] = results
         return self._results[key]
-
-
-#: The few-episode warnings (analysis.stats.FewClustersWarning) already said in this
-#: process: Export.results and Results.artefact say each text once, not on every call
-#: (a notebook shows a warning again for every new cell it is raised from).
-_SAID: set[str] = set()
-_SAID_LOCK = threading.Lock()
-
-
-@contextmanager
-def _warnings_once():
-    """Run the block; re-issue its few-episode warnings whose text was not said yet in
-    this process (other warnings pass through unchanged)."""
-    import warnings
-
-    from .stats import FewClustersWarning
-    caught: list = []
-    try:
-        with warnings.catch_warnings(record=True) as got:
-            warnings.simplefilter("always", FewClustersWarning)
-            caught = got
-            yield
-    finally:  # also when the block raised (a skipped artefact): what it warned is said
-        for w in caught:
-            if issubclass(w.category, FewClustersWarning):
-                with _SAID_LOCK:
-                    if str(w.message) in _SAID:
-                        continue
-                    _SAID.add(str(w.message))
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-class UnknownName(KeyError):
-    """A task, table or figure name the export does not have. A ``KeyError`` (so
-    ``except KeyError`` still catches it) whose message prints as written, not quoted.
-
-    >>> str(UnknownName("table 'x': not an artefact"))
-    "table 'x': not an artefact"
-    """
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-def _did_you_mean(word, choices) -> str:
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _stats_config(overrides: dict) -> dict:
     """``{"stats": {...}}``: configs/tables.yaml's stats block with ``overrides``, every
     value checked as ``python -m analysis.tables`` checks it."""
+    from .report.results import _did_you_mean
     for k in overrides:
         if k not in STATS_KEYS:
             raise ConfigError(f"stats.{k}", f"unknown stats key {k!r}"
@@ -377,154 +334,24 @@ def _stats_config(overrides: dict) -> dict:
     return {"stats": stats}
 
 
-def _short(name: str) -> str:
-    """``table04_planner_results`` -> ``planner_results``."""
-    head, _, rest = name.partition("_")
-    return rest if head.rstrip("0123456789") in ("table", "fig") else name
-
-
-class Results:
-    """The metrics and statistics every table and figure is built from.
-
-    ``config`` (:class:`analysis.report.StatsConfig`), ``task_metrics`` (one row per run
-    x task, with the planner ``label`` the tables use), ``planner_tasks`` (the
-    planner-suite rows), ``labels`` (planners in table order), and the statistics
-    results themselves: ``planner_bootstrap``, ``endpoint_bootstrap``,
-    ``tier_bootstrap`` (:class:`analysis.stats.ClusterBootstrapResult`), ``pairwise``
-    and ``pairwise_check`` (:class:`analysis.stats.PairwiseResult`; the default method
-    and the Bonferroni-t cross-check), ``memory`` (planner -> memory-study results),
-    ``failures`` (the planner-suite runs' failure labels and condition ledger, derived by
-    re-execution: tables 15 and 16), ``skipped`` (result -> why the export cannot
-    support it).
-
-    :meth:`table` gives one table's data (the CSV columns, raw interval bounds),
-    :meth:`artefact` the whole :class:`analysis.report.Table` (display frame and note),
-    :meth:`figure` a figure with the numbers it plots. Names are the file names without
-    the prefix (``"planner_results"``) or with it (``"table04_planner_results"``).
-
-    >>> res = load().results()
-    >>> t4 = res.table("planner_results")
-    >>> import pandas as pd
-    >>> from analysis._fs.resources import REPO_ROOT
-    >>> csv = pd.read_csv(REPO_ROOT / "tables/table04_planner_results.csv")
-    >>> pd.testing.assert_frame_equal(t4, csv, check_dtype=False, rtol=1e-9)
-    >>> res.planner_bootstrap.table.columns[:3].tolist()
-    ['label', 'metric', 'estimate']
-    """
-
-    def __init__(self, export: Export, context):
-        self.export = export
-        self.context = context
-        self._built: dict = {}
-
-    def __repr__(self) -> str:
-        c = self.config
-        return (f"Results(n_resamples={c.n_resamples}, confidence_level={c.confidence_level:g}, "
-                f"seed={c.seed}, method={c.method!r}, planners={self.labels})")
-
-    config = property(lambda self: self.context.config)
-    task_metrics = property(lambda self: self.context.tasks.copy())
-    planner_tasks = property(lambda self: self.context.planner_tasks.copy())
-    labels = property(lambda self: list(self.context.labels))
-    planner_bootstrap = property(lambda self: self.context.planner_boot)
-    endpoint_bootstrap = property(lambda self: self.context.endpoint_boot)
-    tier_bootstrap = property(lambda self: self.context.tier_boot)
-    pairwise = property(lambda self: self.context.pairwise)
-    pairwise_check = property(lambda self: self.context.pairwise_check)
-    memory = property(lambda self: dict(self.context.memory))
-    skipped = property(lambda self: dict(self.context.skipped))
-    failures = property(lambda self: self.context.failures)
-
-    @property
-    def names(self) -> list[str]:
-        """Every artefact name, in paper order (``table01_example_task``, ...)."""
-        from .report import BUILDERS
-        return [b[0] for b in BUILDERS]
-
-    def _resolve(self, name: str, kind: str | tuple) -> str:
-        if not isinstance(name, str):
-            raise TypeError(f"name={name!r}: expected a {kind if isinstance(kind, str) else 'table or figure'} "
-                            "name (a string)")
-        pool = [n for n in self.names if n.startswith(kind)]
-        for n in pool:
-            if name in (n, _short(n)):
-                return n
-        choices = list(dict.fromkeys(_short(n) for n in pool))   # a table and its figure share one
-        what = kind if isinstance(kind, str) else "artefact"
-        raise UnknownName(f"{what} {name!r}: not an artefact{_did_you_mean(name, choices)} "
-                          f"({what}s: {', '.join(choices)})")
-
-    def artefact(self, name: str):
-        """The :class:`analysis.report.Table` or :class:`analysis.report.FigureOutput` of
-        ``name`` (built once). An artefact the export cannot support raises
-        ``LookupError`` with the reason."""
-        from .report import BUILDERS, Skip
-        full = next((n for n in self.names if n == name), None)
-        if full is None:
-            full = self._resolve(name, ("table", "fig"))
-        if full not in self._built:
-            build = next(b[3] for b in BUILDERS if b[0] == full)
-            try:
-                with _warnings_once():
-                    if full.startswith("fig"):
-                        from .report import figure_style
-                        with figure_style():
-                            self._built[full] = build(self.export.frozen, self.context)
-                    else:
-                        self._built[full] = build(self.export.frozen, self.context)
-            except Skip as exc:
-                self._built[full] = LookupError(f"{full}: not produced from this export: {exc}")
-        got = self._built[full]
-        if isinstance(got, LookupError):
-            raise got
-        return got
-
-    def table(self, name: str) -> pd.DataFrame:
-        """One table's data as written to ``tables/<name>.csv`` (a copy): estimates with
-        their raw interval bounds, counts, labels.
-
-        >>> load().results().table("endpoints").columns[:3].tolist()
-        ['planner', 'endpoint', 'tasks']
-        """
-        return self.artefact(self._resolve(name, "table")).data.copy()
-
-    def figure(self, name: str):
-        """One figure (:class:`analysis.report.FigureOutput`: ``figure``, a matplotlib
-        Figure, and ``data``, exactly the numbers it plots)."""
-        return self.artefact(self._resolve(name, "fig"))
-
-    def compare(self, run_a: str, run_b: str, metric: str = "success",
-                method: str = "percentile"):
-        """Two runs of one suite, task by task (:func:`analysis.compare.compare_runs`):
-        a :class:`analysis.compare.ComparisonResult` with the tasks one run solved and the
-        other did not (``tasks``: the conditions each met, the first divergent attempt)
-        and P(A > B) with its episode-cluster interval, at this result's resamples, level
-        and seed. ``run_a``/``run_b``: a run ID, or a run name with one run.
-
-        >>> cmp = load().results().compare("belief_search__planner__persistent",
-        ...                                "greedy_hints__planner__persistent")
-        >>> cmp.n_a_only + cmp.n_b_only == len(cmp.tasks)
-        True
-        >>> sorted(set(cmp.tasks.solved_by))
-        ['A', 'B']
-        """
-        from .report.compare import compare_runs
-        c = self.config
-        tm = self.context.tasks
-        return compare_runs(self.export, run_a, run_b, metric=metric,
-                            n_resamples=c.n_resamples, confidence_level=c.confidence_level,
-                            seed=c.seed, method=method,
-                            labels=dict(zip(tm.run_id, tm.label)))
+#: The one Results class (:mod:`analysis.report.results`: the tables build from it) and
+#: its helpers, imported on first use like :data:`SHARED`.
+_FROM_RESULTS = ("Results", "UnknownName", "_SAID", "_warnings_once")
 
 
 def __getattr__(name: str):
-    """The names of :data:`SHARED`, each the very object the tables use (imported here on
+    """``Results`` and the names of :data:`SHARED`, each the very object the tables use (imported here on
     first use).
 
     >>> from analysis.api import ENDPOINTS, pct_ci
     >>> ENDPOINTS[-1], pct_ci(0.5, 0.25, 0.75)
     ('completed_all', '50.0 [25.0, 75.0]')
     """
+    if name in _FROM_RESULTS:
+        from .report import results
+        value = getattr(results, name)
+        globals()[name] = value
+        return value
     if name not in SHARED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from .executor.failures import DerivationError
