@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import yaml
 
 from ._fs.resources import config_dir, default_export_root
+from .records.loader import Export as _RecordsExport
+from .records.loader import UnknownName, _did_you_mean
 from .settings import ConfigError, check_stats
 
 #: What the tables and the trace viewer share besides the export and its results: the
@@ -44,7 +45,6 @@ __all__ = ["load", "Export", "Results", "STATS_KEYS", *SHARED]
 STATS_KEYS = ("n_resamples", "confidence_level", "seed", "method", "pairwise_method",
               "contrast_metrics")
 
-_RUN_COLS = ("planner", "suite", "memory")
 _cache: dict = {}
 _cache_lock = threading.Lock()
 
@@ -94,7 +94,7 @@ def load(export_root: str | os.PathLike | None = None, *, refresh: bool = False)
         hit = _cache.get(key)
         if hit is not None and not refresh and before is not None and hit[0] == before:
             return hit[1]
-        export = Export._from_frozen(load_frozen(root))
+        export = load_frozen(root).joined(Export)
         after = _fingerprint(root)
         if before is not None and after == before:  # unchanged while it was verified
             _cache[key] = (before, export)
@@ -103,17 +103,13 @@ def load(export_root: str | os.PathLike | None = None, *, refresh: bool = False)
         return export
 
 
-def _with_runs(df: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with the run's planner, suite and memory inserted after ``run_id``."""
-    out = df.copy()
-    for i, col in enumerate(_RUN_COLS):
-        out.insert(1 + i, col, out["run_id"].map(dict(zip(runs.run_id, runs[col]))))
-    return out
-
-
-@dataclass(frozen=True, eq=False)
-class Export:
-    """A verified export: the loader's DataFrames with the joins done.
+class Export(_RecordsExport):
+    """A verified export, as :func:`load` returns it: the one export class
+    (:class:`analysis.records.Export`: tables, raw records, runs and tasks by name), with
+    the per-run tables joined (:meth:`~analysis.records.Export.joined`) and the metrics,
+    failure labels and statistics computed from it (each once). The records layer
+    imports nothing above it, so what needs the metrics, the executor or the report is
+    added here, and nothing else: no table or record is described twice.
 
     Tables (pandas DataFrames, one row per ...):
 
@@ -125,9 +121,11 @@ class Export:
     ``suites`` (suite x task), ``conditions`` (contract condition), ``group_records``
     (run x group), ``attempts`` (run x group x attempt), ``task_records`` (run x task) and
     ``condition_records`` (run x task x condition); every per-run table has ``planner,
-    suite, memory`` right after ``run_id``. ``frozen`` is the underlying
-    :class:`analysis.records.FrozenExport` (what :func:`analysis.metrics.task_metrics` and
-    the report builders take); ``report`` the verification summary.
+    suite, memory`` right after ``run_id``. ``frozen`` is the loader's form
+    (:class:`analysis.records.FrozenExport`, per-run tables without those columns: what
+    :func:`analysis.metrics.task_metrics` and the report builders take); ``report`` the
+    verification summary (:class:`analysis.records.VerificationReport`), ``manifest``
+    the export's manifest.
 
     >>> export = load()
     >>> export.group_records.columns[:5].tolist()
@@ -136,127 +134,18 @@ class Export:
     True
     """
 
-    root: str
-    frozen: object = field(repr=False)
-    runs: pd.DataFrame = field(repr=False)
-    episodes: pd.DataFrame = field(repr=False)
-    groups: pd.DataFrame = field(repr=False)
-    tasks: pd.DataFrame = field(repr=False)
-    task_groups: pd.DataFrame = field(repr=False)
-    suites: pd.DataFrame = field(repr=False)
-    conditions: pd.DataFrame = field(repr=False)
-    group_records: pd.DataFrame = field(repr=False)
-    attempts: pd.DataFrame = field(repr=False)
-    task_records: pd.DataFrame = field(repr=False)
-    condition_records: pd.DataFrame = field(repr=False)
-    _results: dict = field(default_factory=dict, repr=False)
-    _metrics: list = field(default_factory=list, repr=False)
-    _failures: dict = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def _from_frozen(cls, fx) -> "Export":
-        runs = fx.runs
-        suites_of = fx.suites.groupby("task_id", sort=False)["suite"].agg(list)
-        tasks = fx.tasks.copy()
-        tasks["suites"] = tasks.task_id.map(suites_of).map(
-            lambda v: v if isinstance(v, list) else [])
-        tg = tasks[["task_id", "episode_id", "scene_id", "tier", "title", "group_ids"]].copy()
-        tg["position"] = tg.group_ids.map(lambda g: list(range(len(g))))
-        tg = tg.explode(["group_ids", "position"], ignore_index=True)
-        tg = tg.dropna(subset=["group_ids"]).rename(columns={"group_ids": "group_id"})
-        tg["position"] = tg.position.astype(int)
-        tg = tg.merge(fx.groups.drop(columns=["episode_id"]), on="group_id", how="left")
-        tg = tg[["task_id", "group_id", "position", "episode_id", "scene_id", "tier",
-                 "title", "group_index", "n_groups_in_episode", "instruction",
-                 "n_operations", "reference_action_types"]]
-        return cls(root=str(fx.root), frozen=fx, runs=runs, episodes=fx.episodes,
-                   groups=fx.groups, tasks=tasks, task_groups=tg, suites=fx.suites,
-                   conditions=fx.conditions,
-                   group_records=_with_runs(fx.group_records, runs),
-                   attempts=_with_runs(fx.attempts, runs),
-                   task_records=_with_runs(fx.task_records, runs),
-                   condition_records=_with_runs(fx.condition_records, runs))
-
-    def __repr__(self) -> str:
-        return (f"Export(root={self.root!r}, runs={len(self.runs)}, tasks={len(self.tasks)}, "
-                f"group_records={len(self.group_records)})")
-
-    @property
-    def report(self):
-        """The verification summary (:class:`analysis.records.VerificationReport`)."""
-        return self.frozen.report
-
-    @property
-    def manifest(self) -> dict:
-        return self.frozen.manifest
-
-    # -- runs and raw records ------------------------------------------------------------
-
-    def run_ids(self, name: str | None = None) -> list[str]:
-        """Every run ID, or those ``name`` denotes (a run ID or a planner name); an unknown
-        name raises ``ValueError`` with the closest run ID or planner.
-
-        >>> load().run_ids("belief_search")
-        ['belief_search__memory__persistent', 'belief_search__memory__reset', 'belief_search__planner__persistent']
-        """
-        from .records.run_names import resolve_run
-        ids = sorted(self.runs.run_id)
-        return ids if name is None else resolve_run(name, ids, key="run")
-
-    def _one_run(self, run: str) -> str:
-        ids = self.run_ids(run)
-        if len(ids) != 1:
-            raise ValueError(f"run={run!r}: names {len(ids)} runs ({', '.join(ids)}); give "
-                             "one run ID")
-        return ids[0]
-
-    def run(self, run: str) -> dict:
-        """The ``run.json`` record of one run (a run ID, or a planner with one run)."""
-        rid = self._one_run(run)
-        return next(r for r in self.frozen.records_of("run") if r["run_id"] == rid)
-
     def group_records_of(self, run: str) -> list[dict]:
         """The raw group records (docs/FORMAT.md) of one run, decoded from the verified
-        bytes, in file order. ``run`` is a run ID, or a planner name with one run.
+        bytes, in file order, as a list (the records' sequence decodes the whole run
+        again at every index). ``run`` is a run ID, or a planner name with one run.
 
         >>> recs = load().group_records_of("lexicon")
         >>> sorted(recs[0])[:4]
         ['attempts', 'belief', 'completion_tokens', 'episode_id']
         """
-        return list(self.frozen.group_records_of(self._one_run(run)))
+        return list(super().group_records_of(run))
 
-    def task(self, task_id: str) -> dict:
-        """The cohort's task record (contract, groups, tier, title)."""
-        from .report.results import UnknownName, _did_you_mean
-        for t in self.frozen.records_of("task"):
-            if t["task_id"] == task_id:
-                return t
-        raise UnknownName(f"task_id {task_id!r}: not in the cohort"
-                       f"{_did_you_mean(task_id, self.tasks.task_id)}")
-
-    def task_trace(self, run: str, task_id: str) -> dict:
-        """Everything recorded for one task in one run: ``{"task": <cohort task>,
-        "task_record": <the run's task record>, "group_records": [<raw group record>,
-        ...]}`` with the groups in the task's order.
-
-        >>> export = load()
-        >>> tid = export.tasks.task_id.iloc[0]
-        >>> trace = export.task_trace("belief_search__planner__persistent", tid)
-        >>> [g["group_id"] for g in trace["group_records"]] == trace["task"]["group_ids"]
-        True
-        """
-        from .report.results import UnknownName
-        rid = self._one_run(run)
-        task = self.task(task_id)
-        rec = next((t for t in self.frozen.records_of("task_record")
-                    if t["run_id"] == rid and t["task_id"] == task_id), None)
-        if rec is None:
-            raise UnknownName(f"task_id {task_id!r}: not in run {rid}'s suite")
-        wanted = task["group_ids"]
-        by_id = {g["group_id"]: g for g in self.frozen.group_records_of(rid)
-                 if g["group_id"] in set(wanted)}
-        return {"task": task, "task_record": rec,
-                "group_records": [by_id[g] for g in wanted if g in by_id]}
+    # -- computed from the records (once) -------------------------------------------------
 
     def failures(self, run: str):
         """Failure labels and condition ledger of one run, derived by re-executing its
@@ -271,11 +160,12 @@ class Export:
         'unmet_precondition:not_held'
         """
         rid = self._one_run(run)
-        if rid not in self._failures:
+        key = ("failures", rid)
+        if key not in self._computed:
             from .report.failure_labels import derive_failures
             planner = self.runs.set_index("run_id").planner[rid]
-            self._failures[rid] = derive_failures(self.frozen, {rid: planner})
-        return self._failures[rid]
+            self._computed[key] = derive_failures(self.frozen, {rid: planner})
+        return self._computed[key]
 
     # -- metrics and statistics -----------------------------------------------------------
 
@@ -283,10 +173,10 @@ class Export:
     def task_metrics(self) -> pd.DataFrame:
         """:func:`analysis.metrics.task_metrics` of every run: one row per (run, task)
         with success, GCR, action validity, endpoint and resources (computed once)."""
-        if not self._metrics:
+        if "task_metrics" not in self._computed:
             from .metrics import task_metrics
-            self._metrics.append(task_metrics(self.frozen))
-        return self._metrics[0].copy()
+            self._computed["task_metrics"] = task_metrics(self.frozen)
+        return self._computed["task_metrics"].copy()
 
     def results(self, **stats) -> "Results":
         """The metrics and statistics of every table, with the ``stats.*`` settings of
@@ -307,20 +197,20 @@ class Export:
         cfg = _stats_config(stats)
         key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
                            for k, v in cfg["stats"].items()))
-        if key not in self._results:
+        key = ("results", key)
+        if key not in self._computed:
             from .report import compute
             from .report.results import _warnings_once
             with _warnings_once():
                 results = compute(self.frozen, cfg)
             results.export = self   # Results.compare names runs as this export does
-            self._results[key] = results
-        return self._results[key]
+            self._computed[key] = results
+        return self._computed[key]
 
 
 def _stats_config(overrides: dict) -> dict:
     """``{"stats": {...}}``: configs/tables.yaml's stats block with ``overrides``, every
     value checked as ``python -m analysis.tables`` checks it."""
-    from .report.results import _did_you_mean
     for k in overrides:
         if k not in STATS_KEYS:
             raise ConfigError(f"stats.{k}", f"unknown stats key {k!r}"
@@ -336,7 +226,7 @@ def _stats_config(overrides: dict) -> dict:
 
 #: The one Results class (:mod:`analysis.report.results`: the tables build from it) and
 #: its helpers, imported on first use like :data:`SHARED`.
-_FROM_RESULTS = ("Results", "UnknownName", "_SAID", "_warnings_once")
+_FROM_RESULTS = ("Results", "_SAID", "_warnings_once")
 
 
 def __getattr__(name: str):

@@ -1,4 +1,5 @@
-"""Table 4 (planner results), Table 5 and Figure 5 (endpoints), Table 7 (by tier)."""
+"""Table 4 (planner results, paper 6.3), Table 5 and Figure 5 (task endpoints, paper
+Figure 2), Table 7 (by contract tier, paper 6.3)."""
 from __future__ import annotations
 
 import numpy as np

@@ -11,14 +11,16 @@ computed.
 """
 from __future__ import annotations
 
-import difflib
 import threading
 import warnings
 from contextlib import contextmanager
 
 import pandas as pd
 
-__all__ = ["Results", "UnknownName"]
+# the export's unknown-name error, so a wrong table name reads like a wrong task name
+from ..records.loader import UnknownName, _did_you_mean
+
+__all__ = ["Results"]
 
 #: The few-episode warnings (analysis.stats.FewClustersWarning) already said in this
 #: process: Export.results and Results.artefact say each text once, not on every call
@@ -46,23 +48,6 @@ def _warnings_once():
                         continue
                     _SAID.add(str(w.message))
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-
-
-class UnknownName(KeyError):
-    """A task, table or figure name the export does not have. A ``KeyError`` (so
-    ``except KeyError`` still catches it) whose message prints as written, not quoted.
-
-    >>> str(UnknownName("table 'x': not an artefact"))
-    "table 'x': not an artefact"
-    """
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-def _did_you_mean(word, choices) -> str:
-    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
-    return f"; did you mean {close[0]}?" if close else ""
 
 
 def _short(name: str) -> str:

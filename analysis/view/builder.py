@@ -1,4 +1,5 @@
-"""Building the site of an export into a folder: read, render, write all or nothing.
+"""The trace viewer's build (docs/viewer.md; the paper's traceable execution, E.3):
+the site of an export into a folder: read through the API, render, write all or nothing.
 
 >>> from analysis.view.builder import build
 >>> build("frozen_exports", "/tmp/e2w_site").index  # doctest: +SKIP
