@@ -27,7 +27,7 @@ import yaml
 
 from ._fs.resources import config_dir, default_export_root
 from .records.loader import Export as _RecordsExport
-from .records.loader import UnknownName, _did_you_mean
+from .records.loader import UnknownName, _did_you_mean  # noqa: F401 - the API's unknown-name error
 from .settings import ConfigError, check_stats
 
 #: What the tables and the trace viewer share besides the export and its results: the
@@ -195,9 +195,8 @@ class Export(_RecordsExport):
         analysis.settings.ConfigError: unknown stats key 'n_resample'; did you mean n_resamples? (keys: n_resamples, confidence_level, seed, method, pairwise_method, contrast_metrics)
         """
         cfg = _stats_config(stats)
-        key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
-                           for k, v in cfg["stats"].items()))
-        key = ("results", key)
+        key = ("results", tuple(sorted((k, tuple(v) if isinstance(v, list) else v)
+                                       for k, v in cfg["stats"].items())))
         if key not in self._computed:
             from .report import compute
             from .report.results import _warnings_once
@@ -230,8 +229,8 @@ _FROM_RESULTS = ("Results", "_SAID", "_warnings_once")
 
 
 def __getattr__(name: str):
-    """``Results`` and the names of :data:`SHARED`, each the very object the tables use (imported here on
-    first use).
+    """``Results`` and the names of :data:`SHARED`, each the very object the tables use
+    (imported here on first use).
 
     >>> from analysis.api import ENDPOINTS, pct_ci
     >>> ENDPOINTS[-1], pct_ci(0.5, 0.25, 0.75)
