@@ -209,3 +209,66 @@ def test_verify_and_task_metrics_name_a_wrong_argument():
         analysis.verify("/etc/hostname")
     with _pytest.raises(TypeError, match=r"^export=int: expected an export \(analysis.load\(\)\)"):
         analysis.task_metrics(5)
+
+
+def test_the_names_shared_with_the_viewer_are_the_tables_own():
+    """analysis.api.SHARED (docs/api.md, "Shared with the tables"): each name is the very
+    object the tables use, and each is documented."""
+    from analysis import api, metrics
+    from analysis.executor.failures import DerivationError
+    from analysis.report import common, context, links, planners
+    assert api.ENDPOINTS is metrics.ENDPOINTS
+    assert api.ENDPOINT_LABELS is planners.ENDPOINT_LABELS
+    assert api.PLANNER_METRICS is context.PLANNER_METRICS
+    assert api.pct_ci is common.pct_ci and api.ci is common.ci
+    assert api.view_task_page is links.view_task_page
+    assert api.DerivationError is DerivationError
+    # hand-checked values
+    assert api.pct_ci(0.5, 0.25, 0.75) == "50.0 [25.0, 75.0]"
+    assert api.ENDPOINT_LABELS["completed_all"] == "success (all conditions met)"
+    assert api.PLANNER_METRICS[0] == ("success", "Operational-TSR")
+    doc = (REPO / "docs" / "api.md").read_text()
+    section = doc.split("## Shared with the tables", 1)[1].split("\n## ", 1)[0]
+    for name in api.SHARED:
+        assert f"`{name}" in section, name
+        assert name in api.__all__
+    with pytest.raises(AttributeError, match="no attribute 'ENDPOINT'"):
+        api.ENDPOINT
+
+
+def test_one_export_class_and_one_results_class(export, results):
+    """issue 36: the tables, the API and the viewer use one Export and one Results class.
+    analysis.Export is the records' Export (joined) plus the computations; FrozenExport
+    is the same class under the name docs/api.md promises; analysis.Results is the
+    report's Results, the one compute fills and the builders read."""
+    import pickle
+
+    from analysis import records, report
+    from analysis.frozen import FrozenExport
+    assert records.FrozenExport is records.Export is FrozenExport
+    assert isinstance(export, records.Export) and type(export.frozen) is records.Export
+    assert analysis.Results is report.Results and isinstance(results, report.Results)
+    assert results.export is export      # compare names runs as the API export does
+    # the loader's form is its own frozen form; joining it again gives the API's columns
+    fx = export.frozen
+    assert fx.frozen is fx
+    again = fx.joined()
+    assert type(again) is records.Export and again.frozen is fx
+    assert list(again.attempts.columns[:4]) == ["run_id", "planner", "suite", "memory"]
+    pd.testing.assert_frame_equal(again.task_records, export.task_records)
+    assert again.task_groups is fx.task_groups and len(fx.task_groups) == len(export.task_groups)
+    # runs by name on the loader's form too (one resolution for both)
+    rid = "lexicon__planner__persistent"
+    assert fx.run_ids("lexicon") == [rid] and fx.run("lexicon")["run_id"] == rid
+    assert len(fx.group_records_of("lexicon")) == int((fx.group_records.run_id == rid).sum())
+    assert export.group_records_of("lexicon") == list(fx.group_records_of(rid))
+    with pytest.raises(KeyError, match="did you mean lexicon"):
+        fx.group_records_of("lexicn")
+    with pytest.raises(ValueError, match="did you mean lexicon"):
+        fx.group_records_of("lexicn")
+    # the figure process gets the results without the export and without built artefacts
+    results.table("planner_results")
+    back = pickle.loads(pickle.dumps(results))
+    assert back.export is None and back._built == {} and results._built
+    assert back.labels == results.labels
+    pd.testing.assert_frame_equal(back.planner_bootstrap.table, results.planner_bootstrap.table)

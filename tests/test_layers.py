@@ -39,3 +39,18 @@ def test_a_science_module_importing_the_command_layer_breaks_a_contract(tmp_path
     out = _lint(tmp_path)
     assert out.returncode == 1
     assert "analysis.metrics is not allowed to import analysis._cli" in out.stdout
+
+
+def test_a_viewer_module_importing_the_report_breaks_a_contract(tmp_path):
+    """The viewer reads only the API: the same contracts on a copy of the package where
+    the site takes its interval text from the report instead of from analysis.api."""
+    import shutil
+    shutil.copytree(REPO / "analysis", tmp_path / "analysis",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    site = tmp_path / "analysis" / "view" / "site.py"
+    site.write_text(site.read_text() + "\nfrom ..report.common import pct_ci  # noqa\n")
+    out = _lint(tmp_path)
+    assert out.returncode == 1
+    assert "analysis.view is not allowed to import analysis.report" in out.stdout
+    assert "analysis.view.site -> analysis.report.common" in out.stdout

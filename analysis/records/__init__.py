@@ -11,7 +11,7 @@ from .manifest import cohort_fingerprint, update_manifest
 from .schemas import SchemaError, validate
 
 __all__ = [
-    "FrozenExport", "IntegrityError", "SchemaError", "VerificationReport", "canonical_json",
+    "Export", "FrozenExport", "IntegrityError", "SchemaError", "VerificationReport", "canonical_json",
     "cohort_fingerprint", "load", "read_records", "sha256_record", "update_manifest",
     "validate", "verify", "write_record", "write_records",
 ]
@@ -19,7 +19,7 @@ __all__ = [
 
 def __getattr__(name):
     # The loader needs pandas (a quarter second to import); verification alone does not.
-    if name in ("FrozenExport", "load"):
+    if name in ("Export", "FrozenExport", "load"):
         from . import loader
         return getattr(loader, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

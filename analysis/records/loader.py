@@ -1,10 +1,15 @@
-"""Loading a verified frozen export into pandas DataFrames (docs/ARCHITECTURE.md §7).
+"""The export as one object (paper appendix A.3, the frozen records; docs/api.md
+``Export``; docs/ARCHITECTURE.md section 7): loading a verified export into pandas
+DataFrames, and its raw records by run and task.
 
 Nothing is returned before verification passes: :func:`load` verifies first and builds
-the tables from the very bytes it verified.
+the tables from the very bytes it verified. :class:`Export` is the one export class: the
+tables read it, and :func:`analysis.load` returns it with the per-run tables joined
+(:meth:`Export.joined`) and the metrics and statistics added by :mod:`analysis.api`.
 """
 from __future__ import annotations
 
+import difflib
 import gc
 import os
 from dataclasses import dataclass, field
@@ -14,12 +19,54 @@ import pandas as pd
 
 from .integrity import VerificationReport, verify_records
 
-__all__ = ["FrozenExport", "load"]
+__all__ = ["Export", "FrozenExport", "UnknownName", "UnknownRun", "load"]
 
 
-@dataclass(frozen=True)
-class FrozenExport:
-    """A verified export. Each table attribute is a DataFrame (see ARCHITECTURE.md §7)."""
+class UnknownName(KeyError):
+    """A run, task, table or figure name the export does not have. A ``KeyError`` (so
+    ``except KeyError`` still catches it) whose message prints as written, not quoted.
+
+    >>> str(UnknownName("table 'x': not an artefact"))
+    "table 'x': not an artefact"
+    """
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownRun(UnknownName, ValueError):
+    """A run name that denotes no run of the export: a ``KeyError`` (an unknown key of
+    the export) and a ``ValueError`` (a wrong argument, as :func:`.run_names.resolve_run`
+    raises it)."""
+
+
+def _did_you_mean(word, choices) -> str:
+    close = difflib.get_close_matches(str(word), [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+#: The run's columns :meth:`Export.joined` puts after ``run_id`` in every per-run table.
+_RUN_COLS = ("planner", "suite", "memory")
+
+
+@dataclass(frozen=True, eq=False)
+class Export:
+    """A verified export: the cohort's and the runs' records as DataFrames (one row per
+    ..., columns: docs/api.md, ``Export``; ARCHITECTURE.md section 7), and the raw
+    records themselves.
+
+    :func:`load` builds it from the very bytes it verified, each per-run table as the
+    records give it. :meth:`joined` gives the same export with each run's ``planner,
+    suite, memory`` right after ``run_id`` in every per-run table and each task's
+    ``suites``: what :func:`analysis.load` returns (an :class:`analysis.Export`, which
+    also computes the metrics and statistics). ``frozen`` is the loader's form (itself,
+    for an export from :func:`load`): what :func:`analysis.metrics.task_metrics` and
+    the table builders read.
+
+    >>> export = load("frozen_exports")  # doctest: +SKIP
+    >>> export.run_ids("lexicon"), export.frozen is export  # doctest: +SKIP
+    (['lexicon__planner__persistent'], True)
+    """
 
     root: str
     manifest: dict = field(repr=False)
@@ -34,7 +81,44 @@ class FrozenExport:
     attempts: pd.DataFrame = field(repr=False)
     task_records: pd.DataFrame = field(repr=False)
     condition_records: pd.DataFrame = field(repr=False)
+    task_groups: pd.DataFrame = field(repr=False, default=None)
     _records: dict = field(repr=False, default_factory=dict)
+    #: the loader's form of a joined export (None: this is it)
+    _loaded: "Export | None" = field(repr=False, default=None)
+    #: what was computed from this export, once (analysis.api: metrics, results, labels)
+    _computed: dict = field(repr=False, default_factory=dict)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(root={self.root!r}, runs={len(self.runs)}, "
+                f"tasks={len(self.tasks)}, group_records={len(self.group_records)})")
+
+    @property
+    def frozen(self) -> "Export":
+        """The export as :func:`load` built it (per-run tables without the run's columns):
+        itself, or the form a joined export was made from."""
+        return self if self._loaded is None else self._loaded
+
+    def joined(self, cls: type | None = None) -> "Export":
+        """This export with each run's ``planner, suite, memory`` inserted after
+        ``run_id`` in ``group_records``, ``attempts``, ``task_records`` and
+        ``condition_records``, and each task's ``suites`` (the suites holding it); an
+        instance of ``cls`` (default: this class). The raw records are shared."""
+        fx = self.frozen
+        runs = fx.runs
+        suites_of = fx.suites.groupby("task_id", sort=False)["suite"].agg(list)
+        tasks = fx.tasks.copy()
+        tasks["suites"] = tasks.task_id.map(suites_of).map(
+            lambda v: v if isinstance(v, list) else [])
+        return (cls or type(self))(
+            root=fx.root, manifest=fx.manifest, report=fx.report, episodes=fx.episodes,
+            groups=fx.groups, tasks=tasks, suites=fx.suites, conditions=fx.conditions,
+            runs=runs, group_records=_with_runs(fx.group_records, runs),
+            attempts=_with_runs(fx.attempts, runs),
+            task_records=_with_runs(fx.task_records, runs),
+            condition_records=_with_runs(fx.condition_records, runs),
+            task_groups=fx.task_groups, _records=fx._records, _loaded=fx)
+
+    # -- raw records ----------------------------------------------------------------------
 
     def raw(self, relpath: str):
         """The parsed records of one file, e.g. ``export.raw("cohort/tasks.jsonl")``: a
@@ -54,14 +138,115 @@ class FrozenExport:
         decodes all of them again: prefer :meth:`group_records_of` one run at a time."""
         return [r for rel in self.files_of(record_type) for r in self._records[rel]]
 
-    def group_records_of(self, run_id: str):
-        """The group records of run ``run_id`` (an iterable, decoded on demand from the
-        verified bytes)."""
-        rel = f"runs/{run_id}/groups.jsonl.gz"
-        if self.manifest["files"].get(rel, {}).get("record_type") != "group_record":
-            raise KeyError(f"run_id {run_id!r}: no group records in the export; runs: "
-                           f"{sorted(self.runs.run_id)}")
+    # -- runs and tasks by name -----------------------------------------------------------
+
+    def run_ids(self, name: str | None = None) -> list[str]:
+        """Every run ID, or those ``name`` denotes (a run ID or a planner name); an unknown
+        name raises :class:`UnknownRun` (a ``ValueError`` and a ``KeyError``) with the
+        closest run ID or planner.
+
+        >>> from analysis import load
+        >>> load().run_ids("belief_search")
+        ['belief_search__memory__persistent', 'belief_search__memory__reset', 'belief_search__planner__persistent']
+        """
+        from .run_names import resolve_run
+        ids = sorted(self.runs.run_id)
+        if name is None:
+            return ids
+        try:
+            return resolve_run(name, ids, key="run")
+        except ValueError as exc:
+            raise UnknownRun(str(exc)) from None
+
+    def _one_run(self, run: str) -> str:
+        ids = self.run_ids(run)
+        if len(ids) != 1:
+            raise ValueError(f"run={run!r}: names {len(ids)} runs ({', '.join(ids)}); give "
+                             "one run ID")
+        return ids[0]
+
+    def run(self, run: str) -> dict:
+        """The ``run.json`` record of one run (a run ID, or a planner with one run)."""
+        rid = self._one_run(run)
+        return next(r for r in self.records_of("run") if r["run_id"] == rid)
+
+    def group_records_of(self, run: str):
+        """The raw group records (docs/FORMAT.md) of one run, in file order: a sequence
+        that decodes them from the verified bytes on demand (``.decode(fields=...)``
+        keeps only some fields). ``run`` is a run ID, or a planner name with one run.
+
+        >>> recs = load("frozen_exports").group_records_of("lexicon")  # doctest: +SKIP
+        >>> len(recs), sorted(recs.decode(fields=("status",))[0])  # doctest: +SKIP
+        (2135, ['status'])
+        """
+        files = self.manifest["files"]
+        rel = f"runs/{run}/groups.jsonl.gz"
+        if files.get(rel, {}).get("record_type") != "group_record":
+            rid = self._one_run(run)
+            rel = f"runs/{rid}/groups.jsonl.gz"
+            if files.get(rel, {}).get("record_type") != "group_record":
+                raise UnknownName(f"run_id {rid!r}: no group records in the export; runs: "
+                                  f"{sorted(self.runs.run_id)}")
         return self._records[rel]
+
+    def task(self, task_id: str) -> dict:
+        """The cohort's task record (contract, groups, tier, title)."""
+        for t in self.records_of("task"):
+            if t["task_id"] == task_id:
+                return t
+        raise UnknownName(f"task_id {task_id!r}: not in the cohort"
+                          f"{_did_you_mean(task_id, self.tasks.task_id)}")
+
+    def task_trace(self, run: str, task_id: str) -> dict:
+        """Everything recorded for one task in one run: ``{"task": <cohort task>,
+        "task_record": <the run's task record>, "group_records": [<raw group record>,
+        ...]}`` with the groups in the task's order.
+
+        >>> from analysis import load
+        >>> export = load()
+        >>> tid = export.tasks.task_id.iloc[0]
+        >>> trace = export.task_trace("belief_search__planner__persistent", tid)
+        >>> [g["group_id"] for g in trace["group_records"]] == trace["task"]["group_ids"]
+        True
+        """
+        rid = self._one_run(run)
+        task = self.task(task_id)
+        rec = next((t for t in self.records_of("task_record")
+                    if t["run_id"] == rid and t["task_id"] == task_id), None)
+        if rec is None:
+            raise UnknownName(f"task_id {task_id!r}: not in run {rid}'s suite")
+        wanted = task["group_ids"]
+        by_id = {g["group_id"]: g for g in self.group_records_of(rid)
+                 if g["group_id"] in set(wanted)}
+        return {"task": task, "task_record": rec,
+                "group_records": [by_id[g] for g in wanted if g in by_id]}
+
+
+#: The name docs/api.md gives the loader's form (``analysis.records.FrozenExport``, and
+#: its former path ``analysis.frozen.FrozenExport``): the same class.
+FrozenExport = Export
+
+
+def _with_runs(df: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with the run's planner, suite and memory inserted after ``run_id``."""
+    out = df.copy()
+    for i, col in enumerate(_RUN_COLS):
+        out.insert(1 + i, col, out["run_id"].map(dict(zip(runs.run_id, runs[col]))))
+    return out
+
+
+def _task_groups(tasks: pd.DataFrame, groups: pd.DataFrame) -> pd.DataFrame:
+    """One row per (task, group): ``task_id, group_id, position`` (the group's place in
+    the task), the task's and the group's columns."""
+    tg = tasks[["task_id", "episode_id", "scene_id", "tier", "title", "group_ids"]].copy()
+    tg["position"] = tg.group_ids.map(lambda g: list(range(len(g))))
+    tg = tg.explode(["group_ids", "position"], ignore_index=True)
+    tg = tg.dropna(subset=["group_ids"]).rename(columns={"group_ids": "group_id"})
+    tg["position"] = tg.position.astype(int)
+    tg = tg.merge(groups.drop(columns=["episode_id"]), on="group_id", how="left")
+    return tg[["task_id", "group_id", "position", "episode_id", "scene_id", "tier",
+               "title", "group_index", "n_groups_in_episode", "instruction",
+               "n_operations", "reference_action_types"]]
 
 
 def _frame(cols: dict[str, list], columns: list[str]) -> pd.DataFrame:
@@ -81,7 +266,7 @@ def _columns(names: str) -> dict[str, list]:
     return {n: [] for n in names.split()}
 
 
-def load(root: str | os.PathLike = "frozen_exports") -> FrozenExport:
+def load(root: str | os.PathLike = "frozen_exports") -> Export:
     """Verify the export at ``root`` and return its tables.
 
     >>> export = load("frozen_exports")  # doctest: +SKIP
@@ -105,8 +290,9 @@ def load(root: str | os.PathLike = "frozen_exports") -> FrozenExport:
         gc.unfreeze()
         if was:
             gc.enable()
-    return FrozenExport(root=str(root), manifest=manifest, report=report, _records=records,
-                        **frames)
+    frames["task_groups"] = _task_groups(frames["tasks"], frames["groups"])
+    return Export(root=str(root), manifest=manifest, report=report, _records=records,
+                  **frames)
 
 
 class _GroupColumns:

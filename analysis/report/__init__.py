@@ -1,7 +1,7 @@
 """One function per table and figure (README.md, "Tables and figures"; tables/README.md).
 
 Each builder takes the loaded export and the statistics results
-(:class:`analysis.report.context.Results`) and returns a :class:`Table` or
+(:class:`analysis.report.Results`) and returns a :class:`Table` or
 :class:`FigureOutput`, or raises :class:`Skip` with the reason the export cannot support
 it. :func:`build_all` computes the statistics once and runs every builder in paper order;
 skipped artefacts come back as :class:`Skipped` entries (listed in ``tables/README.md``).
@@ -9,7 +9,7 @@ skipped artefacts come back as :class:`Skipped` entries (listed in ``tables/READ
 from .audit import validation_audit
 from .cohort import cohort_scope
 from .common import Skip
-from .context import Results, StatsConfig, compute
+from .context import StatsConfig, compute
 from .example import example_task
 from .grounding import grounding_table
 from .ledger import ledger_table
@@ -20,6 +20,7 @@ from .memory import (memory_counters, memory_study_table, paired_outcomes,
                      quarter_profiles_figure, quarter_profiles_table)
 from .output import FigureOutput, Skipped, Table
 from .render import figure_style, render_figure, render_table
+from .results import Results
 from .pairwise import draws_text, pairwise_figure, pairwise_table
 from .leaderboard import leaderboard_tiers_table
 from .planners import endpoints_figure, endpoints_table, planner_results, tier_results

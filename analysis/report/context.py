@@ -1,4 +1,6 @@
-"""Metrics and statistics computed once for every table and figure.
+"""Metrics and statistics computed once for every table and figure (paper 6.3 and 6.4,
+appendix C.5 and C.6: task metrics, episode-cluster intervals, simultaneous contrasts,
+the paired memory study).
 
 :func:`compute` runs ``task_metrics`` and every statistics call (cluster bootstrap,
 simultaneous pairwise contrasts, paired memory conditions, quarter profiles) with the
@@ -7,7 +9,7 @@ the builders read. Nothing here formats; nothing in the builders resamples.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -15,6 +17,7 @@ import pandas as pd
 from ..metrics import task_metrics
 from ..stats import (MIN_CLUSTERS, PAIRWISE_DEFAULT_METHOD, cluster_bootstrap,
                      pairwise_simultaneous)
+from .results import Results
 
 __all__ = ["StatsConfig", "Results", "compute", "PLANNER_METRICS", "METRIC_LABELS",
            "memory_pairs", "few_clusters_note", "run_names_note"]
@@ -142,24 +145,6 @@ def few_clusters_note(*stats_results) -> str:
     return (" WARNING: " + " ".join(dict.fromkeys(texts))) if texts else ""
 
 
-@dataclass
-class Results:
-    """Everything the builders need besides the export itself."""
-
-    config: StatsConfig
-    tasks: pd.DataFrame                     # task_metrics of every run, plus ``label``
-    planner_tasks: pd.DataFrame             # the planner suite's rows
-    labels: list                            # planner labels, in table order
-    planner_boot: object = None             # ClusterBootstrapResult by label
-    endpoint_boot: object = None            # endpoint shares by label
-    tier_boot: object = None                # by (label, tier)
-    pairwise: object = None                 # PairwiseResult, or None
-    pairwise_check: object = None           # the Bonferroni-t cross-check (docs/statistics.md)
-    memory: dict = field(default_factory=dict)   # planner -> memory-study results
-    failures: object = None                 # report.failures.FailureResults (planner suite)
-    skipped: dict = field(default_factory=dict)  # key -> reason a result is absent
-
-
 def memory_pairs(tasks: pd.DataFrame) -> list[str]:
     """Run names (a planner's name unless the run was named apart from it) with both a
     persistent and a reset run on the memory suite."""
@@ -230,21 +215,22 @@ def compute(export, cfg=None, progress=None) -> Results:
     tm = _float_cols(tm, ["success", "completed"])
     pt = tm[tm.suite == "planner"].reset_index(drop=True)
     labels = sorted(pt.label.unique())
-    res = Results(config=scfg, tasks=tm, planner_tasks=pt, labels=labels)
+    skipped, memory = {}, {}
+    res = Results(scfg, tm, pt, labels, export=export, memory=memory, skipped=skipped)
     if pt.empty:
-        res.skipped["planner"] = "the export holds no run on the planner suite"
+        skipped["planner"] = "the export holds no run on the planner suite"
     else:
         say(f"statistics: cluster bootstrap of {len(PLANNER_METRICS)} metrics x "
             f"{len(labels)} planners ({scfg.n_resamples} resamples)")
-        res.planner_boot = _boot(scfg, pt, [c for c, _ in PLANNER_METRICS], ["label"])
+        res.planner_bootstrap = _boot(scfg, pt, [c for c, _ in PLANNER_METRICS], ["label"])
         from ..metrics import ENDPOINTS
         ep = pt[["label", "episode_id"]].copy()
         for e in ENDPOINTS:
             ep[e] = (pt.endpoint == e).astype(float)
         say("statistics: endpoint shares")
-        res.endpoint_boot = _boot(scfg, ep, list(ENDPOINTS), ["label"])
+        res.endpoint_bootstrap = _boot(scfg, ep, list(ENDPOINTS), ["label"])
         say("statistics: results by contract tier")
-        res.tier_boot = _boot(scfg, pt, ["success", "gcr", "action_validity", "completed"],
+        res.tier_bootstrap = _boot(scfg, pt, ["success", "gcr", "action_validity", "completed"],
                               ["label", "tier"])
         n_eps = pt.episode_id.nunique()
         # contrasts pair every task: a limited run (run limit=N, tabulated only with
@@ -252,17 +238,17 @@ def compute(export, cfg=None, progress=None) -> Results:
         whole = set(pt.task_id)
         paired = [lab for lab in labels if set(pt.task_id[pt.label == lab]) == whole]
         if len(paired) < len(labels):
-            res.skipped["pairwise_limited"] = (
+            skipped["pairwise_limited"] = (
                 "left out of the contrasts (limited runs, fewer tasks): "
                 + ", ".join(lab for lab in labels if lab not in paired))
             pt_pairs = pt[pt.label.isin(paired)].reset_index(drop=True)
         else:
             pt_pairs = pt
         if len(paired) < 2:
-            res.skipped["pairwise"] = (f"only {len(paired)} planner on the planner suite; "
+            skipped["pairwise"] = (f"only {len(paired)} planner on the planner suite; "
                                        "contrasts need at least two")
         elif n_eps < MIN_CLUSTERS:  # e.g. a subset export cut to one or two episodes
-            res.skipped["pairwise"] = (f"the planner suite has {n_eps} episode(s); "
+            skipped["pairwise"] = (f"the planner suite has {n_eps} episode(s); "
                                        f"episode-cluster contrasts need at least "
                                        f"{MIN_CLUSTERS}")
         else:
@@ -282,12 +268,12 @@ def compute(export, cfg=None, progress=None) -> Results:
     if not pt.empty:
         say("re-execution: failure labels and condition ledger of the planner suite")
         from ..executor.failures import DerivationError
-        from .failures import derive_failures
+        from .failure_labels import derive_failures
         runs = pt.drop_duplicates("run_id").set_index("run_id").label
         try:
             res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)})
         except DerivationError as exc:  # records that do not re-execute have no labels
-            res.skipped["failures"] = (f"the records do not re-execute ({exc}); python -m "
+            skipped["failures"] = (f"the records do not re-execute ({exc}); python -m "
                                        "analysis.reexecute names the first divergence")
     pairs = memory_pairs(tm)
     mem = tm[tm.suite == "memory"]
@@ -295,19 +281,19 @@ def compute(export, cfg=None, progress=None) -> Results:
     partial = [p for p in pairs if any(set(mem.task_id[mem.run_id == r]) != whole_mem
                                        for r in mem.run_id[mem.planner == p].unique())]
     if partial:  # the paired memory study pairs every task: limited runs stay out
-        res.skipped["memory_limited"] = ("left out of the memory study (limited runs, fewer "
+        skipped["memory_limited"] = ("left out of the memory study (limited runs, fewer "
                                          "tasks): " + ", ".join(partial))
         pairs = [p for p in pairs if p not in partial]
     if not pairs:
-        res.skipped["memory"] = ("the export holds no planner with both a persistent and a "
+        skipped["memory"] = ("the export holds no planner with both a persistent and a "
                                  "reset run on the memory suite")
     n_mem = tm[tm.suite == "memory"].episode_id.nunique()
     if pairs and n_mem < MIN_CLUSTERS:
-        res.skipped["memory"] = (f"the memory suite has {n_mem} episode(s); the paired "
+        skipped["memory"] = (f"the memory suite has {n_mem} episode(s); the paired "
                                  f"episode-cluster statistics need at least {MIN_CLUSTERS}")
         pairs = []
     for planner in pairs:
         say(f"statistics: memory study of {planner}")
         from .memory_stats import memory_study
-        res.memory[planner] = memory_study(export, tm, planner, scfg)
+        memory[planner] = memory_study(export, tm, planner, scfg)
     return res

@@ -1,4 +1,5 @@
-"""Table 4 (planner results), Table 5 and Figure 5 (endpoints), Table 7 (by tier)."""
+"""Table 4 (planner results, paper 6.3), Table 5 and Figure 5 (task endpoints, paper
+Figure 2), Table 7 (by contract tier, paper 6.3)."""
 from __future__ import annotations
 
 import numpy as np
@@ -19,7 +20,7 @@ ENDPOINT_LABELS = {"parse_failure": "parse failure", "empty_plan": "empty plan",
 
 
 def _need_planner(results):
-    if results is None or results.planner_boot is None:
+    if results is None or results.planner_bootstrap is None:
         raise Skip(results.skipped.get("planner", "no planner-suite runs") if results
                    else "no statistics results")
 
@@ -37,7 +38,7 @@ def planner_results(export, results) -> Table:
     """Per planner: every task-macro metric with its episode-cluster interval."""
     _need_planner(results)
     cfg = results.config
-    t = results.planner_boot.table
+    t = results.planner_bootstrap.table
     label = dict(PLANNER_METRICS)
     data = t.rename(columns={"label": "planner"}).copy()
     data.insert(2, "metric_label", data.metric.map(label))
@@ -63,7 +64,7 @@ def planner_results(export, results) -> Table:
                "terminal-tier tasks, GCR (event) the event-tier tasks. A task in which the "
                "planner made no attempt counts as 0 action validity; 'tasks without "
                "attempts' gives how many. "
-               + cfg.brief() + " " + METHODS_POINTER + few_clusters_note(results.planner_boot)
+               + cfg.brief() + " " + METHODS_POINTER + few_clusters_note(results.planner_bootstrap)
                + run_names_note(results.planner_tasks)))
 
 
@@ -74,7 +75,7 @@ def endpoints_table(export, results) -> Table:
     pt = results.planner_tasks
     counts = pd.crosstab(pt.label, pt.endpoint).reindex(index=results.labels,
                                                         columns=list(ENDPOINTS), fill_value=0)
-    bt = results.endpoint_boot.table.set_index(["label", "metric"])
+    bt = results.endpoint_bootstrap.table.set_index(["label", "metric"])
     data, disp = [], []
     for p in results.labels:
         drow = {"planner": p, "tasks": int(counts.loc[p].sum())}
@@ -91,7 +92,7 @@ def endpoints_table(export, results) -> Table:
                "status, else how many conditions were met. Cells: task count (share in "
                f"percent with its {cfg.level_pct} interval). Counts describe outcomes, not "
                "causes. " + cfg.brief() + " " + METHODS_POINTER
-               + few_clusters_note(results.endpoint_boot)))
+               + few_clusters_note(results.endpoint_bootstrap)))
 
 
 #: Endpoint encodings for greyscale print: every endpoint has its own hatch on a white
@@ -119,7 +120,7 @@ def endpoints_figure(export, results, width: float = SINGLE_COLUMN) -> FigureOut
     pt = results.planner_tasks
     counts = pd.crosstab(pt.label, pt.endpoint).reindex(index=results.labels,
                                                         columns=list(ENDPOINTS), fill_value=0)
-    bt = results.endpoint_boot.table.set_index(["label", "metric"])
+    bt = results.endpoint_bootstrap.table.set_index(["label", "metric"])
     ncol = 2 if width < 5 else 3
     n_leg_rows = -(-len(ENDPOINTS) // ncol)
     fig = new_figure(width, 0.3 * len(results.labels) + 0.6 + 0.15 * n_leg_rows)
@@ -180,7 +181,7 @@ def tier_results(export, results) -> Table:
     """Per planner and contract tier: success, GCR, validity, completed-run rate."""
     _need_planner(results)
     cfg = results.config
-    t = results.tier_boot.table
+    t = results.tier_bootstrap.table
     labels = {"success": "Success", "gcr": "GCR", "action_validity": "Action validity",
               "completed": "Completed-run rate"}
     data = t.rename(columns={"label": "planner"})[
@@ -202,4 +203,4 @@ def tier_results(export, results) -> Table:
                "on accepted events within the task; the tiers are different contract "
                "interpretations, not a difficulty scale. Success on terminal tasks is "
                "Strict-TSR. " + cfg.brief() + " " + METHODS_POINTER
-               + few_clusters_note(results.tier_boot)))
+               + few_clusters_note(results.tier_bootstrap)))

@@ -1,4 +1,5 @@
-"""Building the site of an export into a folder: read, render, write all or nothing.
+"""The trace viewer's build (docs/viewer.md; the paper's traceable execution, E.3):
+the site of an export into a folder: read through the API, render, write all or nothing.
 
 >>> from analysis.view.builder import build
 >>> build("frozen_exports", "/tmp/e2w_site").index  # doctest: +SKIP
@@ -10,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..report.links import view_index
+from ..api import view_index
 from .output import check_site_dir, write_site
 from .site import build_site
 from .source import open_source

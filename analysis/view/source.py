@@ -41,7 +41,7 @@ class Source:
 
     def episodes(self):
         """The cohort's episode records (groups with source steps and operations)."""
-        return self.export.frozen.records_of("episode")
+        return self.export.records_of("episode")
 
     def task_records(self, run_id: str) -> dict:
         """``{task_id: {"completed": bool, "conditions": [{"id", "truth"}, ...]}}`` of one
@@ -65,7 +65,7 @@ class Source:
         re-execution (``Results.failures`` for planner-suite runs, else
         ``Export.failures``): ``FailureResults`` with ``attempts`` and ``groups``, or the
         reason (a string) when the run's records do not re-execute."""
-        from ..executor.failures import DerivationError
+        from ..api import DerivationError
         f = getattr(self.results, "failures", None)
         if f is not None and run_id in set(f.group_counts.run_id):
             return f
@@ -106,7 +106,7 @@ def open_source(export_root: str | os.PathLike, stats: dict | None = None) -> So
              "memory": r.memory, "suite": r.suite, "label": labels.get(r.run_id, r.run_id)}
             for r in export.runs.sort_values("run_id").itertuples()]
     suites = {s: sorted(part.task_id) for s, part in export.suites.groupby("suite")}
-    tasks = sorted(export.frozen.records_of("task"), key=lambda t: t["task_id"])
+    tasks = sorted(export.records_of("task"), key=lambda t: t["task_id"])
     # the manifest's bytes are its canonical form (docs/FORMAT.md): hash what was verified
     text = json.dumps(export.manifest, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
     fingerprint = hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,80 @@
+"""The failure labels and the condition ledger of a run, derived by re-execution (paper
+6.3 and E.1; docs/executor.md, "Failure labels").
+
+:func:`derive_failures` re-executes each run from the hash-verified records
+(:mod:`analysis.executor.failures`) and returns a :class:`FailureResults` of DataFrames;
+no recorded label is read. :func:`analysis.report.compute` derives the planner suite's
+once (``Results.failures``, tables 15 and 16); ``Export.failures`` derives one run's. This
+module computes and does not format: the tables are built in :mod:`.failures`.
+
+>>> FailureResults.__dataclass_fields__.keys() >= {"attempts", "groups", "ledger"}
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+__all__ = ["FailureResults", "derive_failures"]
+
+
+#: What the derivation reads of a group record.
+_FIELDS = ("episode_id", "group_id", "status", "attempts", "queries", "planner_calls")
+
+
+@dataclass
+class FailureResults:
+    """Per-run labels and ledger as DataFrames (one row per rejected attempt, per
+    non-completed group, per condition), with the run's planner ``label``."""
+
+    attempts: pd.DataFrame   # label, run_id, episode_id, group_id, index, failure, check, failed_checks
+    groups: pd.DataFrame     # label, run_id, episode_id, group_id, status, failure
+    ledger: pd.DataFrame     # label, run_id, episode_id, task_id, condition_id, kind, ...
+    group_counts: pd.DataFrame  # label, run_id, episode_id, group_id, task_ids (every group)
+
+
+def derive_failures(export, run_labels) -> FailureResults:
+    """Labels and ledger of every run in ``run_labels`` (``{run_id: planner label}``),
+    derived by re-execution from the export's verified records."""
+    from ..executor import Rules
+    from ..executor.failures import DerivationError, derive_run
+
+    if not export.records_of("rules"):
+        raise DerivationError("cohort/rules.json: missing (re-execution needs the cohort's "
+                              "rules)")
+    rules = Rules.from_dict(export.records_of("rules")[0])
+    episodes = {e["episode_id"]: e for e in export.records_of("episode")}
+    tasks = {t["task_id"]: t for t in export.records_of("task")}
+    suites = {s["suite"]: s for s in export.records_of("suite")}
+    runs = {r["run_id"]: r for r in export.records_of("run")}
+    att, grp, led = [], [], []
+    for run_id, label in run_labels.items():
+        run = runs[run_id]
+        records = export.group_records_of(run_id).decode(fields=_FIELDS)
+        try:
+            d = derive_run(run_id, records, episodes,
+                           [tasks[t] for t in suites[run["suite"]]["task_ids"] if t in tasks],
+                           rules, run.get("attempt_limit", 80))
+        except (KeyError, TypeError, IndexError, AttributeError) as exc:
+            # records that do not fit their cohort (a hand-made export): no labels
+            raise DerivationError(f"run {run_id}: the records do not re-execute "
+                                  f"({type(exc).__name__}: {exc})") from None
+        att += [(label, run_id, a.episode_id, a.group_id, a.index, a.label, a.check,
+                 " ".join(a.failed_checks)) for a in d.attempts]
+        grp += [(label, run_id, g.episode_id, g.group_id, g.status, g.label) for g in d.groups]
+        led += [(label, run_id, tasks[e.task_id]["episode_id"], e.task_id, e.condition_id,
+                 e.kind, e.n_groups, e.first_group, e.first_position, e.end_truth, e.undone)
+                for e in d.ledger]
+    gr = export.group_records
+    gr = gr[gr.run_id.isin(list(run_labels))]
+    return FailureResults(
+        attempts=pd.DataFrame(att, columns=["label", "run_id", "episode_id", "group_id",
+                                            "index", "failure", "check", "failed_checks"]),
+        groups=pd.DataFrame(grp, columns=["label", "run_id", "episode_id", "group_id",
+                                          "status", "failure"]),
+        ledger=pd.DataFrame(led, columns=["label", "run_id", "episode_id", "task_id",
+                                          "condition_id", "kind", "n_groups", "first_group",
+                                          "first_position", "end_truth", "undone"]),
+        group_counts=pd.DataFrame({"label": gr.run_id.map(run_labels), "run_id": gr.run_id,
+                                   "episode_id": gr.episode_id, "group_id": gr.group_id}))
