@@ -129,7 +129,9 @@ def test_rows_that_decide_one_gap_differently_are_contested_and_decide_nothing()
     ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
     groups, facts, tasks = _episode("counter")
     res = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, track_index([mug]))
-    assert res.contested == 2 and res.checks == []
+    # nothing decides the gap: the condition's record says no row speaks to it
+    assert res.contested == 2 and [(c["kind"], c["passed"]) for c in res.checks] == [("condition", True)]
+    assert res.checks[0]["detail"].endswith("no row of its videos decides that place then (not checked)")
 
 
 # ------------------------------------------------------------------ fallbacks yield
@@ -164,7 +166,6 @@ def _cup_ops(world, vocab):
 
 
 def test_a_curated_fallback_yields_to_the_row_that_decides_it():
-    from analysis.compiler.worlds import ROW_RULE
     world, vocab, cup, answers, it = _cup_world()
     assert [(c["track"], c["side"]) for c in world.conflicts] == [("c1", "dst")]   # q1 vs i1
     # the row audit: q1 decides nothing (off the itinerary), i1 decides every gap
@@ -172,16 +173,21 @@ def test_a_curated_fallback_yields_to_the_row_that_decides_it():
     assert (d.qid, d.fixture, d.g0, d.g1) == ("i1", "table", 12.0, 30.0)
     # the compiler set i1's move 1 aside with the conflict (c1 is not compiled): before
     # the row audit, the cup stayed in the cupboard and c2 was taken from there, although
-    # i1 says c1 put it on the table; now the fallback yields to i1 (curated, citing it)
+    # i1 says c1 put it on the table; now the fallback yields to i1 (curated, citing it):
+    # when c1 ends (12 s, the hand free) the cup is moved to the table (operations.SETTLE_RULE)
+    from analysis.compiler.operations import SETTLE_RULE
     world.row_places = {}
     _, before = _cup_ops(world, vocab)
     assert before[0] == ("take_from_storage", ["cup", "cupboard"], 30.0)
     world, vocab, cup, answers, it = _cup_world()
     b, ops = _cup_ops(world, vocab)
-    assert ops[:3] == [("take_from_storage", ["cup", "cupboard"], 30.0), ("put_on", ["cup", "table"], 30.0),
+    assert ops[:3] == [("take_from_storage", ["cup", "cupboard"], 12.0), ("put_on", ["cup", "table"], 12.0),
                        ("pick_up", ["cup", "table"], 30.0)]
+    moved = [o for o in b.out.ops if o.action["args"][:1] == ["cup"]][:2]
+    assert {o.provenance["refs"]["rule"] for o in moved} == {
+        f"{SETTLE_RULE}:object_motion_object_movement_itinerary.json i1"}
     pick = next(o for o in b.out.ops if o.action["type"] == "pick_up" and o.action["args"][0] == "cup")
-    assert pick.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{ROW_RULE}:" \
+    assert pick.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{SETTLE_RULE}:" \
         "object_motion_object_movement_itinerary.json i1"
     # the audit of the compiled operations: nothing contradicted; the old pick-up from the
     # cupboard is what it flags
@@ -224,11 +230,225 @@ def test_table_3_counts_the_row_audit():
     rows_in = [LocationAnswer("q1", "v", "take", 12.0, "cupboard"), LocationAnswer("q2", "v", "put", 10.0, "sink")]
     ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
     groups, facts, tasks = _episode("counter")
-    recs = row_audit_records({"v": audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")},
-                                              track_index([mug]))})
+    from analysis.compiler.row_audit import audit_states
+    res = audit_rows(ds, rows, facts, groups, tasks, {"mug": ("v", "a1")}, track_index([mug]))
+    res.checks += audit_states(ds, [], OBJ, START, _ops(*FETCH_MUG), _sim(), track_index([mug]))
+    recs = row_audit_records({"v": res})
     export = NS(records_of=lambda kind: recs if kind == "audit" else [])
     data = validation_audit(export).data.set_index("check")
-    assert list(data.index) == ["row_operation", "row_initial_fact", "row_condition", "row_rows", "row_audit"]
-    assert list(data.result) == ["1/2", "1/1", "0/1", "1/1", "0/1"]
+    assert list(data.index) == ["row_operation", "row_initial_fact", "row_condition", "row_state", "row_rows",
+                                "row_audit"]
+    # the replayed state: the mug on the counter after t1 (q2 says the sink), in the
+    # cupboard before it (q1 agrees)
+    assert list(data.result) == ["1/2", "1/1", "0/1", "1/2", "1/1", "0/1"]
+    assert data.loc["row_state", "what"].startswith("row audit: the replayed reference state")
     assert data.loc["row_audit", "what"].startswith("row audit: no compiled fact contradicted")
 
+
+
+# ------------------------------------------------------------------ the replayed state
+def _sim():
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.vocabulary import Vocabulary
+    return Sim(Vocabulary.load())
+
+
+OBJ = {"counter": "counter", "cupboard": "cupboard", "sink": "kitchen_sink", "table": "table",
+       "mug": "mug", "cup": "cup"}
+START = frozenset({("at", "mug", "cupboard"), ("at", "cup", "cupboard"), ("agent-at", "counter"), ("hand-empty",)})
+
+
+def _ops(*steps):
+    """Operation records (one group) from ``(type, args, time)``, each curated."""
+    return [{"group_id": "v/g0000", "operations": [
+        {"type": t, "args": list(a), "provenance": {"source": "curated", "refs": {"time": tm, "args": [], "rule": "x"}}}
+        for t, a, tm in steps]}]
+
+
+FETCH_MUG = [("navigate", ["counter", "cupboard"], 10.0), ("open_storage", ["cupboard"], 10.0),
+             ("take_from_storage", ["mug", "cupboard"], 10.0), ("close_storage", ["cupboard"], 10.0),
+             ("navigate", ["cupboard", "counter"], 12.0), ("put_on", ["mug", "counter"], 12.0)]
+
+
+def test_the_replayed_place_of_an_object_whose_last_track_is_not_compiled_is_checked():
+    from analysis.compiler.row_audit import audit_states
+    # the mug: t1 10-12 s compiled (cupboard -> counter), t2 30-31 s dropped by the one-hand
+    # model; VQA q2 (put, at t2's start) says t2 left it in the sink: gap 2, 31-100 s
+    mug = _mug()
+    ds, _ = decisions("v", [mug], [LocationAnswer("q2", "v", "put", 30.0, "sink")], [], FX,
+                      {("v", "a1"): "mug"}, 0.0, 100.0)
+    checks = audit_states(ds, [], OBJ, START, _ops(*FETCH_MUG), _sim(), track_index([mug]))
+    # no operation names the sink (the row audit of operations sees nothing), but the
+    # replayed world leaves the mug on the counter after t2: contradicted
+    assert [(c["id"], c["passed"]) for c in checks] == [("q2/mug/g2", False)]
+    assert "replayed place of mug after its track (gap 31.0-100.0" in checks[0]["detail"]
+    assert checks[0]["detail"].endswith("counter; CONTRADICTED by 3d_perception_object_location.json q2 ('sink': sink)")
+    # moved to the sink once the hand is free after t2 (31 s): agrees; at 40 s the hand was
+    # free at 31.07 s already (nothing held), so a move at 40 s is too late
+    settle = [("pick_up", ["mug", "counter"], 31.0), ("navigate", ["counter", "sink"], 31.0),
+              ("put_in_sink", ["mug", "sink"], 31.0)]
+    ok = audit_states(ds, [], OBJ, START, _ops(*FETCH_MUG, *settle), _sim(), track_index([mug]))
+    assert [(c["id"], c["passed"]) for c in ok] == [("q2/mug/g2", True)]
+    late = [(t, a, 40.0) for t, a, _ in settle]
+    assert [c["passed"] for c in audit_states(ds, [], OBJ, START, _ops(*FETCH_MUG, *late), _sim(),
+                                              track_index([mug]))] == [False]
+    # with the cup held from 30 s to 35 s (the reason t2 was dropped), the hand is first free
+    # at 35 s: the move then agrees
+    busy = [("navigate", ["counter", "cupboard"], 30.0), ("open_storage", ["cupboard"], 30.0),
+            ("take_from_storage", ["cup", "cupboard"], 30.0), ("close_storage", ["cupboard"], 30.0),
+            ("navigate", ["cupboard", "table"], 35.0), ("put_on", ["cup", "table"], 35.0),
+            ("navigate", ["table", "counter"], 35.0)]
+    moved = [("pick_up", ["mug", "counter"], 35.0), ("navigate", ["counter", "sink"], 35.0),
+             ("put_in_sink", ["mug", "sink"], 35.0)]
+    res = audit_states(ds, [], OBJ, START, _ops(*FETCH_MUG, *busy, *moved), _sim(), track_index([mug]))
+    assert [c["passed"] for c in res] == [True]
+
+
+def test_an_ambiguous_row_is_contradicted_only_when_no_candidate_agrees():
+    from analysis.compiler.row_audit import ambiguous, audit_states
+    # the mug's t1 and the cup's c1 both start at 10.0 s: "where did I put the object
+    # after taking it at 10.0?" 'sink' is about one of them (gap 1 of each)
+    mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0),))
+    cup = Association("v", "a2", "cup", "cup", (Track("c1", 10.02, 12.0),))
+    ents = {("v", "a1"): "mug", ("v", "a2"): "cup"}
+    ans = [LocationAnswer("q1", "v", "put", 10.0, "sink")]
+    ds, rows = decisions("v", [mug, cup], ans, [], FX, ents, 0.0, 100.0)
+    amb = ambiguous("v", [mug, cup], ans, [], FX, ents, 0.0, 100.0)
+    assert ds == [] and dict(rows) == {"ambiguous": 1} and [[d.entity for d in r] for r in amb] == [["mug", "cup"]]
+    idx = track_index([mug, cup])
+    # both on the counter: the row contradicts the compiled world whatever the binding
+    bad = audit_states(ds, amb, OBJ, START, _ops(*FETCH_MUG), _sim(), idx)
+    assert [(c["id"], c["passed"]) for c in bad] == [("q1/ambiguous", False)]
+    assert "mug g1 counter (row: sink); cup g1 cupboard (row: sink): CONTRADICTED" in bad[0]["detail"]
+    # the mug in the sink: one candidate agrees
+    sink = [(t, ["mug", "sink"] if a == ["mug", "counter"] else ["cupboard", "sink"] if a == ["cupboard", "counter"]
+             else a, tm) for t, a, tm in FETCH_MUG[:-1]] + [("put_in_sink", ["mug", "sink"], 12.0)]
+    assert [c["passed"] for c in audit_states(ds, amb, OBJ, START, _ops(*sink), _sim(), idx)] == [True]
+    # an unambiguous row placing every candidate elsewhere contests the ambiguous one
+    more = ans + [LocationAnswer("q2", "v", "take", 30.0, "table")]   # no track ends at 30: no candidate
+    assert decisions("v", [mug, cup], more, [], FX, ents, 0.0, 100.0)[0] == []
+    mug2 = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0), Track("t2", 50.0, 51.0)))
+    cup2 = Association("v", "a2", "cup", "cup", (Track("c1", 10.02, 12.0), Track("c2", 60.0, 61.0)))
+    other = ans + [LocationAnswer("q3", "v", "take", 51.0, "table"), LocationAnswer("q4", "v", "take", 61.0, "table")]
+    ds, _ = decisions("v", [mug2, cup2], other, [], FX, ents, 0.0, 100.0)
+    amb = ambiguous("v", [mug2, cup2], other, [], FX, ents, 0.0, 100.0)
+    res = audit_states(ds, amb, OBJ, START, _ops(*FETCH_MUG), _sim(), track_index([mug2, cup2]))
+    contested = [c for c in res if c["id"] == "q1/ambiguous"]
+    assert [c["passed"] for c in contested] == [True] and "contested" in contested[0]["detail"]
+
+
+def test_n_questions_at_one_moment_for_n_objects_with_one_answer_decide_each():
+    # the compiler's exception (worlds._link_answers): two put questions at 10.0 s, the
+    # mug's and the cup's tracks start there, both answers 'table': each object's gap 1
+    mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0),))
+    cup = Association("v", "a2", "cup", "cup", (Track("c1", 10.0, 11.0),))
+    ents = {("v", "a1"): "mug", ("v", "a2"): "cup"}
+    two = [LocationAnswer("q1", "v", "put", 10.0, "table"), LocationAnswer("q2", "v", "put", 10.0, "table")]
+    ds, rows = decisions("v", [mug, cup], two, [], FX, ents, 0.0, 100.0)
+    assert dict(rows) == {"decided": 2}
+    assert sorted({(d.entity, d.gap, d.fixture, d.g0) for d in ds}) == [("cup", 1, "table", 11.0), ("mug", 1, "table", 12.0)]
+    # answers that differ (or one question for two objects) stay ambiguous
+    differ = [two[0], LocationAnswer("q2", "v", "put", 10.0, "sink")]
+    assert dict(decisions("v", [mug, cup], differ, [], FX, ents, 0.0, 100.0)[1]) == {"ambiguous": 2}
+    assert dict(decisions("v", [mug, cup], two[:1], [], FX, ents, 0.0, 100.0)[1]) == {"ambiguous": 1}
+
+
+def test_every_condition_has_one_row_condition_record():
+    # an `at` condition no row decides and an `in` condition each get a record saying so
+    mug, ent = _mug(), {("v", "a1"): "mug"}
+    groups, facts, tasks = _episode("counter")
+    tasks[0]["conditions"].append({"id": "c2", "kind": "atom", "atom": ["in", "tea", "mug"]})
+    res = audit_rows([], {}, facts, groups, tasks, {"mug": ("v", "a1")}, track_index([mug]))
+    conds = [c for c in res.checks if c["kind"] == "condition"]
+    assert [(c["condition_id"], c["passed"]) for c in conds] == [("c1", True), ("c2", True)]
+    assert conds[0]["detail"].endswith("no row of its videos decides that place then (not checked)")
+    assert conds[1]["detail"] == "condition in(tea, mug): not a place, no location row speaks to it (not checked)"
+    recs = row_audit_records({"v": res})
+    assert sum(r["check"] == "row_condition" for r in recs) == sum(len(t["conditions"]) for t in tasks)
+    assert "0 of 2 conditions checked (2 not checked: no row decides them)" in recs[-1]["detail"]
+
+
+def test_a_worn_glove_is_moved_where_its_row_puts_it_once_the_hand_is_free():
+    # a glove is worn, never compiled as held; VQA q1 puts it on the table after its track
+    # (10-12 s): with the hand free at 12 s, curated operations move it there from its
+    # default place, citing the row (operations.SETTLE_RULE)
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import SETTLE_RULE, build_operations
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "drawer", "type": "drawer"},
+                {"id": "table", "type": "table"}]
+    glove = Association("v", "g1", "oven glove", "oven glove", (Track("t1", 10.0, 12.0),))
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [glove]},
+                        [LocationAnswer("q1", "v", "put", 10.0, "table")], [], {}, ClassTable({}, {}, {}), vocab,
+                        offsets={"v": 0.0})
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    moved = [(o.action["type"], o.action["args"], o.time, o.provenance["refs"].get("rule")) for o in b.out.ops
+             if o.action["args"][:1] == ["oven_glove"]]
+    start = next(a for a in world.facts if a[:2] == ("at", "oven_glove"))[2]
+    rule = f"{SETTLE_RULE}:3d_perception_object_location.json q1"
+    assert [m[1][1] for m in moved] == [start, "table"] and {m[2] for m in moved} == {12.0}
+    assert {m[3] for m in moved} == {rule}
+    assert any("worn on the hand" in d["reason"] for d in b.out.dropped)
+
+
+def test_an_ambiguous_row_gives_each_candidate_its_place_where_nothing_else_does():
+    # the mug's and the cup's tracks start together at 10 s; 'table' is about one of them:
+    # neither has an observed destination, so both curated put-downs follow the row
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import AMB_RULE, build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "cupboard", "type": "cupboard"},
+                {"id": "table", "type": "table"}]
+    mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0),))
+    cup = Association("v", "a2", "cup", "cup", (Track("c1", 10.02, 10.5), Track("c2", 20.0, 21.0)))
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [mug, cup]},
+                        [LocationAnswer("q1", "v", "put", 10.0, "table")], [], {}, ClassTable({}, {}, {}), vocab,
+                        offsets={"v": 0.0})
+    assert sorted(k[1:] for k in world.amb_places) == [("a1", 1), ("a2", 1)] and world.row_places == {}
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    puts = [(o.action["args"], o.provenance["refs"]["args"][1]["refs"].get("rule")) for o in b.out.ops
+            if o.action["type"] == "put_on"]
+    # the cup's c1 is nested in the mug's t1 and dropped; it is settled on the table when
+    # the hand frees at 12 s; the mug's put-down goes there too
+    assert (["mug", "table"], f"{AMB_RULE}:3d_perception_object_location.json q1") in puts
+    cup_at = [o.action["args"][1] for o in b.out.ops if o.action["type"] in ("put_on",) and o.action["args"][0] == "cup"]
+    assert cup_at[0] == "table"
+
+
+def test_an_untracked_text_vessel_stands_where_the_row_puts_the_food_added_into_it():
+    # VQA 200 of P09-20240622-150155: the ginger (its track 10-20 s ends with the add into
+    # the untracked pot the step text names) was put "on the hob": the pot stands there,
+    # not on the curated work counter
+    from analysis.compiler.grounding import TEXT_VESSEL_RULE, Grounding, Planned
+    from analysis.compiler.operations import text_vessel_places
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import ROW_RULE, build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "hob", "type": "hob"}, {"id": "fridge", "type": "fridge"}]
+    ginger = Association("v", "a1", "ginger", "ginger", (Track("t1", 10.0, 20.0),))
+
+    def world_with(answer):
+        w = build_world("v", "P09", ["v"], fixtures, "counter", {"v": [ginger]},
+                        [LocationAnswer("q1", "v", "put", 10.0, answer)], [], {}, ClassTable({}, {}, {}), vocab,
+                        offsets={"v": 0.0})
+        w.objects["pot"] = "pot"
+        w.facts[("at", "pot", "counter")] = {"source": "curated", "refs": {"rule": TEXT_VESSEL_RULE}}
+        return w
+    add = Planned("add", 19.0, "add_ingredient", {"o": "ginger", "c": "pot"}, {}, {}, hold="ginger", hold_track="t1")
+    w = world_with("hob")
+    assert text_vessel_places(w, Grounding(planned=[add])) == ["pot"]
+    assert w.facts[("at", "pot", "hob")] == {"source": "curated", "refs": {
+        "rule": f"{ROW_RULE}:3d_perception_object_location.json q1"}}
+    # a stir (not an add of the held food) says nothing about the pot's place
+    w = world_with("hob")
+    stir = Planned("step", 19.0, "stir", {"t": "ginger", "c": "pot"}, {}, {}, hold="ginger", hold_track="t1")
+    assert text_vessel_places(w, Grounding(planned=[stir])) == [] and ("at", "pot", "counter") in w.facts

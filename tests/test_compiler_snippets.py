@@ -59,6 +59,50 @@ def test_verb_phrase_is_two_words_only_when_the_vocabulary_lists_them():
     assert verb_of("tap wooden spoon", verbs) == ("tap", "wooden spoon")
 
 
+def test_a_particle_after_the_verb_is_part_of_the_verb_phrase():
+    # how_86 "turn on blender": the verb is "turn on" (a switch-on), never "turn" (rotate)
+    # with the noun "on blender"; listed or not, the particle stays with its verb
+    verbs = {"turn": {}, "tap": {}, "pick": {}}
+    assert verb_of("turn on blender", verbs) == ("turn on", "blender")
+    assert verb_of("switch off tap", verbs) == ("switch off", "tap")
+    assert verb_of("pick up bowl", verbs) == ("pick up", "bowl")
+    assert verb_of("turn on", verbs) == ("turn", "on")          # no noun left: one word
+
+
+def _blender_world(vocab, second=False):
+    """A "blender" tracked 10-12 s (then on the counter) and 60-62 s; with ``second``
+    also a "blender2" 70-71 s: two blenders in the video."""
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "cupboard", "type": "cupboard"}]
+    a = [Association("v1", "b1", "blender", "blender", (Track("t1", 10.0, 12.0), Track("t2", 60.0, 62.0)))]
+    if second:
+        a.append(Association("v1", "b2", "blender2", "blender2", (Track("t3", 70.0, 71.0),)))
+    return build_world("v1", "P01", ["v1"], fixtures, "counter", {"v1": a}, [], [], {},
+                       ClassTable({}, {}, {}), vocab, offsets={"v1": 0.0})
+
+
+def test_turn_on_blender_switches_on_the_videos_only_blender_where_it_stands(vocab):
+    world = _blender_world(vocab)
+    assert world.objects["blender"] == "blender"
+    g = ground(world, {}, vocab, (), [_snip(20, "turn on blender", 30.0, 32.0)])
+    b = build_operations(world, g, Sim(vocab))
+    ops = [(o.action["type"], o.action["args"], o.time, o.provenance["source"]) for o in b.out.ops
+           if o.action["type"] == "turn_on_container"]
+    # not held at 30-32 s (tracks 10-12 and 60-62): switched on where its first track left
+    # it (the work counter, curated), the blender observed by the snippet; on once the
+    # snippet ends (32 s: the unit of a snippet is the one holding its end)
+    assert ops == [("turn_on_container", ["blender", "counter"], 32.0, "curated")]
+    op = next(o for o in b.out.ops if o.action["type"] == "turn_on_container")
+    arg = op.provenance["refs"]["args"][0]
+    assert arg["source"] == "observed" and arg["refs"]["id"] == "fine_grained_why_recognition_20"
+    assert "the only electric_container named 'blender' tracked in the video" in arg["refs"]["how"]
+    # two blenders in the video: neither binds
+    world = _blender_world(vocab, second=True)
+    g = ground(world, {}, vocab, (), [_snip(21, "turn on blender", 30.0, 32.0)])
+    assert [d["reason"] for d in g.dropped if d["kind"] == "snippet"] == [
+        "unique binding: 2 objects named 'blender' of electric_container are tracked in the video "
+        "['blender', 'blender2']"]
+
+
 def test_a_held_item_named_by_its_head_noun_gets_the_snippet_action(vocab):
     # "tap teaspoon" at 11.5-12: the spoon (10-14) and the teaspoon (11-13) are both
     # tracked, but only the teaspoon's head noun is named; the one-hand model holds the
@@ -117,9 +161,10 @@ def test_a_snippet_on_the_hob_binds_the_scenes_only_hob_and_needs_it_on(vocab):
     assert ops == []
     assert drops["<turn off burner>"] == "turn_off(hob) rejected by the rules: appliance_on"
     assert drops["<increase heat of hob>"] == "adjust(hob) rejected by the rules: appliance_on"
-    # "turn on" is not listed: the verb is "turn" (rotate a held item), and no item is named
-    assert drops["<turn on hob>"] == ("unique binding: 0 tracked objects named 'on hob' are handled "
-                                      "during the snippet []")
+    # "turn on" switches on only an electric container (never the hob): the noun is "hob",
+    # never "on hob" read after the verb "turn" (rotate a held item)
+    assert drops["<turn on hob>"] == ("unique binding: 0 objects named 'hob' of electric_container are "
+                                      "tracked in the video []")
 
 
 def test_snippet_evidence_cites_the_row_with_question_answer_and_video(vocab):

@@ -12,7 +12,7 @@ AUDIT_ORDER = ("reference_pass", "initial_fail", "nontrivial", "negative_suite",
                "stress_replay", "stress_witness", "stress_repeat", "stress_immutability",
                "stress_initial_fails", "stress_partial_fails", "stress_wrong_binding_fails",
                "stress_missing_state_fails", "stress_commute", "row_operation", "row_initial_fact",
-               "row_condition", "row_rows", "row_audit")
+               "row_condition", "row_state", "row_rows", "row_audit")
 _WHAT = {
     "reference_pass": "reference replay satisfies the contract",
     "initial_fail": "recorded initial state fails the contract",
@@ -32,6 +32,7 @@ _WHAT = {
     "row_operation": "row audit: a reference take/put-down's fixture agrees with every deciding raw row",
     "row_initial_fact": "row audit: an initial place agrees with every deciding raw row",
     "row_condition": "row audit: a placement condition agrees with every deciding raw row",
+    "row_state": "row audit: the replayed reference state puts each row's object where the row does",
     "row_rows": "row audit: location rows read per episode (informational)",
     "row_audit": "row audit: no compiled fact contradicted by an unambiguous raw row",
     "ledger_expressed": "ledger: a condition expresses end-state rows of its unit",

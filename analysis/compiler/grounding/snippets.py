@@ -6,12 +6,17 @@ burner"), with how or why it was done. It compiles to an operation only when bot
 are observed:
 
 * the verb phrase is listed in the vocabulary's ``snippet_verbs`` (its first two words,
-  else its first word), which names the action type for what the noun binds;
+  else its first word; a particle after the verb is always part of it, ``PARTICLES``:
+  "turn on blender" is the verb "turn on", never "turn" with the noun "on blender"),
+  which names the action type for what the noun binds;
 * the noun binds uniquely: either a word of ``snippet_fixtures`` naming the scene's only
   fixture of that type (the hob), or exactly one tracked object whose own head
   noun the snippet names and whose track overlaps the snippet (two tracked spoons in the
   hand's reach during "tap spoon" bind neither). An item action also needs the item in
-  the hand when it is emitted (``operations.OpBuilder.emit`` checks it).
+  the hand when it is emitted (``op_builder.OpBuilder.emit`` checks it). A switch-on of
+  an electric container (``STANDING_ACTIONS``) acts on it where it stands, on its base,
+  not in the hand: with no object so named tracked during the snippet, the noun binds the
+  only object so named tracked in the snippet's video.
 
 Everything else is dropped with the reason (``dropped.jsonl``, kind ``snippet``).
 
@@ -23,6 +28,8 @@ that is an initial fact observed by the snippet (``capped(c)``), so the snippet'
 ('turn off', 'burner')
 >>> verb_of("tap teaspoon", {"tap": {}})
 ('tap', 'teaspoon')
+>>> verb_of("turn on blender", {"turn": {}})
+('turn on', 'blender')
 """
 from __future__ import annotations
 
@@ -36,13 +43,20 @@ from .windows import Planned
 ITEM_ROLE = "o"
 #: the role of a fixture action's fixture (an appliance ``a``, a sink ``k``)
 FIXTURE_ROLE = {"hob": "a"}
+#: particles that make a phrasal verb with the word before them: they change its meaning
+#: ("turn on" is no "turn"), so they are never read as the start of the noun
+PARTICLES = frozenset({"on", "off", "up", "down", "out"})
+#: item actions on an object standing at a fixture (a blender switched on on its base):
+#: the object is not in the hand, so it binds by name in the video, role ``c``
+STANDING_ACTIONS = {"turn_on_container": "c"}
 
 
 def verb_of(action: str, verbs: dict) -> tuple[str, str]:
-    """``(verb phrase, noun phrase)``: the first two words when ``verbs`` lists them."""
+    """``(verb phrase, noun phrase)``: the first two words when ``verbs`` lists them or
+    the second is a particle (``PARTICLES``), else the first word."""
     toks = action.split()
     two = " ".join(toks[:2])
-    if len(toks) > 2 and two in verbs:
+    if len(toks) > 2 and (two in verbs or toks[1] in PARTICLES):
         return two, " ".join(toks[2:])
     return (toks[0] if toks else ""), " ".join(toks[1:])
 
@@ -95,6 +109,12 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             continue
         cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, 0.0)
                         and has_head(g, tr.entity, nwords)})
+        standing = {by_kind[k] for k in item_kinds} <= set(STANDING_ACTIONS)
+        if standing and not cands:
+            sn_ = _standing(g, sn, nwords, item_kinds, by_kind, what, ev, refs, t0, noun)
+            if sn_ is not None:
+                g.out.planned.append(sn_)
+            continue
         if len(cands) != 1:
             drop(g, "snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
                    f"handled during the snippet {cands}", t0, **refs)
@@ -115,12 +135,13 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
         # (``worlds.IDENTITY_RULE``): the snippet is observed, the object's identity is not
         ident = w.identities.get(f"{tr.assoc.video}/{tr.assoc.assoc_id}")
         same = {"same_as": tr.same_as, "identity_rule": ident["rule"]} if tr.same_as and ident else {}
+        role = STANDING_ACTIONS.get(action, ITEM_ROLE)
         g.out.planned.append(Planned(
-            "snippet", t, action, {ITEM_ROLE: ent},
-            {ITEM_ROLE: {**ev, **same, "how": f"the one tracked object named {noun!r} during the snippet "
-                                              f"(track {tr.track_id}, {local(g, tr.assoc.video, tr.start)}-"
-                                              f"{local(g, tr.assoc.video, tr.end)} s)"}},
-            refs, hold=ent, what=what, title=sn.action))
+            "snippet", t, action, {role: ent},
+            {role: {**ev, **same, "how": f"the one tracked object named {noun!r} during the snippet "
+                                         f"(track {tr.track_id}, {local(g, tr.assoc.video, tr.start)}-"
+                                         f"{local(g, tr.assoc.video, tr.end)} s)"}},
+            refs, hold=None if action in STANDING_ACTIONS else ent, what=what, title=sn.action))
         if action in ("open_container", "close_container") and ent not in first_seal:
             first_seal[ent] = (t, action, sn, same)
     for ent, (t, action, sn, same) in sorted(first_seal.items()):
@@ -132,3 +153,29 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
                 {"source": "curated", "refs": {**refs, "rule": same["identity_rule"], "same_as": same["same_as"],
                                                "track_source": "observed"}}
                 if same else {"source": "observed", "refs": refs})
+
+
+def _standing(g: GroundingContext, sn: Snippet, nwords: set, kinds: list, by_kind: dict, what: str,
+              ev: dict, refs: dict, t0: float, noun: str) -> Planned | None:
+    """A switch-on of a container standing on its base (``STANDING_ACTIONS``): the only
+    object of the snippet's video whose own head noun the snippet names and whose type
+    the verb acts on; else dropped with the reason."""
+    w = g.w
+    cands = sorted({tr.entity for tr in w.tracks if tr.assoc.video == sn.video
+                    and has_head(g, tr.entity, nwords) and any(is_a(g, tr.entity, k) for k in kinds)})
+    if len(cands) != 1:
+        drop(g, "snippet", what, f"unique binding: {len(cands)} objects named {noun!r} of "
+             f"{' or '.join(kinds)} are tracked in the video {cands}", t0, **refs)
+        return None
+    ent = cands[0]
+    kind = next(k for k in kinds if is_a(g, ent, k))
+    role = STANDING_ACTIONS[by_kind[kind]]
+    # an association merged by name with an earlier video's: the object is not observed
+    tr = next(x for x in g.tracks_of[ent] if x.assoc.video == sn.video)
+    ident = w.identities.get(f"{tr.assoc.video}/{tr.assoc.assoc_id}")
+    same = {"same_as": tr.same_as, "identity_rule": ident["rule"]} if tr.same_as and ident else {}
+    # done when the snippet ends (the ledger's row rule places a snippet by its end too)
+    return Planned("snippet", round(t0 + sn.end - sn.start, 5), by_kind[kind], {role: ent},
+                   {role: {**ev, **same, "how": f"the only {kind} named {noun!r} tracked in the video, switched "
+                                        "on where it stands (not held during the snippet)"}},
+                   refs, what=what, title=sn.action)
