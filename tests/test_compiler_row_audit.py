@@ -174,8 +174,8 @@ def test_a_curated_fallback_yields_to_the_row_that_decides_it():
     # the compiler set i1's move 1 aside with the conflict (c1 is not compiled): before
     # the row audit, the cup stayed in the cupboard and c2 was taken from there, although
     # i1 says c1 put it on the table; now the fallback yields to i1 (curated, citing it):
-    # when c1 ends (12 s, the hand free) the cup is moved to the table (operations.SETTLE_RULE)
-    from analysis.compiler.operations import SETTLE_RULE
+    # when c1 ends (12 s, the hand free) the cup is moved to the table (compiled_tracks.SETTLE_RULE)
+    from analysis.compiler.compiled_tracks import SETTLE_RULE
     world.row_places = {}
     _, before = _cup_ops(world, vocab)
     assert before[0] == ("take_from_storage", ["cup", "cupboard"], 30.0)
@@ -371,9 +371,10 @@ def test_every_condition_has_one_row_condition_record():
 def test_a_worn_glove_is_moved_where_its_row_puts_it_once_the_hand_is_free():
     # a glove is worn, never compiled as held; VQA q1 puts it on the table after its track
     # (10-12 s): with the hand free at 12 s, curated operations move it there from its
-    # default place, citing the row (operations.SETTLE_RULE)
+    # default place, citing the row (compiled_tracks.SETTLE_RULE)
     from analysis.compiler.grounding import ground
-    from analysis.compiler.operations import SETTLE_RULE, build_operations
+    from analysis.compiler.compiled_tracks import SETTLE_RULE
+    from analysis.compiler.operations import build_operations
     from analysis.compiler.readers import ClassTable
     from analysis.compiler.sim import Sim
     from analysis.compiler.vocabulary import Vocabulary

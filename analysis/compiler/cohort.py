@@ -39,7 +39,8 @@ from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, episode_segments, group_records
 from .ledger import account, ledger_records, unit_rows
 from .policy import SuitePolicy
-from .row_audit import audit_rows, decisions, refuse_contradictions, row_audit_records, track_index
+from .row_audit import (ambiguous, audit_rows, audit_states, decisions, refuse_contradictions,
+                        row_audit_records, track_index)
 from .sim import Sim
 from .suites import Suites, memory_candidates, select_suites, suite_records
 from .tasks import unit_tasks
@@ -133,7 +134,7 @@ class CompiledEpisode:
     conflicts: list            # tracks whose observed sources disagree
     rejected: list             # rejected_task records
     ledger_in: tuple           # (infos, ops, op_group, refused, videos, offsets)
-    rows: tuple                # (decisions, rows, facts, first_assoc, track_index)
+    rows: tuple                # (decisions, rows, facts, first_assoc, track_index, ambiguous)
 
 
 @dataclass(frozen=True)
@@ -233,18 +234,20 @@ def _row_inputs(world, vids: list, offsets: dict, src: Source) -> tuple:
     those the compiler set aside (analysis/compiler/row_audit.py)."""
     entity_of = {(tr.assoc.video, tr.assoc.assoc_id): tr.entity for tr in world.tracks}
     ds, rows = [], Counter()
-    vas = []
+    vas, amb = [], []
     for v in vids:
         d_, r_ = decisions(v, src.assocs.get(v, []), src.answers, src.itins, world.fixture_ids,
                            entity_of, offsets[v], offsets[v] + src.durations[v])
         ds += d_
         rows += r_
         vas += src.assocs.get(v, [])
+        amb += ambiguous(v, src.assocs.get(v, []), src.answers, src.itins, world.fixture_ids,
+                         entity_of, offsets[v], offsets[v] + src.durations[v])
     first_assoc = {}
     for tr in world.tracks:
         if tr.same_as is None:
             first_assoc.setdefault(tr.entity, (tr.assoc.video, tr.assoc.assoc_id))
-    return (ds, rows, dict(world.facts), first_assoc, track_index(vas))
+    return (ds, rows, dict(world.facts), first_assoc, track_index(vas), amb)
 
 
 def compile_episode(eid: str, src: Source, plan: EpisodePlan, scenes: Scenes, vocab: Vocabulary,
@@ -327,8 +330,10 @@ def audit_cohort(compiled: dict, suites: Suites, policy: SuitePolicy, sim: Sim) 
     for eid, ep in sorted(compiled.items()):
         mine = [c for c in ep.admitted if c["task_id"] in chosen_ids]
         if mine:
-            ds, rows, wfacts, first_assoc, index = ep.rows
+            ds, rows, wfacts, first_assoc, index, amb = ep.rows
             row_results[eid] = audit_rows(ds, rows, wfacts, ep.grecs, mine, first_assoc, index)
+            # the replayed state at each deciding row (and each ambiguous row's candidates)
+            row_results[eid].checks += audit_states(ds, amb, ep.objects, ep.init, ep.grecs, sim, index)
     refuse_contradictions(row_results)          # before anything is written
     audit += row_audit_records(row_results)
     audit += executor_crosscheck([ep.record for _, ep in sorted(compiled.items())])

@@ -34,6 +34,8 @@ def realign_chains(chosen, next_src: dict, fixture_ids) -> None:
 
 
 OUT_RULE = "out_on_the_work_counter_after_a_track_not_compiled"
+#: a curated move to the place a row decides after a track not compiled (``OpBuilder.settle``)
+SETTLE_RULE = "moved_where_a_row_puts_it_after_a_track_not_compiled"
 
 
 def gap_key(tr, after: bool) -> tuple:

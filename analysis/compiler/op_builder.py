@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compiled_tracks import gap_key
+from .compiled_tracks import SETTLE_RULE, gap_key
 from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Planned
 from .one_hand import OVERLAP_EPS
 from .provenance import cur, evidence_prov, obs, track_prov
@@ -61,6 +61,8 @@ class OpBuilder:
             self.tracks_of.setdefault(tr.entity, []).append(tr)
         self.event = -1
         self.held_aside: dict[str, str] = {}    # outer object -> where it was set down
+        # the places rows decide (an ambiguous row's for each candidate where no other does)
+        self.places = {**world.amb_places, **world.row_places}
         self.picked_from: dict[str, str] = {}   # entity -> fixture of its last pick-up
 
     # ----------------------------------------------------------------- helpers
@@ -170,9 +172,14 @@ class OpBuilder:
         got = self._observed_place_before(tr, moves)
         if moves and (got[0] is None or got[1]["source"] == "curated"):
             # a curated fallback yields to the row that decides the place (issue 34)
-            d = self.w.row_places.get(gap_key(tr, after=False))
+            d = self.places.get(gap_key(tr, after=False))
             if d is not None:
                 return d.fixture, cur(row_rule(d))
+        d = self.w.amb_places.get(gap_key(tr, after=False))
+        if not moves and d is not None and (self.place.get(tr.entity) or {}).get("source") == "curated":
+            # an ambiguous row names where one of its objects was taken from (a track of
+            # an earlier video left this one at a curated place): the curated place yields
+            return d.fixture, cur(row_rule(d))
         return got
 
     def _observed_place_before(self, tr, moves):
@@ -208,7 +215,8 @@ class OpBuilder:
         if dst is None or f is None or (cont and cont != f) or dst not in self.objects:
             return
         if dst != f:
-            rule = f"moved_in_a_track_not_compiled:{self.unseen_moves(ent)[-1].track_id}"
+            moves = self.unseen_moves(ent)
+            rule = f"moved_in_a_track_not_compiled:{moves[-1].track_id}" if moves else prov["refs"]["rule"]
             typ, put = TAKE_FROM.get(self.kind(f)), PUT_INTO.get(self.kind(dst))
             if typ is None or put is None or put == "throw_away" or not self.goto(t, f):
                 return
@@ -224,6 +232,44 @@ class OpBuilder:
                 return
         self.place[ent] = prov
         self.place_time[ent] = t
+
+    def settle(self, tr, d, t: float) -> bool:
+        """A track not compiled (the one-hand model dropped it, a worn glove, an observed
+        conflict) whose end a row decides (``EpisodeWorld.row_places``: the uncontested
+        put answer or itinerary move, a row set aside included): once the hand is free,
+        curated operations move the object from where the compiled world left it to the
+        row's fixture (rule ``SETTLE_RULE:<file> <question>``), so the reference state
+        follows the row that decides it (issue 34) instead of keeping the place of an
+        earlier put-down. ``False`` when the object is held or inside a container, or the
+        move is not executable."""
+        ent = tr.entity
+        f, cont = self.location(ent)
+        if ("holding", ent) in self.facts or ("hand-empty",) not in self.facts or f is None \
+                or (cont and cont != f) or d.fixture not in self.objects:
+            return False
+        rule = f"{SETTLE_RULE}:{d.file} {d.qid}"
+        if f != d.fixture:
+            typ, put = TAKE_FROM.get(self.kind(f)), PUT_INTO.get(self.kind(d.fixture))
+            if typ is None or put is None or put == "throw_away":
+                return False
+            saved = (self.facts, len(self.out.ops))
+            self.goto(t, f)
+            self.open_(t, f)
+            ok = self._curated_op(t, typ, [ent, f], rule)
+            self.close_(t, f)
+            if not (ok and self.goto(t, d.fixture) and self._put_into(t, ent, d.fixture, put, rule)):
+                self.facts = saved[0]           # all or nothing
+                del self.out.ops[saved[1]:]
+                return False
+        # the place is the track's own observed destination when the row is that answer
+        # (as a catch-up after a track not compiled says), else curated
+        own = tr.dst == d.fixture and tr.dst_file and not tr.conflict and not d.ambiguous
+        self.place[ent] = obs(tr.dst_file, tr.dst_ref,
+                              round((tr.start if tr.dst_file.startswith("3d") else tr.end) - tr.offset, 5),
+                              track=tr.track_id, how=f"{tr.dst_how} (a track not compiled put it here)",
+                              **(tr.dst_extra or {})) if own else cur(rule)
+        self.place_time[ent] = t
+        return True
 
     def _put_into(self, t, ent, dst, typ, rule) -> bool:
         self.open_(t, dst)
@@ -307,10 +353,10 @@ class OpBuilder:
                                   next_track=f"{ntr.assoc.video}/{ntr.assoc.assoc_id}/{ntr.track_id}",
                                   next_track_span=[round(ntr.start - ntr.offset, 5), round(ntr.end - ntr.offset, 5)],
                                   **(extra or {}))
-        elif gap_key(tr, after=True) in self.w.row_places:
+        elif gap_key(tr, after=True) in self.places:
             # a row the compiler set aside decides where the object stood after this
             # track (the row audit's rule): the curated defaults below yield to it
-            d = self.w.row_places[gap_key(tr, after=True)]
+            d = self.places[gap_key(tr, after=True)]
             dst, prov = d.fixture, cur(row_rule(d))
         elif tr.chain_dst:
             # no observed destination for this track, but the object's itinerary gives

@@ -25,16 +25,45 @@ operations are emitted in non-decreasing time.
 """
 from __future__ import annotations
 
-from .compiled_tracks import out_after_uncompiled_first_track, realign_chains
-from .grounding import Grounding
+from .compiled_tracks import gap_key, out_after_uncompiled_first_track, realign_chains
+from .grounding import TEXT_VESSEL_RULE, Grounding
 from .one_hand import OVERLAP_EPS, select_tracks, worn
 from .op_builder import OpBuilder
+from .provenance import cur
 from .sim import Sim
-from .worlds import EpisodeWorld
+from .worlds import EpisodeWorld, row_rule
+
+
+def text_vessel_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
+    """An untracked vessel the step text names (``grounding.TEXT_VESSEL_RULE``: its place
+    curated, the work counter) stands where a row puts a food added into it: the food's
+    track ends with the add, and the uncontested row deciding the gap after that track
+    (VQA 200: the ginger put "on the hob", into the pot) names the vessel's fixture. All
+    such rows must agree; the place stays curated (``ROW_RULE``, citing the row). Changes
+    ``world.facts``; returns the vessels changed."""
+    by_id = {t.track_id: t for t in world.tracks}
+    found: dict = {}
+    for p in grounding.planned:
+        tr = by_id.get(p.hold_track) if p.action == "add_ingredient" else None
+        d = world.row_places.get(gap_key(tr, after=True)) if tr is not None else None
+        if d is not None and d.fixture in world.objects:
+            found.setdefault(p.roles.get("c"), set()).add(d)
+    changed = []
+    for ent, ds in sorted(found.items(), key=lambda kv: str(kv[0])):
+        atom = next((a for a in world.facts if a[0] == "at" and a[1] == ent), None)
+        if atom is None or world.facts[atom]["refs"].get("rule") != TEXT_VESSEL_RULE \
+                or len({d.fixture for d in ds}) != 1:
+            continue
+        d = min(ds, key=lambda d: (d.g0, d.qid))
+        del world.facts[atom]
+        world.facts[("at", ent, d.fixture)] = cur(row_rule(d))
+        changed.append(ent)
+    return changed
 
 
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
+    text_vessel_places(world, grounding)
     needed = {p.hold_track for p in grounding.planned if p.hold_track}
     by_ent: dict[str, list] = {}
     for tr in world.tracks:
@@ -106,11 +135,22 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
         events.append((round(tr.end, 3), 0, 0 if outer else 1, i, "put", tr))
     for i, p in enumerate(grounding.planned):
         events.append((p.time, 2, 0, i, "plan", p))
+    # a track not compiled whose end a row decides: the object is moved there once the
+    # hand is free, before the gap the row decides ends (OpBuilder.settle)
+    for i, tr in enumerate(world.tracks):
+        d = b.places.get(gap_key(tr, after=True))
+        if tr.track_id not in b.compiled and d is not None and d.g1 > tr.end:
+            events.append((round(tr.end, 3), 3, 0, i, "settle", (tr, d)))
     events.sort(key=lambda e: e[:4])
     picked = set()
+    pending: list = []
     for n, (t, _, _, _, kind, x) in enumerate(events):
         b.event = n
         b.now = t
+        if kind == "settle":
+            pending.append(x)
+            pending = [(tr, d) for tr, d in pending if not b.settle(tr, d, t)]
+            continue
         if kind == "pick":
             outer = juggled.get(x.track_id)
             if outer is not None and ("holding", outer.entity) in b.facts:
@@ -132,4 +172,7 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
             why = b.emit(x)
             if why:
                 b.drop(x.kind if x.kind in ("add", "snippet") else "cue", x.what, why, x.time, **x.refs)
+        if pending and ("hand-empty",) in b.facts:
+            # the hand is free after this event: settle what waits, while its gap lasts
+            pending = [(tr, d) for tr, d in pending if d.g1 > t + OVERLAP_EPS and not b.settle(tr, d, t)]
     return b

@@ -41,7 +41,7 @@ from .normalise import fixture_id
 from .readers import FRAME, TWO_FRAMES, Association, Itinerary, LocationAnswer
 
 VQA_FILE = "3d_perception_object_location.json"
-#: ``operations.SETTLE_RULE`` (a curated move to the place a row decides)
+#: ``compiled_tracks.SETTLE_RULE`` (a curated move to the place a row decides)
 SETTLE_PREFIX = "moved_where_a_row_puts_it_after_a_track_not_compiled"
 ITIN_FILE = "object_motion_object_movement_itinerary.json"
 TAKE_TYPES = frozenset({"pick_up", "take_from_storage", "take_from_appliance", "pick_up_from_appliance",
@@ -94,7 +94,7 @@ def decisions(video: str, assocs: list[Association], answers: list[LocationAnswe
     ``entity_of[(video, association)]``: the world's entity). Row counts: ``decided``,
     ``ambiguous`` (two or more objects), ``no_candidate``, ``not_an_entity`` (the one
     object is unnamed, vague or not compiled), ``fixture_not_in_scene``. One exception to
-    "one candidate", the compiler's (``worlds._link_answers``): *n* VQA questions of one
+    "one candidate", the compiler's (``answer_links._link_answers``): *n* VQA questions of one
     kind at one moment, *n* objects there and one answer for all decide each object's gap."""
     out, rows, _ = _read(video, assocs, answers, itineraries, fixture_ids, entity_of, offset, end)
     return out, rows
@@ -219,7 +219,7 @@ def uncontested(ds: list[Decision]) -> tuple[list[Decision], list[Decision]]:
     """``(deciding, contested)``: rows deciding one gap differently decide nothing, and
     neither does a VQA answer naming a fixture that the object's own itinerary never
     visits (the itinerary covers the object's moves throughout the video: the compiler's
-    conflict rule, ``worlds._link_answers``)."""
+    conflict rule, ``answer_links._link_answers``)."""
     chains: dict = {}
     for d in ds:
         if d.chain:
@@ -310,7 +310,7 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
             key = _track_key(args[0] if args else None)
             side = "origin" if op["type"] in TAKE_TYPES else "destination"
             if side == "origin" and str(refs.get("rule", "")).startswith(SETTLE_PREFIX):
-                # the compiled world catching up with a row (operations.SETTLE_RULE): the
+                # the compiled world catching up with a row (compiled_tracks.SETTLE_RULE): the
                 # take claims no place of the row's gap; the put-down that follows does
                 continue
             if key is not None and refs.get("rule") is None:

@@ -13,7 +13,7 @@ from .entities import track_entity, vague_name
 from .fixtures import default_location
 from .normalise import fixture_id
 from .readers import Association, Itinerary, LocationAnswer, Recipe
-from .row_audit import decisions, uncontested
+from .row_audit import ambiguous, decisions, uncontested
 from .vocabulary import Vocabulary
 
 
@@ -74,6 +74,9 @@ class EpisodeWorld:
     # that gap of its tracks (row_audit.decisions, set-aside rows included): a curated
     # fallback yields to it (ROW_RULE)
     row_places: dict = field(default_factory=dict)
+    # the same for a gap no uncontested row decides but an ambiguous row does, for each of
+    # its candidates (row_audit.ambiguous: the row decides the place, not the object)
+    amb_places: dict = field(default_factory=dict)
 
 
 IDENTITY_RULE = "same_name_across_videos_of_the_episode"
@@ -153,7 +156,9 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     d.tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
 
     row_places = decided_places(videos, assocs, answers, itineraries, fixture_ids, d.tracks, offsets)
-    yield_initial_places(d.facts, d.tracks, row_places, d.identities)
+    amb_places = ambiguous_places(videos, assocs, answers, itineraries, fixture_ids, d.tracks, offsets,
+                                  row_places)
+    yield_initial_places(d.facts, d.tracks, {**amb_places, **row_places}, d.identities)
     d.facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
     d.facts[("hand-empty",)] = curated("agent_starts_hand_empty")
     unnamed = [a for v in videos for a in assocs.get(v, [])
@@ -161,7 +166,7 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(d.objects.items())), d.facts,
                         d.tracks, work_counter, {}, dict(sorted(d.substances.items())),
                         d.names, frozenset(fixture_ids), d.notes, unnamed, dict(offsets),
-                        d.dropped, d.conflicts, d.identities, row_places)
+                        d.dropped, d.conflicts, d.identities, row_places, amb_places)
 
 
 def _add_video(d: _Draft, video: str, assocs, answers, itineraries, fixtures, fixture_ids,
@@ -335,8 +340,31 @@ def decided_places(videos, assocs, answers, itineraries, fixture_ids, tracks, of
     return {(d.video, d.assoc, d.gap): d for d in uncontested(ds)[0]}
 
 
+#: a curated place an ambiguous row gives each of its candidates: ``<AMB_RULE>:<file> <question>``
+AMB_RULE = "place_named_by_an_ambiguous_row_for_each_candidate"
+
+
+def ambiguous_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets, decided) -> dict:
+    """``{(video, association, gap): Decision}`` for gaps no uncontested row decides
+    (``decided``) but an ambiguous row does (``row_audit.ambiguous``: every candidate a
+    world entity, the answer a scene fixture): the row says one of its objects stood
+    there, so each candidate's curated place there follows it (``AMB_RULE``), a row
+    decides the place even if not the object. Two ambiguous rows naming one gap
+    differently give it nothing."""
+    entity_of = {(t.assoc.video, t.assoc.assoc_id): t.entity for t in tracks}
+    by_gap: dict = {}
+    for v in videos:
+        for row in ambiguous(v, assocs.get(v, []), answers, itineraries, fixture_ids, entity_of,
+                             offsets.get(v, 0.0), float("inf")):
+            for d in row:
+                key = (d.video, d.assoc, d.gap)
+                if key not in decided:
+                    by_gap.setdefault(key, []).append(d)
+    return {k: xs[0] for k, xs in by_gap.items() if len({d.fixture for d in xs}) == 1}
+
+
 def row_rule(d) -> str:
-    return f"{ROW_RULE}:{d.file} {d.qid}"
+    return f"{AMB_RULE if d.ambiguous else ROW_RULE}:{d.file} {d.qid}"
 
 
 def yield_initial_places(facts: dict, tracks: list, row_places: dict, identities: dict) -> list[str]:
