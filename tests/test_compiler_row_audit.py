@@ -453,3 +453,18 @@ def test_an_untracked_text_vessel_stands_where_the_row_puts_the_food_added_into_
     w = world_with("hob")
     stir = Planned("step", 19.0, "stir", {"t": "ginger", "c": "pot"}, {}, {}, hold="ginger", hold_track="t1")
     assert text_vessel_places(w, Grounding(planned=[stir])) == [] and ("at", "pot", "counter") in w.facts
+
+
+def test_an_itinerary_deciding_a_gap_from_both_sides_gives_two_state_records_with_their_own_ids():
+    from analysis.compiler.row_audit import audit_states
+    # i1's move 1 puts the mug in the sink (gap 1 after t1), its move 2 takes it from there
+    # (gap 1 before t2): two checks of one gap, each with its own ID (the records' key is
+    # unique); with no operation the mug stays in the cupboard, so every check fails
+    mug = _mug()
+    it = Itinerary("i1", "v", 31.0, (("hob", "sink"), ("sink", "counter")))
+    ds, _ = decisions("v", [mug], [], [it], FX, {("v", "a1"): "mug"}, 0.0, 100.0)
+    checks = audit_states(ds, [], OBJ, START, _ops(), _sim(), track_index([mug]))
+    assert sorted((c["id"], c["passed"]) for c in checks) == [
+        ("i1/mug/g0/before", False), ("i1/mug/g1", False), ("i1/mug/g1/before", False), ("i1/mug/g2", False)]
+    assert all(c["detail"].startswith("replayed place of mug") and "cupboard; CONTRADICTED" in c["detail"]
+               for c in checks)

@@ -382,7 +382,8 @@ def audit_states(ds: list[Decision], amb: list[tuple], objects: dict, facts: fro
     its objects stood there: a candidate agrees when every gap the row gives it agrees,
     and when none does, the row contradicts the compiled world whatever the binding.
     Entries ``{kind: "state", id, condition_id, passed, detail}`` (``id``
-    ``<question>/<entity>/g<gap>``, an ambiguous row's ``<question>/ambiguous``)."""
+    ``<question>/<entity>/g<gap>``, ``.../g<gap>/before`` for a take answer or a move's 'from',
+    an ambiguous row's ``<question>/ambiguous``)."""
     keep, _ = uncontested(ds)
     ops = [op for g in group_recs for op in g["operations"]]
     times = [op["provenance"]["refs"]["time"] for op in ops]
@@ -430,7 +431,10 @@ def audit_states(ds: list[Decision], amb: list[tuple], objects: dict, facts: fro
             continue
         got = place_of(states[p], d.entity)
         when = times[p - 1] if p else 0.0
-        out.append({"kind": "state", "id": f"{d.qid}/{d.entity}/g{d.gap}", "condition_id": None,
+        # an itinerary decides a middle gap from both sides (a move's 'to', the next one's
+        # 'from'): the 'from' check is a record of its own, so its ID says the side
+        side = "/before" if d.side == "before" else ""
+        out.append({"kind": "state", "id": f"{d.qid}/{d.entity}/g{d.gap}{side}", "condition_id": None,
                     "passed": got == d.fixture,
                     "detail": f"replayed place of {d.entity} {'after' if d.side == 'after' else 'before'} its "
                               f"track (gap {d.g0}-{d.g1}, after the operation at {when}): {got}; "
