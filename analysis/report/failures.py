@@ -6,6 +6,7 @@ hash-verified records (:mod:`analysis.executor.failures`), once, in
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,13 +35,16 @@ class FailureResults:
 def derive_failures(export, run_labels) -> FailureResults:
     """Labels and ledger of every run in ``run_labels`` (``{run_id: planner label}``),
     derived by re-execution from the export's verified records."""
-    from ..executor import Rules
+    from ..executor import Executor, Rules
     from ..executor.failures import DerivationError, derive_run
 
     if not export.records_of("rules"):
         raise DerivationError("cohort/rules.json: missing (re-execution needs the cohort's "
                               "rules)")
     rules = Rules.from_dict(export.records_of("rules")[0])
+    # one executor for every run: its grounded actions (by type and arguments, not by
+    # world) are shared, as the runs of one cohort submit mostly the same actions
+    executor = Executor(rules)
     episodes = {e["episode_id"]: e for e in export.records_of("episode")}
     tasks = {t["task_id"]: t for t in export.records_of("task")}
     suites = {s["suite"]: s for s in export.records_of("suite")}
@@ -52,7 +56,7 @@ def derive_failures(export, run_labels) -> FailureResults:
         try:
             d = derive_run(run_id, records, episodes,
                            [tasks[t] for t in suites[run["suite"]]["task_ids"] if t in tasks],
-                           rules, run.get("attempt_limit", 80))
+                           rules, run.get("attempt_limit", 80), executor)
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
             # records that do not fit their cohort (a hand-made export): no labels
             raise DerivationError(f"run {run_id}: the records do not re-execute "
@@ -118,7 +122,8 @@ def _table(results, name, title, paper_ref, data, display, notes):
 
 def _label_order(present) -> list[str]:
     from ..executor.failures import LABELS
-    return [x for x in LABELS if x in set(present)]
+    present = set(present)  # once, not once per label (a column of every rejected attempt)
+    return [x for x in LABELS if x in present]
 
 
 def _task_of_group(export) -> dict:
@@ -142,7 +147,8 @@ def _shares(results, export):
     pooled = att[["label", "episode_id"]].copy()
     for x in a_labels:
         pooled[x] = (att.failure == x).astype(float)
-    gkey = f.groups.set_index(["run_id", "group_id"]).failure
+    # a dict, not a MultiIndex lookup per group (one row per non-completed group of a run)
+    gkey = dict(zip(zip(f.groups.run_id, f.groups.group_id), f.groups.failure))
     gc = f.group_counts[["label", "run_id", "episode_id", "group_id"]].copy()
     gfail = pd.Series([gkey.get((r, g)) for r, g in zip(gc.run_id, gc.group_id)],
                       index=gc.index, dtype=object)
@@ -150,15 +156,19 @@ def _shares(results, export):
         gc[x] = (gfail == x).astype(float)
     # task-macro: per (run, task), the label's share of the task's rejected attempts
     tog = _task_of_group(export)
-    rows = []
-    for (label, run_id, gid), sub in att.groupby(["label", "run_id", "group_id"], sort=False):
-        for tid in tog.get(gid, []):
-            rows.append((label, run_id, tid, sub.episode_id.iloc[0], sub.failure.tolist()))
+    # the attempts grouped by (label, run, group) in order of first appearance, as
+    # groupby(sort=False) would, over plain columns (a DataFrame per group cost seconds)
+    by_group: dict = {}
+    for label, run_id, gid, eid, fail in zip(att.label, att.run_id, att.group_id,
+                                             att.episode_id, att.failure):
+        by_group.setdefault((label, run_id, gid), (eid, []))[1].append(fail)
     per_task: dict = {}
-    for label, run_id, tid, eid, fails in rows:
-        per_task.setdefault((label, run_id, tid, eid), []).extend(fails)
+    for (label, run_id, gid), (eid, fails) in by_group.items():
+        for tid in tog.get(gid, []):
+            per_task.setdefault((label, run_id, tid, eid), []).extend(fails)
+    counts = {k: Counter(fails) for k, fails in per_task.items()}
     macro = pd.DataFrame([{"label": k[0], "episode_id": k[3],
-                           **{x: sum(v == x for v in fails) / len(fails) for x in a_labels}}
+                           **{x: counts[k][x] / len(fails) for x in a_labels}}
                           for k, fails in per_task.items()])
     return f, pooled, gc, macro, a_labels, g_labels, gfail
 
