@@ -35,16 +35,13 @@ class FailureResults:
 def derive_failures(export, run_labels) -> FailureResults:
     """Labels and ledger of every run in ``run_labels`` (``{run_id: planner label}``),
     derived by re-execution from the export's verified records."""
-    from ..executor import Executor, Rules
+    from ..executor import Rules
     from ..executor.failures import DerivationError, derive_run
 
     if not export.records_of("rules"):
         raise DerivationError("cohort/rules.json: missing (re-execution needs the cohort's "
                               "rules)")
     rules = Rules.from_dict(export.records_of("rules")[0])
-    # one executor for every run: its grounded actions (by type and arguments, not by
-    # world) are shared, as the runs of one cohort submit mostly the same actions
-    executor = Executor(rules)
     episodes = {e["episode_id"]: e for e in export.records_of("episode")}
     tasks = {t["task_id"]: t for t in export.records_of("task")}
     suites = {s["suite"]: s for s in export.records_of("suite")}
@@ -56,11 +53,14 @@ def derive_failures(export, run_labels) -> FailureResults:
         try:
             d = derive_run(run_id, records, episodes,
                            [tasks[t] for t in suites[run["suite"]]["task_ids"] if t in tasks],
-                           rules, run.get("attempt_limit", 80), executor)
+                           rules, run.get("attempt_limit", 80))
         except (KeyError, TypeError, IndexError, AttributeError) as exc:
             # records that do not fit their cohort (a hand-made export): no labels
             raise DerivationError(f"run {run_id}: the records do not re-execute "
                                   f"({type(exc).__name__}: {exc})") from None
+        # a run's decoded records (about 70 MB for the committed export's largest) go
+        # before the next run's are decoded, not after: the command's peak memory
+        del records
         att += [(label, run_id, a.episode_id, a.group_id, a.index, a.label, a.check,
                  " ".join(a.failed_checks)) for a in d.attempts]
         grp += [(label, run_id, g.episode_id, g.group_id, g.status, g.label) for g in d.groups]
