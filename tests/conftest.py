@@ -8,7 +8,7 @@ default paths run them in a copy: tests/checkout_copy.py), so the workers need n
 The files holding a test marked ``slow`` are queued first, the file with the most slow
 seconds (``slow(seconds=N)``, else 10 s a test) first, each file kept whole so its module
 fixtures are built once per worker: the long tests start at once, the longest
-(tests/test_documented_commands.py, 6 minutes) at the very start, and the short ones
+(the sections of tests/test_documented_commands.py, up to about 3 minutes each) at the very start, and the short ones
 fill the end of both workers' queues, where work stealing balances them.
 
 The tests marked ``e2e`` (pyproject.toml: another process, or a whole command on the
@@ -31,10 +31,27 @@ def _user_cache_dir(tmp_path_factory):
 SLOW_SECONDS = 10
 
 
+#: Docstring examples that run a whole command on the committed export (pyproject's
+#: ``e2e``): no decorator can mark a doctest, so they are marked here by name.
+E2E_DOCTESTS = {
+    # the subset command: verifies the export, re-executes every cut run
+    "analysis.planners.llm.subset",
+    # every statistic of the committed export with the re-execution of its planner runs
+    # (the computation behind python -m analysis.tables)
+    "analysis.report.compare", "analysis.api.Export.results",
+    # python -m analysis.reexecute of the committed export's lexicon runs
+    "analysis._cli.reexecute",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the markers
 def pytest_collection_modifyitems(config, items):
-    """Files with ``slow`` tests first, the most slow seconds first; otherwise the
-    collection order (a stable sort on collected data: the same on every worker, as xdist
-    requires)."""
+    """The doctests of :data:`E2E_DOCTESTS` marked ``e2e``; then files with ``slow`` tests
+    first, the most slow seconds first; otherwise the collection order (a stable sort on
+    collected data: the same on every worker, as xdist requires)."""
+    for item in items:
+        if item.name in E2E_DOCTESTS and type(item).__name__ == "DoctestItem":
+            item.add_marker(pytest.mark.e2e)
     slow_seconds: dict = {}
     for item in items:
         mark = item.get_closest_marker("slow")

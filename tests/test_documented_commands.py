@@ -1,11 +1,13 @@
 """Every command shown in README.md and docs/*.md runs as written, and the repository's
-`git status --porcelain` is unchanged after each (about 5 minutes on a quiet 2-core
-machine, 15 under a load of 6; most of it the chat multiruns against the loopback server).
+`git status --porcelain` is unchanged after each (about 12 minutes of one worker on a quiet
+2-core machine, most of it the chat multiruns against the loopback server). Each doc
+section is its own test (:func:`command_plan`), so that the two pytest-xdist workers share
+them; the longest section takes about a quarter of the whole.
 
 Commands are read from the docs: every line of a fenced shell block, and every inline
 code span that starts with `python -m`. Each is classified:
 
-* run: executed as written, section by section in document order, from the repository
+* run: executed as written, in document order within each section, from the repository
   root (the docs' relative paths, such as `frozen_exports` and `../shared/hd-epic`, are
   relative to a clone's root). The root is a temporary copy of this checkout
   (tests/checkout_copy.py: its working-tree files committed in a fresh git repository,
@@ -211,33 +213,32 @@ def _doc_planner_module(tmp: Path) -> Path:
     return tmp / "pkg"
 
 
-@pytest.mark.e2e
-@pytest.mark.slow(seconds=360)
-def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_path, server):
-    checkout_before = git_status(REPO)
-    root = checkout_copy(tmp_path / "clone")  # the repository root the commands run in
-    hdepic = Path(os.environ.get("E2W_HDEPIC") or root.parent / "shared" / "hd-epic")
-    pkg = _doc_planner_module(tmp_path)
-    home = tmp_path / "home"
-    home.mkdir()
-    base_env = {**os.environ, "HOME": str(home), "E2W_CACHE_DIR": str(tmp_path / "cache"),
-                "PYTHONPATH": os.pathsep.join([str(root), str(pkg)])}
-    base_env.pop("E2W_DEBUG", None)
-    before = git_status(root)
-    assert before == ""
-    ran = 0
-    timings = []
-    done_in_repo = set()  # a command that writes only the repository's outputs runs once
-    # a command's --help runs once (50 synopses name 10 commands): its text and exit code
-    # do not depend on the line that mentions the command
-    helped = set()
+#: The eight commands whose ``--help`` stands in for a bare inline mention.
+HELP_ALL = ("tables", "verify", "compile", "run", "reexecute", "add_planner", "view", "compare")
+
+
+def command_plan() -> list[tuple[int, str, str, list[tuple]]]:
+    """``(n, doc, section, steps)`` for every doc section with something to run, in
+    document order (``n``: the section's place among all sections, which names its
+    scratch folder ``s<n>``). A step is ``("env", name, value)``, ``("help", command)``
+    (``python -m analysis.<command> --help``) or ``("run", kind, part, argv)``.
+
+    What runs once is decided here, for the whole documentation in document order, so
+    that the sections can run as separate tests (pytest-xdist balances them) and still
+    run each command once: a command's ``--help`` runs once (50 synopses name 10
+    commands: its text and exit code do not depend on the line that mentions it), and a
+    command that writes only the repository's outputs (``python -m analysis.tables`` or
+    the cohort's compile without ``/tmp/``) runs at its first mention (deterministic: the
+    first run already shows it rewrites the committed files byte for byte).
+    """
+    helped: set = set()
+    done_in_repo: set = set()
     sections: dict = {}
     for doc, section, kind, command in documented_commands():
         sections.setdefault((doc, section), []).append((kind, command))
+    plan = []
     for n, ((doc, section), cmds) in enumerate(sections.items()):
-        scratch = tmp_path / f"s{n}"
-        scratch.mkdir()
-        env = dict(base_env)
+        steps: list[tuple] = []
         for kind, command in cmds:
             for part in _split(command):
                 k = classify(doc, section, kind, part)
@@ -245,7 +246,7 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                     continue
                 if k == "env":
                     name, _, value = part[len("export "):].partition("=")
-                    env[name] = "sk-test-documented" if value.strip() == "..." else value
+                    steps.append(("env", name, value))
                     continue
                 argv = shlex.split(part)
                 assert argv[:2] == ["python", "-m"], (doc, part)
@@ -253,52 +254,139 @@ def test_documented_commands_run_verbatim_and_leave_the_repository_clean(tmp_pat
                     argv = argv[:3] + ["--help"] if argv[2].startswith("analysis.") and \
                         "<" not in argv[2] else None
                     if argv is None:  # python -m analysis.<command> --help: all eight
-                        for c in ("tables", "verify", "compile", "run", "reexecute",
-                                  "add_planner", "view", "compare"):
-                            if f"analysis.{c}" in helped:
-                                continue
-                            helped.add(f"analysis.{c}")
-                            r = subprocess.run([sys.executable, "-m", f"analysis.{c}",
-                                                "--help"], cwd=root, env=env,
-                                               capture_output=True, text=True, timeout=120)
-                            assert r.returncode == 0, (doc, part, r.stderr)
-                            # the same checks as every other command (it stands in for
-                            # the synopses of this command that are no longer run again)
-                            assert "Traceback" not in r.stderr, (doc, part, c)
-                            assert git_status(root) == before, (doc, part, c)
+                        for c in HELP_ALL:
+                            if f"analysis.{c}" not in helped:
+                                helped.add(f"analysis.{c}")
+                                steps.append(("help", c))
                         continue
                     if argv[2] in helped:
                         continue
                     helped.add(argv[2])
-                if "analysis.compile" in part and not hdepic.is_dir():
-                    continue  # the HD-EPIC annotations are not on this machine
-                if "/tmp/" not in part and argv[2] in ("analysis.tables", "analysis.compile"):
-                    # the same regeneration of tables/ or of the cohort again (docs/compiler.md
-                    # shows its compile once per session's counts): deterministic, and the
-                    # first run already showed it rewrites the committed files byte for byte
+                elif "/tmp/" not in part and argv[2] in ("analysis.tables", "analysis.compile"):
                     if part in done_in_repo:
                         continue
                     done_in_repo.add(part)
-                moved = []
-                for a in argv[1:]:
-                    a = re.sub(r"/tmp/([\w.-]+)", lambda m: str(scratch / m.group(1)), a)
-                    for url in SERVERS:
-                        a = a.replace(url, server.url)
-                    moved.append(a)
-                t0 = time.perf_counter()
-                r = subprocess.run([sys.executable, *moved], cwd=root, env=env,
-                                   capture_output=True, text=True, timeout=900)
-                timings.append((round(time.perf_counter() - t0, 1), doc, part[:90]))
-                ok = r.returncode == 0 or (k == "synopsis" and r.returncode == 2
-                                           and "usage" in r.stderr)
-                assert ok, (doc, section, part, r.stdout[-2000:], r.stderr[-3000:])
-                assert "HTTP Request:" not in r.stderr, (doc, part)  # per-request logs off
-                assert "Traceback" not in r.stderr, (doc, part)
-                after = git_status(root)
-                assert after == before, (doc, part, after)
-                ran += 1
+                steps.append(("run", k, part, argv))
+        if any(step[0] != "env" for step in steps):
+            plan.append((n, doc, section, steps))
+    return plan
+
+
+#: About how long each section takes, in seconds on one worker of a quiet 2-core machine
+#: (the sections' shares of a --durations run under load, scaled to the 738 s the whole
+#: file took unsplit on the quiet machine); the rest a few seconds. The longest are
+#: queued first (tests/conftest.py), so that the two workers share them.
+SECTION_SECONDS = {
+    ("README.md", "Your own model (chat planners) on both suites"): 195,
+    ("README.md", "Several configurations side by side, and two runs task by task"): 160,
+    ("README.md", "Commands"): 150,
+    ("docs/llm.md", "Running a model"): 105,
+    ("README.md", "Tables and figures"): 45,
+    ("docs/llm.md", "A real model (issue 14 item 9)"): 30,
+    ("docs/compiler.md", "Counts of the committed cohort"): 20,
+    ("docs/runtime.md", "Runs (`python -m analysis.run`)"): 13,
+    ("README.md", "ego2world-analysis"): 12,
+}
+PLAN = command_plan()
+
+
+def test_the_plan_runs_every_runnable_command():
+    """The sections' plan keeps every command classified ``run`` (each once), and the
+    ``--help`` of every command a synopsis names."""
+    runs = [step[2] for *_, steps in PLAN for step in steps if step[0] == "run"]
+    kinds = {}
+    for doc, section, kind, command in documented_commands():
+        for part in _split(command):
+            kinds.setdefault(classify(doc, section, kind, part), set()).add(part)
+    assert len(runs) >= 20
+    assert set(runs) >= kinds["run"], kinds["run"] - set(runs)
+    in_repo = [r for r in runs if "/tmp/" not in r
+               and shlex.split(r)[2] in ("analysis.tables", "analysis.compile")]
+    assert in_repo and len(in_repo) == len(set(in_repo)), in_repo
+    helps = [step[1] for *_, steps in PLAN for step in steps if step[0] == "help"]
+    assert sorted(helps) == sorted(HELP_ALL)
+    assert set(SECTION_SECONDS) <= {(doc, section) for _, doc, section, _ in PLAN}
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory):
+    """The repository root the commands run in (a copy of this checkout, one per worker,
+    shared by its sections as one copy was by all sections: every command leaves its
+    ``git status`` unchanged), the docs' planner module, HOME and the user cache."""
+    base = tmp_path_factory.mktemp("documented")
+    root = checkout_copy(base / "clone")
+    pkg = _doc_planner_module(base)
+    home = base / "home"
+    home.mkdir()
+    base_env = {**os.environ, "HOME": str(home), "E2W_CACHE_DIR": str(base / "cache"),
+                "PYTHONPATH": os.pathsep.join([str(root), str(pkg)])}
+    base_env.pop("E2W_DEBUG", None)
+    assert git_status(root) == ""
+    return root, home, base_env
+
+
+def _section_param(entry):
+    n, doc, section, _ = entry
+    seconds = SECTION_SECONDS.get((doc, section), 5)
+    ident = re.sub(r"[^\w.]+", "-", f"{doc}-{section}").strip("-")[:60]
+    return pytest.param(entry, id=ident, marks=pytest.mark.slow(seconds=seconds)
+                        if seconds >= 8 else ())
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("entry", [_section_param(e) for e in PLAN])
+def test_documented_commands_run_verbatim_and_leave_the_repository_clean(entry, tmp_path,
+                                                                         clone, server):
+    n, doc, section, steps = entry
+    checkout_before = git_status(REPO)
+    root, home, base_env = clone
+    hdepic = Path(os.environ.get("E2W_HDEPIC") or root.parent / "shared" / "hd-epic")
+    before = git_status(root)
+    assert before == ""
+    scratch = tmp_path / f"s{n}"  # the doc's /tmp/<name>: fresh per section
+    scratch.mkdir()
+    env = dict(base_env)
+    ran = 0
+    timings = []
+    for step in steps:
+        if step[0] == "env":
+            _, name, value = step
+            env[name] = "sk-test-documented" if value.strip() == "..." else value
+            continue
+        if step[0] == "help":
+            c = step[1]
+            r = subprocess.run([sys.executable, "-m", f"analysis.{c}", "--help"], cwd=root,
+                               env=env, capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, (doc, section, c, r.stderr)
+            # the same checks as every other command (it stands in for the synopses of
+            # this command that are not run again)
+            assert "Traceback" not in r.stderr, (doc, section, c)
+            assert git_status(root) == before, (doc, section, c)
+            ran += 1
+            continue
+        _, k, part, argv = step
+        if "analysis.compile" in part and not hdepic.is_dir():
+            continue  # the HD-EPIC annotations are not on this machine
+        moved = []
+        for a in argv[1:]:
+            a = re.sub(r"/tmp/([\w.-]+)", lambda m: str(scratch / m.group(1)), a)
+            for url in SERVERS:
+                a = a.replace(url, server.url)
+            moved.append(a)
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, *moved], cwd=root, env=env,
+                           capture_output=True, text=True, timeout=900)
+        timings.append((round(time.perf_counter() - t0, 1), doc, part[:90]))
+        ok = r.returncode == 0 or (k == "synopsis" and r.returncode == 2
+                                   and "usage" in r.stderr)
+        assert ok, (doc, section, part, r.stdout[-2000:], r.stderr[-3000:])
+        assert "HTTP Request:" not in r.stderr, (doc, part)  # per-request logs off
+        assert "Traceback" not in r.stderr, (doc, part)
+        after = git_status(root)
+        assert after == before, (doc, part, after)
+        ran += 1
     print("\n".join(f"{t:6.1f} s  {d}: {c}" for t, d, c in sorted(timings, reverse=True)))
-    assert ran >= 20
+    assert ran >= 1 or not hdepic.is_dir()
     assert git_status(REPO) == checkout_before  # the checkout itself: not written at all
     # the package's own files went to $E2W_CACHE_DIR, none to the default user cache
     assert not (home / ".cache" / "ego2world-analysis").exists()

@@ -16,6 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 #: The share of the suite's tests the quick check must keep (issue 36).
 MIN_SHARE = 0.70
@@ -52,6 +54,7 @@ def test_the_readme_quick_check_deselects_only_e2e_tests():
     assert any(m.startswith("e2e:") for m in markers), "pyproject.toml: register the e2e marker"
 
 
+@pytest.mark.e2e  # collects the whole suite in another pytest process (about 20 s)
 def test_the_quick_check_keeps_at_least_70_percent_of_the_tests():
     # collection only (-n 0: no workers to start; no second -q: pyproject's addopts has one,
     # and -qq would drop the count line); the count is what pytest would run

@@ -33,6 +33,8 @@ __all__ = ["RegionObservation", "observe_region", "Observer", "openable_types", 
 def facts_of(world) -> frozenset:
     """The atoms of a world as a frozenset of tuples (``World`` objects or plain dicts)."""
     facts = world.facts if hasattr(world, "facts") else world["facts"]
+    if isinstance(facts, frozenset):
+        return facts  # a World's facts (tuples already): no copy, observing reads it often
     return frozenset(tuple(a) for a in facts)
 
 
@@ -111,8 +113,11 @@ def observe_region(
 
     ``openable(entity) -> bool`` decides which entities get an open/closed entry.
     """
-    initial = frozenset(tuple(a) for a in initial_facts)
-    current = frozenset(tuple(a) for a in current_facts)
+    # a frozenset is already atoms as tuples (facts_of): no copy of a whole world per call
+    initial = initial_facts if isinstance(initial_facts, frozenset) else \
+        frozenset(tuple(a) for a in initial_facts)
+    current = current_facts if isinstance(current_facts, frozenset) else \
+        frozenset(tuple(a) for a in current_facts)
     anchor_set = set(anchor)
     before = {a[1] for a in initial if len(a) == 3 and a[0] == "at" and a[2] == region}
     now = {a[1] for a in current if len(a) == 3 and a[0] == "at" and a[2] == region}

@@ -60,6 +60,9 @@ def derive_failures(export, run_labels) -> FailureResults:
             # records that do not fit their cohort (a hand-made export): no labels
             raise DerivationError(f"run {run_id}: the records do not re-execute "
                                   f"({type(exc).__name__}: {exc})") from None
+        # a run's decoded records (about 70 MB for the committed export's largest) go
+        # before the next run's are decoded, not after: the command's peak memory
+        del records
         att += [(label, run_id, a.episode_id, a.group_id, a.index, a.label, a.check,
                  " ".join(a.failed_checks)) for a in d.attempts]
         grp += [(label, run_id, g.episode_id, g.group_id, g.status, g.label) for g in d.groups]

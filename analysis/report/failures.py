@@ -8,6 +8,8 @@ episode-cluster intervals; it does not derive.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pandas as pd
 
@@ -59,7 +61,8 @@ def _table(results, name, title, paper_ref, data, display, notes):
 
 def _label_order(present) -> list[str]:
     from ..executor.failures import LABELS
-    return [x for x in LABELS if x in set(present)]
+    present = set(present)  # once, not once per label (a column of every rejected attempt)
+    return [x for x in LABELS if x in present]
 
 
 def _task_of_group(export) -> dict:
@@ -83,7 +86,8 @@ def _shares(results, export):
     pooled = att[["label", "episode_id"]].copy()
     for x in a_labels:
         pooled[x] = (att.failure == x).astype(float)
-    gkey = f.groups.set_index(["run_id", "group_id"]).failure
+    # a dict, not a MultiIndex lookup per group (one row per non-completed group of a run)
+    gkey = dict(zip(zip(f.groups.run_id, f.groups.group_id), f.groups.failure))
     gc = f.group_counts[["label", "run_id", "episode_id", "group_id"]].copy()
     gfail = pd.Series([gkey.get((r, g)) for r, g in zip(gc.run_id, gc.group_id)],
                       index=gc.index, dtype=object)
@@ -91,15 +95,19 @@ def _shares(results, export):
         gc[x] = (gfail == x).astype(float)
     # task-macro: per (run, task), the label's share of the task's rejected attempts
     tog = _task_of_group(export)
-    rows = []
-    for (label, run_id, gid), sub in att.groupby(["label", "run_id", "group_id"], sort=False):
-        for tid in tog.get(gid, []):
-            rows.append((label, run_id, tid, sub.episode_id.iloc[0], sub.failure.tolist()))
+    # the attempts grouped by (label, run, group) in order of first appearance, as
+    # groupby(sort=False) would, over plain columns (a DataFrame per group cost seconds)
+    by_group: dict = {}
+    for label, run_id, gid, eid, fail in zip(att.label, att.run_id, att.group_id,
+                                             att.episode_id, att.failure):
+        by_group.setdefault((label, run_id, gid), (eid, []))[1].append(fail)
     per_task: dict = {}
-    for label, run_id, tid, eid, fails in rows:
-        per_task.setdefault((label, run_id, tid, eid), []).extend(fails)
+    for (label, run_id, gid), (eid, fails) in by_group.items():
+        for tid in tog.get(gid, []):
+            per_task.setdefault((label, run_id, tid, eid), []).extend(fails)
+    counts = {k: Counter(fails) for k, fails in per_task.items()}
     macro = pd.DataFrame([{"label": k[0], "episode_id": k[3],
-                           **{x: sum(v == x for v in fails) / len(fails) for x in a_labels}}
+                           **{x: counts[k][x] / len(fails) for x in a_labels}}
                           for k, fails in per_task.items()])
     return f, pooled, gc, macro, a_labels, g_labels, gfail
 
