@@ -201,21 +201,36 @@ def _children(pid: int) -> list[str]:
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
 def test_ctrl_c_during_verify_says_interrupted_not_failed():
     # Ctrl-C reaches the whole process group, the forked verifiers too; one cut mid-answer
-    # made the parent report "failed: RuntimeError ... KeyboardInterrupt" (exit 1)
+    # made the parent report "failed: RuntimeError ... KeyboardInterrupt" (exit 1).
+    # Verification takes about a second and its forked verifier a fraction of it: on a
+    # loaded machine the signal can land after the verifier has answered, and a verify
+    # that finished says so with exit 0. Such a late attempt is retried; every attempt
+    # must end as "interrupted" (130) or verified (0), never "failed", and one must
+    # land mid-work.
     import signal
     import subprocess
     import sys
     import time
-    proc = subprocess.Popen([sys.executable, "-m", "analysis.verify"], cwd=REPO, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while not _children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.005)
-    assert proc.poll() is None, "verify ended before its verifying processes were seen"
-    os.killpg(proc.pid, signal.SIGINT)       # what a terminal's Ctrl-C does
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and "analysis.verify: interrupted" in err, err
-    assert "failed" not in err
+    outcomes = []
+    for _ in range(8):
+        proc = subprocess.Popen([sys.executable, "-m", "analysis.verify"], cwd=REPO, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)
+        deadline = time.monotonic() + 60
+        while not _children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        assert proc.poll() is None, "verify ended before its verifying processes were seen"
+        os.killpg(proc.pid, signal.SIGINT)       # what a terminal's Ctrl-C does
+        out, err = proc.communicate(timeout=60)
+        assert "failed" not in err, err
+        if proc.returncode == 0:
+            assert out.startswith("verified "), (out, err)   # the signal came after the work
+            outcomes.append("finished first")
+            continue
+        assert proc.returncode == 130 and "analysis.verify: interrupted" in err, err
+        outcomes.append("interrupted")
+        break
+    assert outcomes[-1] == "interrupted", outcomes
 
 
 def test_the_run_progress_bar_writes_whole_lines_into_a_log(capsys):
