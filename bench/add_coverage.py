@@ -114,8 +114,13 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                 refs = op["provenance"]["refs"]
                 if op["type"] in IN_ARGS and refs.get("ingredient"):
                     i, j = IN_ARGS[op["type"]]
+                    # an add whose row's times are swapped with another's is timed by that
+                    # row: its ingredient argument cites its own row's start instead
+                    arg = (refs.get("args") or [{}])[i].get("refs", {})
+                    tm = (("row", round(float(arg["time"]), 2)) if arg.get("evidence") == "swapped_add_times"
+                          else refs.get("time"))
                     ops.setdefault((eid, refs.get("recipe"), refs["ingredient"]), []).append(
-                        (refs.get("time"), ["in", op["args"][i], op["args"][j]]))
+                        (tm, ["in", op["args"][i], op["args"][j]]))
     # (episode, recipe, ingredient, video, start) -> reason of the add's dropped record
     drops = {}
     if (cohort / "dropped.jsonl").is_file():
@@ -144,7 +149,8 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         for iid, name, sp in mine:
             a, b = sp.start + off.get(sp.video, 0.0), sp.end + off.get(sp.video, 0.0)
             done = [atom for tm, atom in ops.get((t["episode_id"], refs["recipe"], iid), [])
-                    if tm is not None and a - SLACK <= tm <= b + SLACK]
+                    if tm == ("row", round(sp.start, 2)) or isinstance(tm, (int, float))
+                    and a - SLACK <= tm <= b + SLACK]
             if not any(atom in atoms for atom in done):
                 lost.append((f"{refs['recipe']}/{iid}", name))
                 why = drops.get((t["episode_id"], refs["recipe"], iid, sp.video, round(sp.start, 2)))

@@ -33,12 +33,12 @@ def _task(tid, atoms, step="P02_R03_S01", seg=(894.945, 898.195), unit="recipe s
                                     "segments": [{"video": VIDEO, "kind": "step", "start": seg[0], "end": seg[1]}]}}}
 
 
-def _export(tmp_path, op_time, dropped=()):
+def _export(tmp_path, op_time, dropped=(), args=()):
     cohort = tmp_path / "cohort"
-    cohort.mkdir()
+    cohort.mkdir(parents=True)
     (cohort / "dropped.jsonl").write_text("".join(json.dumps(d) + "\n" for d in dropped), encoding="utf-8")
     pour = {"type": "pour", "args": ["squash", "squash_bottle", "glass_2", "counter"],
-            "provenance": {"refs": {"recipe": "P02_R03", "ingredient": "P02_R03_I02", "time": op_time, "args": []}}}
+            "provenance": {"refs": {"recipe": "P02_R03", "ingredient": "P02_R03_I02", "time": op_time, "args": list(args)}}}
     with gzip.open(cohort / "episodes.jsonl.gz", "wt", encoding="utf-8") as fh:
         fh.write(json.dumps({"episode_id": VIDEO, "videos": [VIDEO], "groups": [{"operations": [pour]}]}) + "\n")
     at = ["at", "glass_2", "counter"]
@@ -65,6 +65,20 @@ def test_an_in_witnessed_by_another_operation_than_the_adds_does_not_count(tmp_p
     # the same atom established at 950 s, outside the add's span: not this add's in()
     cov = _bench().add_coverage(_export(tmp_path, 950.0), SOURCE)
     assert (cov.step_tasks_with_add, cov.lacking) == (2, 2)
+
+
+def test_an_add_timed_by_the_row_it_is_swapped_with_counts_by_its_own_row(tmp_path):
+    # the squash's add row (894.043 s) swapped with another's: its operation at 950 s (the
+    # other row's time) cites its own row's start as the squash argument's time
+    row = {"source": "observed", "refs": {"id": "P02_R03/P02_R03_I02", "time": 894.043,
+                                          "evidence": "swapped_add_times"}}
+    cov = _bench().add_coverage(_export(tmp_path, 950.0, args=[row]), SOURCE)
+    assert (cov.step_tasks_with_add, cov.lacking) == (2, 1)
+    # citing another row's start (or without the swap's evidence) it does not count
+    other = {**row, "refs": {**row["refs"], "time": 908.9}}
+    assert _bench().add_coverage(_export(tmp_path / "b", 950.0, args=[other]), SOURCE).lacking == 2
+    plain = {**row, "refs": {k: v for k, v in row["refs"].items() if k != "evidence"}}
+    assert _bench().add_coverage(_export(tmp_path / "c", 950.0, args=[plain]), SOURCE).lacking == 2
 
 
 def test_each_add_lacking_its_in_is_classed_by_its_dropped_reason(tmp_path):

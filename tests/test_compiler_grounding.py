@@ -1333,3 +1333,57 @@ def test_a_step_vessel_starting_in_storage_takes_no_add_before_it_is_first_handl
     assert [a for a in world.facts if a[:2] == ("at", "bowl")] == [("at", "bowl", "cupboard")]
     assert {o: p.roles["c"] for o, p in adds.items()} == {"lettuce": "bowl"}
     assert [c["check"] for c in _checks(g)] == ["add_without_track"]
+
+
+# ------------------------------------------------------------- swapped add times (issue 34)
+# Hand-checkable: video "v", recipe "R", step S01 100-130 s "Add the spices to the pan.";
+# the turmeric's add row says 104-106 s and the paprika's 120-122 s, but the paprika jar
+# is held 103-107 s and the turmeric jar 119-123 s (P05_R01's tandoori masala and
+# turmeric): each row's span holds only the other's tracks, a clean swap. Each add is
+# bound by its own jar in the other row's span, into the pan the text names.
+def _swapped(vocab, tracks, segments=(("S01", 100.0, 130.0),), text="Add the spices to the pan."):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", n, n, (Track(f"t{i}", a, b),)) for i, (n, a, b) in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "turmeric", "I02": "paprika"},
+                  (IngredientEvent("I01", "turmeric", "add", Span("v", 104.0, 106.0)),
+                   IngredientEvent("I02", "paprika", "add", Span("v", 120.0, 122.0))),
+                  tuple(StepSegment(s, "step", Span("v", a, b)) for s, a, b in segments))
+    recipe = Recipe("R", "P01", "test", {s: text for s, _, _ in segments}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return {p.roles["s"]: p for p in g.planned if p.kind == "add"}, g
+
+
+def test_cleanly_swapped_add_times_bind_each_add_by_its_own_track_in_the_other_row(vocab):
+    tracks = [("pan", 99.0, 101.0), ("paprika jar", 103.0, 107.0), ("turmeric jar", 119.0, 123.0)]
+    adds, g = _swapped(vocab, tracks)
+    assert {s: (p.action, p.roles["src"], p.roles["dst"]) for s, p in adds.items()} == {
+        "turmeric": ("pour", "turmeric_jar", "pan"), "paprika": ("pour", "paprika_jar", "pan")}
+    # timed by the other row (inside its own jar's track), the row's own refs kept
+    assert 120.0 <= adds["turmeric"].time <= 122.0 and 104.0 <= adds["paprika"].time <= 106.0
+    assert adds["turmeric"].refs["start"] == 104.0 and adds["turmeric"].refs["ingredient"] == "I01"
+    ev = adds["turmeric"].evidence["s"]
+    assert ev["evidence"] == "swapped_add_times" and ev["how"].startswith(
+        "ingredient of complete_recipes.json; the add times of I01 and I02 (paprika) are swapped: each row's "
+        "span holds only the other's tracks, so this add is timed by I02's row (120.00-122.00 s; a curated "
+        "timing label, the add is observed)")
+    assert not [d for d in g.dropped if d["kind"] == "add"]
+
+
+def test_add_times_that_are_not_a_clean_swap_stay_dropped(vocab):
+    swapped = "source check add_time_matches_other_ingredient"
+    # the turmeric's own jar is not in the paprika row's span: no swap, both rows dropped
+    adds, g = _swapped(vocab, [("pan", 99.0, 101.0), ("paprika jar", 103.0, 107.0),
+                               ("turmeric jar", 140.0, 145.0)])
+    assert "turmeric" not in adds
+    assert [d["refs"]["ingredient"] for d in g.dropped if d["reason"].startswith(swapped)] == ["I01"]
+    # the two rows lie in two steps: the rows do not say which step each add belongs to
+    adds, g = _swapped(vocab, [("pan", 99.0, 101.0), ("paprika jar", 103.0, 107.0),
+                               ("turmeric jar", 119.0, 123.0)],
+                       segments=(("S01", 100.0, 110.0), ("S02", 115.0, 130.0)))
+    assert adds == {}
+    assert sorted(d["refs"]["ingredient"] for d in g.dropped if d["reason"].startswith(swapped)) == ["I01", "I02"]

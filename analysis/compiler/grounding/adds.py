@@ -2,9 +2,10 @@
 bound to tracked foods, source containers and vessels."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
-from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
+from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
 from .grounder import (bind_target, drop, has_head, is_a, is_food, local, overlapping, track_ref,
@@ -124,7 +125,9 @@ def names_ingredient(ws: list, ing_words: set) -> bool:
     return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
 
 
-def ground_add(ctx, rid, cap, ev, matches, refs):
+def ground_add(ctx, rid, cap, ev, matches, refs, swap=None):
+    """Ground one add row ``ev``; ``swap``: the note of a clean swap (:func:`swapped_row`),
+    ``ev`` then carrying the other row's span."""
     t0, t1 = ev.span.start, ev.span.end
     what = f"add {ev.ingredient_id} ({ev.name})"
     mine = ingredient_tracks(ctx, matches[ev.ingredient_id], t0, t1)
@@ -149,6 +152,16 @@ def ground_add(ctx, rid, cap, ev, matches, refs):
     if not mine:
         others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
                          and ingredient_tracks(ctx, ws, t0, t1)})
+        partner = swapped_row(ctx, rid, cap, ev, matches) if others and swap is None else None
+        if partner is not None:
+            # a clean swap: this ingredient's own track lies in the other row's span
+            sp = partner.span
+            note = (f"the add times of {ev.ingredient_id} and {partner.ingredient_id} ({partner.name}) are "
+                    f"swapped: each row's span holds only the other's tracks, so this add is timed by "
+                    f"{partner.ingredient_id}'s row ({local(ctx, sp.video, sp.start):.2f}-"
+                    f"{local(ctx, sp.video, sp.end):.2f} s; a curated timing label, the add is observed)")
+            ground_add(ctx, rid, cap, dataclasses.replace(ev, span=sp), matches, refs, swap=note)
+            return
         if others:
             source_check(ctx, "add_time_matches_other_ingredient", what,
                               f"the tracks overlapping this add are named for {others}, not for "
@@ -180,9 +193,44 @@ def ground_add(ctx, rid, cap, ev, matches, refs):
         # eggs): each is added, from its own track
         for ent, tr in added:
             ground_instance(ctx, rid, ev, matches, refs, f"{what}: {ent}", ent, [tr], generic,
-                                 {e for e, _ in added} - {ent})
+                                 {e for e, _ in added} - {ent}, swap)
         return
-    ground_instance(ctx, rid, ev, matches, refs, what, ents[0], mine, generic, set())
+    ground_instance(ctx, rid, ev, matches, refs, what, ents[0], mine, generic, set(), swap)
+
+
+def swapped_row(ctx, rid, cap, ev, matches):
+    """The add row ``ev`` is cleanly swapped with (issue 34, the reviewer's P05_R01 tandoori
+    masala and turmeric), else ``None``: the one other add row of the same capture and step
+    such that every track in ``ev``'s span named for another ingredient names its
+    ingredient, and every track in its span named for another ingredient names ``ev``'s;
+    each ingredient has that one add row. Anything less clean stays dropped."""
+    own = matches[ev.ingredient_id]
+
+    def named(span, exclude):
+        return {tr.track_id: {iid for iid, ws in matches.items() if iid != exclude
+                              and any(names_ingredient(w, ws) for w in ctx.name_words.get(tr.entity, []))}
+                for tr in ingredient_tracks(ctx, set().union(*[matches[i] for i in matches if i != exclude]),
+                                            span.start, span.end)}
+
+    def steps(e):
+        sp = e.span
+        return {w.step for w in windows_at(ctx, sp.video, sp.start, sp.end, rid)
+                or prep_windows_at(ctx, sp.video, sp.start, sp.end, rid, matches[e.ingredient_id])}
+
+    rows = [e for e in cap.events if e.kind == "add" and e.span.video == ev.span.video]
+    mine_rows = [e for e in rows if e.ingredient_id == ev.ingredient_id]
+    here = named(ev.span, ev.ingredient_id)
+    cands = set.intersection(*here.values()) if here else set()
+    out = []
+    for j in sorted(cands):
+        theirs = [e for e in rows if e.ingredient_id == j]
+        if len(theirs) != 1 or len(mine_rows) != 1 or len(steps(ev)) != 1 or steps(theirs[0]) != steps(ev):
+            continue
+        there = named(theirs[0].span, j)
+        if there and all(ev.ingredient_id in ids for ids in there.values()) \
+                and ingredient_tracks(ctx, own, *[theirs[0].span.start, theirs[0].span.end]):
+            out.append(theirs[0])
+    return out[0] if len(out) == 1 else None
 
 
 def instances_added(ctx, mine, t0: float, t1: float) -> list[tuple]:
@@ -214,7 +262,7 @@ def holds_named(ctx, ent: str, typ: str, ing_words: set) -> bool:
         ctx.contents.get(ent, set()) & {_spelling(w) for w in ing_words})
 
 
-def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings):
+def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings, swap=None):
     """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
     ``siblings``: the other instances the same add row puts in (never its target)."""
     t0, t1 = ev.span.start, ev.span.end
@@ -244,6 +292,8 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
         or ctx.vocab.is_a(typ, "electric_container") or (ctx.vocab.is_a(typ, "vessel") and subst) \
         or holds_named(ctx, ent, typ, matches[ev.ingredient_id])
     ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
+    if swap:
+        ev_ing = {**ev_ing, "how": f"ingredient of complete_recipes.json; {swap}", "evidence": "swapped_add_times"}
     src_ev = {"how": ("the only container held during the whole add (its name names no content)"
                       if generic else "track named for the ingredient overlaps the add")
               + (f" (the one of {several} tracks of {ent} overlapping the add that holds it longest "
@@ -471,19 +521,6 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
 
 
-def clause_of(ctx, text: str, ing_words: set) -> str:
-    """The sentence of a step text that names the ingredient, when it is the only one
-    and it names a target: "In a large bowl mix together flour, salt ... In a separate
-    cup mix yeast with sugar": sugar goes to the cup's sentence, never to the first
-    vessel of the text. Else the whole text."""
-    sents = [x for x in re.split(r"(?<=[.!?;])\s+", text) if x.strip()]
-    mine = [x for x in sents if set(words(x)) & ing_words]
-    if len(mine) == 1 and any(ph[-1] in ctx.vessel_heads
-                              for ph in target_phrases(mine[0], ctx.vessel_heads)):
-        return mine[0]
-    return text
-
-
 def same_step_target(ctx, rid, win, target, tev, why, exclude):
     """When the step text names no vessel and none is handled in the window, the
     vessel an earlier add *of the same recipe step* was bound to by evidence: one step
@@ -542,12 +579,3 @@ def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
                     "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
                                   f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
                                   f"({why})"}
-
-
-def fixture_named(ctx, text: str) -> str | None:
-    low = text.lower()
-    for phrase, (fid, _) in sorted(ctx.vocab.step_fixtures.items()):
-        if re.search(rf"\b(?:into|in|inside)\s+(?:the\s+)?{re.escape(phrase)}\b", low) \
-                and fid in ctx.w.objects:
-            return fid
-    return None
