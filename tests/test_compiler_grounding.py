@@ -1387,3 +1387,47 @@ def test_add_times_that_are_not_a_clean_swap_stay_dropped(vocab):
                        segments=(("S01", 100.0, 110.0), ("S02", 115.0, 130.0)))
     assert adds == {}
     assert sorted(d["refs"]["ingredient"] for d in g.dropped if d["reason"].startswith(swapped)) == ["I01", "I02"]
+
+
+# ------------------------------------------- an add from several containers of the ingredient
+# P01_R04_I01: the flour's add row spans 378-433 s; the green flour bag is held 381-402 s,
+# then the other flour bag in three tracks (403-406, 406-425, 425-428 s); the step text
+# names the large bowl, put down just before. Hand-checkable copy: add 100-130 s, "green
+# flour bag" 102-112 s, "flour bag" 113-115 and 115.5-127 s, bowl 95-99 s.
+def _two_bags(vocab, bag_tracks):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(spans)))
+              for i, (n, spans) in enumerate([("bowl", [(95.0, 99.0)])] + bag_tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "flour"},
+                  (IngredientEvent("I01", "flour", "add", Span("v", 100.0, 130.0)),),
+                  (StepSegment("S01", "step", Span("v", 98.0, 135.0)),))
+    recipe = Recipe("R", "P01", "test", {"S01": "In a large bowl mix together flour and salt."}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    return ground(world, {"R": recipe}, vocab)
+
+
+def test_the_flour_poured_from_two_bags_goes_into_the_named_bowl_from_each(vocab):
+    g = _two_bags(vocab, [("green flour bag", [(102.0, 112.0)]), ("flour bag", [(113.0, 115.0), (115.5, 127.0)])])
+    adds = [p for p in g.planned if p.kind == "add"]
+    # the one substance entity goes in from each bag in the order handled; the bag put
+    # down and picked up again is one candidate, poured from in its longest track
+    assert [(p.action, p.roles["s"], p.roles["src"], p.roles["dst"], p.hold_track) for p in adds] == [
+        ("pour", "flour", "green_flour_bag", "bowl", "t1_0"), ("pour", "flour", "flour_bag", "bowl", "t2_1")]
+    assert not [d for d in g.dropped if d["kind"] == "add"]
+    # one bag handled only briefly at the add's edge (under half its track inside): the
+    # other bag alone is handled during the add, and the add is bound to it
+    g = _two_bags(vocab, [("green flour bag", [(90.0, 101.0)]), ("flour bag", [(113.0, 115.0), (115.5, 127.0)])])
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.roles["src"], p.roles["dst"]) for p in adds] == [("flour_bag", "bowl")]
+    assert adds[0].evidence["src"]["how"] == (
+        "track named for the ingredient overlaps the add (the only one of ['flour_bag', 'green_flour_bag'] "
+        "handled during the add; the others lie mostly outside it)")
+    # neither bag handled for half its track inside the add: which one is not decided
+    g = _two_bags(vocab, [("green flour bag", [(90.0, 101.0)]), ("flour bag", [(125.0, 140.0)])])
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [d["reason"] for d in g.dropped if d["kind"] == "add"] == [
+        "several tracked objects match the ingredient: ['flour_bag', 'green_flour_bag']"]

@@ -186,8 +186,18 @@ def ground_add(ctx, rid, cap, ev, matches, refs, swap=None):
             mine, ents = strict, [strict[0].entity]
     if len(ents) > 1:
         added = instances_added(ctx, mine, t0, t1)
-        if len(added) < 2:
+        one_source = len(added) == 1 and (is_a(ctx, added[0][0], "container") or not is_food(ctx, added[0][0]))
+        if not added or len(added) == 1 and not one_source:
             drop(ctx, "add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
+            return
+        if one_source:
+            # the other containers of the ingredient are handled mostly outside the add: the
+            # one handled during it is the source (a food instance at the add's edge may be
+            # one it puts in too: that stays ambiguous)
+            ent, tr = added[0]
+            ground_instance(ctx, rid, ev, matches, refs, what, ent, [tr], generic, set(), swap,
+                            f" (the only one of {ents} handled during the add; the others lie mostly "
+                            "outside it)")
             return
         # one add row, several instances put in during it (the spinach leaves, the
         # eggs): each is added, from its own track
@@ -240,17 +250,23 @@ def instances_added(ctx, mine, t0: float, t1: float) -> list[tuple]:
     shorter of the two (track or add). A container named for the ingredient is the
     source of its food instances ("packet of eggs" beside egg1..egg5), and an instance
     handled mostly outside the add ("butter" put down 3 s into a 23 s add) is not one
-    of those it puts in. ``[(instance, its track), ...]`` in the order they are handled."""
+    of those it puts in. The tracks of one container are one candidate (issue 34: the
+    flour bag put down and picked up again while the flour goes in); it is poured from in
+    the one that holds it longest during the add. A food instance handled in several
+    tracks during the add is not one of them (which track put it in is not decided).
+    ``[(instance, its track), ...]`` in the order they are handled."""
+    def inside(tr):
+        return min(tr.end, t1) - max(tr.start, t0)
+
     def share(tr):
-        inside = min(tr.end, t1) - max(tr.start, t0)
-        return inside >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside > 0
+        return inside(tr) >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside(tr) > 0
     foods = {tr.entity for tr in mine if is_food(ctx, tr.entity) and not is_a(ctx, tr.entity, "container")}
     pool = [tr for tr in mine if (tr.entity in foods) == bool(foods)]
     out = []
     for ent in sorted({tr.entity for tr in pool}):
         trs = [tr for tr in pool if tr.entity == ent and share(tr)]
-        if len(trs) == 1:
-            out.append((ent, trs[0]))
+        if len(trs) == 1 or (trs and not foods):
+            out.append((ent, sorted(trs, key=lambda x: (-inside(x), x.start))[0]))
     return sorted(out, key=lambda x: (x[1].start, x[0]))
 
 
@@ -262,7 +278,7 @@ def holds_named(ctx, ent: str, typ: str, ing_words: set) -> bool:
         ctx.contents.get(ent, set()) & {_spelling(w) for w in ing_words})
 
 
-def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings, swap=None):
+def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings, swap=None, src_note=""):
     """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
     ``siblings``: the other instances the same add row puts in (never its target)."""
     t0, t1 = ev.span.start, ev.span.end
@@ -297,7 +313,7 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
     src_ev = {"how": ("the only container held during the whole add (its name names no content)"
                       if generic else "track named for the ingredient overlaps the add")
               + (f" (the one of {several} tracks of {ent} overlapping the add that holds it longest "
-                 "during it)" if several > 1 else ""), **track_ref(ctx, tr)}
+                 "during it)" if several > 1 else "") + src_note, **track_ref(ctx, tr)}
     if container:
         if not subst and not ctx.vocab.is_a(leaf, "food"):
             drop(ctx, "add", what, f"ingredient typed {leaf}", t0, **refs)
