@@ -1431,3 +1431,43 @@ def test_the_flour_poured_from_two_bags_goes_into_the_named_bowl_from_each(vocab
     assert not [p for p in g.planned if p.kind == "add"]
     assert [d["reason"] for d in g.dropped if d["kind"] == "add"] == [
         "several tracked objects match the ingredient: ['flour_bag', 'green_flour_bag']"]
+
+
+# ------------------------------------------------- the vessel of an earlier step (issue 34)
+# Hand-checkable: step S01 100-110 s "Heat the oil in a pan." (the oil bottle held 101-105 s
+# over the add 102-104 s; the pan put down at 99 s), step S02 200-210 s "Add the cheese."
+# (the cheese held 203-207 s over its add 204-206 s). S02 names no vessel; S01's pan is the
+# one vessel of the recipe's earlier steps and is not handled from 102 s to the cheese's add.
+def _earlier_step(vocab, pan_tracks):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    tracks = [("pan", pan_tracks), ("oil bottle", [(101.0, 105.0)]), ("cheese", [(203.0, 207.0)])]
+    assocs = [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(sp)))
+              for i, (n, sp) in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "oil", "I02": "cheese"},
+                  (IngredientEvent("I01", "oil", "add", Span("v", 102.0, 104.0)),
+                   IngredientEvent("I02", "cheese", "add", Span("v", 204.0, 206.0))),
+                  (StepSegment("S01", "step", Span("v", 100.0, 110.0)),
+                   StepSegment("S02", "step", Span("v", 200.0, 210.0))))
+    recipe = Recipe("R", "P01", "test", {"S01": "Heat the oil in a pan.", "S02": "Add the cheese."}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return {p.refs["ingredient"]: p for p in g.planned if p.kind == "add"}, g
+
+
+def test_an_add_whose_step_names_no_vessel_goes_into_the_earlier_steps_unmoved_vessel(vocab):
+    adds, g = _earlier_step(vocab, [(95.0, 99.0)])
+    assert {i: (p.action, p.roles.get("dst") or p.roles.get("c")) for i, p in adds.items()} == {
+        "I01": ("pour", "pan"), "I02": ("add_ingredient", "pan")}
+    ev = adds["I02"].evidence["c"]
+    assert ev["evidence"] == "step_text" and ev["track"] == "t0_0"
+    assert ev["how"].startswith("the vessel the text of earlier step S01 names (")
+    assert ev["how"].endswith("bound at 102.0 s; the text of step S02 names none, and pan is not handled from "
+                              "then to the add (not moved since)")
+    # the pan picked up between the two steps (150-152 s): where it went is another matter
+    adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)])
+    assert set(adds) == {"I01"}
+    assert [d["reason"].split(":")[0] for d in g.dropped if d["kind"] == "add"] == ["target not decided"]

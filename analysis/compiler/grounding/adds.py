@@ -5,10 +5,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
+from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
-from .grounder import (bind_target, drop, has_head, is_a, is_food, local, overlapping, track_ref,
+from .open_adds import open_add_vessel, same_step_target
+from .grounder import (bind_target, drop, is_a, is_food, local, overlapping, track_ref,
                        windows_at)
 
 #: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
@@ -392,7 +393,7 @@ def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during
     if same_step:
         target, tev = same_step_target(ctx, rid, win, target, tev, why, own)
         if target is None:
-            target, tev = step_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
+            target, tev = open_add_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
     if target is None:
         drop(ctx, "add", what, f"target not decided: {why}", t0, **refs)
         ctx.undecided_adds.append((ev.span.video, t0, t1))
@@ -514,7 +515,7 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
     target, tev, why = bind_target(ctx, ttext, t0, t1, win, held, fallback=False, video=ev.span.video,
                                         event="the add", kitchen=True)
     if target is None:
-        target, tev = step_vessel(ctx, rid, win, ttext, set(), why, t0, t1)
+        target, tev = open_add_vessel(ctx, rid, win, ttext, set(), why, t0, t1)
     if target is None:
         check(f"target not decided: {why}")
         return
@@ -535,63 +536,3 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         "add", round(t0, 3), "add_ingredient", {"o": sub, "c": target}, {"o": ev_ing, "c": tev},
         {**refs, "step": win.step if win else None}, hold=sub, hold_track=None, step=win,
         title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
-
-
-def same_step_target(ctx, rid, win, target, tev, why, exclude):
-    """When the step text names no vessel and none is handled in the window, the
-    vessel an earlier add *of the same recipe step* was bound to by evidence: one step
-    text describes one target ("Add the tomatoes, mango chutney and salt")."""
-    if target is not None or win is None or not why.startswith("no vessel named"):
-        return target, tev
-    prev = ctx.step_targets.get((rid, win.step, win.video))
-    if prev is None or prev[0] in exclude:
-        return None, None
-    return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
-                                        f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
-
-
-def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
-    """``(vessel, evidence)`` for an add whose target the target rule left open: the
-    one vessel that every other bound operation of the add's own recipe step acts on,
-    in the same video (:func:`~analysis.compiler.grounding.step_vessels`: its stirs,
-    pours and adds), when the step text names no vessel or names that vessel's noun
-    ("Add the minced beef and cook ... Stir often": the wok the step's stirs are bound
-    to). An add the step's other operations do not settle (two vessels, or none)
-    stays undecided, and so does one during which the vessel is in the hand (it may
-    be the food's source). Never for an add whose vessel is tracked only in another
-    video. ``(None, None)`` otherwise; the caller records the add as open."""
-    if win is None or win.row:
-        return None, None
-    key = (rid, win.step, win.video)
-    ctx.open_adds.add(key)
-    got = ctx.step_vessels.get(key)
-    if got is None or "another video" in why:
-        return None, None
-    vessel, vev, ops = got
-    if vessel in exclude:
-        return None, None
-    named = {ph[-1] for grp in target_groups(text, ctx.vessel_heads) for ph in grp
-             if ph[-1] in ctx.vessel_heads}
-    if named and not has_head(ctx, vessel, named):
-        return None, None
-    # it stands still through the add: a vessel in the hand then may be the food's
-    # source (the bowl the onion is tipped out of), never evidence of where it went
-    trs = [tr for tr in ctx.tracks_of.get(vessel, []) if tr.assoc.video == win.video]
-    if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
-        return None, None
-    before = [tr.end for tr in trs if tr.end <= t0]
-    after = [tr.start for tr in trs if tr.start >= t1]
-    if not any(tr.end <= t0 for tr in ctx.tracks_of.get(vessel, [])) and any(
-            a[0] == "at" and a[1] == vessel and ("enclosing", a[2]) in ctx.w.facts for a in ctx.w.facts):
-        # never handled before the add and starting in storage (P05_R04_S04: the lettuce
-        # added 88 s before the mixing bowl's first track): where it stood then is not
-        # observed, so the add's vessel is not decided
-        return None, None
-    still = (f"{vessel} standing from {local(ctx, win.video, max(before)):.2f} s" if before else
-             f"{vessel} standing from the start of the video") + (
-             f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"
-    said = ", ".join(f"{a} at {local(ctx, win.video, t):.1f} s" for a, t in ops)
-    return vessel, {**vev, "evidence": "step_operation",
-                    "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
-                                  f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
-                                  f"({why})"}
