@@ -5,10 +5,10 @@ on, or the vessel of an earlier step of the same recipe when its own step text n
 from __future__ import annotations
 
 from .grounder import has_head, local
-from .text import overlaps, target_groups
+from .text import overlaps, target_groups, words
 
 
-def earlier_step_vessel(ctx, rid, win, why, t0, t1):
+def earlier_step_vessel(ctx, rid, win, why, t0, t1, text=""):
     """``(vessel, evidence)`` for an add the target rule and its step's operations left
     open because its step text names no vessel: the vessel that the texts of earlier steps
     of the same recipe name, bound in the same video before the add (by the target rule,
@@ -35,11 +35,17 @@ def earlier_step_vessel(ctx, rid, win, why, t0, t1):
     if len({v for _, _, v, _ in prev}) != 1:
         return None, None
     t, step, vessel, ev = max(prev, key=lambda x: x[0])
+    # any vessel noun in the text (the target rule bound none of it: "add them to the
+    # bowl") must be the vessel's
+    named = set(words(text)) & ctx.vessel_heads if text else set()
+    if named and not has_head(ctx, vessel, named):
+        return None, None
     if any(t < tr.start <= t1 or tr.start <= t0 < tr.end for tr in ctx.tracks_of.get(vessel, [])):
         return None, None
     return vessel, {**ev, "evidence": "step_text",
                     "how": f"the vessel the text of earlier step {step} names ({ev.get('how')}), bound at "
-                           f"{local(ctx, win.video, t):.1f} s; the text of step {win.step} names none, and "
+                           f"{local(ctx, win.video, t):.1f} s; the text of step {win.step} names "
+                           f"{'its noun (' + ', '.join(sorted(named)) + ')' if named else 'none'}, and "
                            f"{vessel} is not handled from then to the add (not moved since)"}
 
 
@@ -60,7 +66,7 @@ def open_add_vessel(ctx, rid, win, text, exclude, why, t0, t1):
     """The step's vessel (:func:`step_vessel`) or, agreeing with it or without it, the
     vessel of an earlier step (:func:`earlier_step_vessel`, provenance ``step_text``)."""
     sv = step_vessel(ctx, rid, win, text, exclude, why, t0, t1)
-    ev = earlier_step_vessel(ctx, rid, win, why, t0, t1)
+    ev = earlier_step_vessel(ctx, rid, win, why, t0, t1, text)
     return ev if ev[0] is not None and ev[0] not in exclude and sv[0] in (None, ev[0]) else sv
 
 
