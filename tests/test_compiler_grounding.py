@@ -1471,3 +1471,26 @@ def test_an_add_whose_step_names_no_vessel_goes_into_the_earlier_steps_unmoved_v
     adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)])
     assert set(adds) == {"I01"}
     assert [d["reason"].split(":")[0] for d in g.dropped if d["kind"] == "add"] == ["target not decided"]
+
+
+def test_the_earlier_steps_vessel_is_only_one_of_the_noun_the_text_names_and_only_a_tracked_one(vocab):
+    from analysis.compiler.grounding.open_adds import earlier_step_vessel
+    win = SimpleNamespace(step="S02", video="v", row=False)
+    pan = {"evidence": "step_text", "file": "assoc_info.json", "how": "h"}
+
+    def ctx(ev, targets=None):
+        return SimpleNamespace(step_targets=targets or {("R", "S01", "v"): ("pan", ev, 10.0)},
+                               tracks_of={"pan": [SimpleNamespace(start=5.0, end=9.0)]}, w=SimpleNamespace(offsets={}),
+                               vessel_heads={"pan", "bowl"}, own_heads={"pan": {"pan"}}, vocab=vocab)
+    why = "no vessel named in the step text"
+    assert earlier_step_vessel(ctx(pan), "R", win, why, 50.0, 52.0, "Add the onions.")[0] == "pan"
+    assert earlier_step_vessel(ctx(pan), "R", win, why, 50.0, 52.0, "Add them to the pan.")[1]["how"].endswith(
+        "names its noun (pan), and pan is not handled from then to the add (not moved since)")
+    # the text names a bowl: the earlier step's pan is not it
+    assert earlier_step_vessel(ctx(pan), "R", win, why, 50.0, 52.0, "Add them to the bowl.") == (None, None)
+    # an untracked pan (a curated place) was never seen standing still
+    untracked = {k: v for k, v in pan.items() if k != "file"}
+    assert earlier_step_vessel(ctx(untracked), "R", win, why, 50.0, 52.0, "Add the onions.") == (None, None)
+    # two earlier steps name two vessels: not decided
+    two = {("R", "S01", "v"): ("pan", pan, 10.0), ("R", "S00", "v"): ("bowl", pan, 5.0)}
+    assert earlier_step_vessel(ctx(pan, two), "R", win, why, 50.0, 52.0, "Add the onions.") == (None, None)
