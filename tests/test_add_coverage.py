@@ -143,3 +143,26 @@ def test_a_task_lacking_only_adds_the_source_leaves_open_is_at_the_evidences_lim
     assert lines[1] == f"    reason: {refused}"
     assert lines[2] == "    left open by the source: no (a gap of the compiler)"
     assert lines[3].startswith("    step text: ")
+
+
+def test_the_triage_calls_an_add_left_open_only_where_the_rows_leave_two_or_more_candidates():
+    # issue 34 (the reviewer): a vessel tracked only in another video is open only when two
+    # or more are; one cup of the episode tracked later is one candidate a rule refuses; a
+    # text naming no vessel leaves as many candidates as vessels tracked during the add
+    mod = _bench()
+    other = "target not decided: step text names '{0}'; such vessels are tracked in another video ({1}), none in v"
+    assert mod.candidates(other.format("pot", "pot, pot2")) == "open"
+    assert mod.candidates(other.format("cup", "cup_glass")) == "one"
+    unnamed = "source check add_without_track: no track ...; target not decided: no vessel named in the step text"
+    assert [mod.candidates(unnamed, n) for n in (None, 0, 1, 2)] == ["none", "none", "one", "open"]
+    assert mod.candidates("not a condition of its unit's task: in(x, pan): an argument is not observed: pan") == "one"
+    assert mod.candidates("squash_bottle is not in the hand at 895.00s") is None
+    # tasks by their weakest add: t1 only open adds, t2 an open and a one-candidate add,
+    # t3 an add with no candidate, t4 a gap of the compiler
+    amb = "target not decided: step text 'glass': ambiguous vessel, 2 glass instances"
+    rows = [("t1", amb, None), ("t2", amb, None), ("t2", other.format("cup", "cup_glass"), None),
+            ("t3", unnamed, 0), ("t4", "x is not in the hand at 1.00s", None), ("t4", amb, None)]
+    cov = mod.AddCoverage(4, 4, {}, [(t, "R/I", "i") for t, _, _ in rows], [], [(w, "", "v", 0.0, 1.0) for _, w, _ in rows],
+                          [n for _, _, n in rows])
+    assert mod.triage(cov) == {"open": 1, "one": 1, "none": 1, "compiler": 1}
+    assert mod.open_by_source(cov)[0] == 1
