@@ -1494,3 +1494,31 @@ def test_the_earlier_steps_vessel_is_only_one_of_the_noun_the_text_names_and_onl
     # two earlier steps name two vessels: not decided
     two = {("R", "S01", "v"): ("pan", pan, 10.0), ("R", "S00", "v"): ("bowl", pan, 5.0)}
     assert earlier_step_vessel(ctx(pan, two), "R", win, why, 50.0, 52.0, "Add the onions.") == (None, None)
+
+
+def test_a_vessel_held_through_an_add_is_its_target_when_the_text_names_it_and_a_later_add_of_the_step_fills_it(vocab):
+    # P07_R07_S06 "Add the sweetcorn and beans to the bowl. Chop the rest of the avocado and
+    # add.": bowl1 is in the hand through the sweetcorn add (1070-1071 s, no track of the
+    # food), and the step's avocado goes into bowl1 at 1210 s: the text's one bowl is bowl1
+    from analysis.compiler.grounding.open_adds import step_vessel
+    win = SimpleNamespace(step="S06", video="v", row=False)
+    vev = {"evidence": "step_text", "file": "assoc_info.json", "how": "step text names 'bowl'", "track": "t1"}
+    text = "Add the sweetcorn and beans to the bowl. Chop the rest of the avocado and add."
+    why = "step text names 'bowl'; ... not counted: bowl1 (in the hand through the whole add)"
+
+    def ctx(ops):
+        return SimpleNamespace(open_adds=set(), step_vessels={("R", "S06", "v"): ("bowl1", vev, ops)},
+                               vessel_heads={"bowl", "pan"}, own_heads={"bowl1": {"bowl"}}, vocab=vocab,
+                               tracks_of={"bowl1": [SimpleNamespace(start=1068.5, end=1074.1,
+                                                                    assoc=SimpleNamespace(video="v"))]},
+                               w=SimpleNamespace(offsets={}, facts=frozenset()))
+    vessel, ev = step_vessel(ctx([("add_ingredient", 1210.1)]), "R", win, text, set(), why, 1070.0, 1071.06)
+    assert vessel == "bowl1" and ev["evidence"] == "step_operation" and ev["track"] == "t1"
+    assert "bowl1 in the hand during the add, the vessel the text names (bowl) into which the step's later " \
+           "add_ingredient at 1210.1 s goes" in ev["how"]
+    # a later stir only acts on the bowl; an add before this one, or a text naming no vessel,
+    # leaves the held bowl a possible source: open
+    assert step_vessel(ctx([("stir", 1210.1)]), "R", win, text, set(), why, 1070.0, 1071.06) == (None, None)
+    assert step_vessel(ctx([("add_ingredient", 1000.0)]), "R", win, text, set(), why, 1070.0, 1071.06) == (None, None)
+    assert step_vessel(ctx([("add_ingredient", 1210.1)]), "R", win, "Add the sweetcorn.", set(), why,
+                       1070.0, 1071.06) == (None, None)

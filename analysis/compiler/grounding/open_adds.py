@@ -7,6 +7,9 @@ from __future__ import annotations
 from .grounder import has_head, local
 from .text import overlaps, target_groups, words
 
+#: operations that put a food or substance into a vessel (a stir only acts on one)
+FILLING = {"add_ingredient", "pour", "empty_into", "put_in_container"}
+
 
 def earlier_step_vessel(ctx, rid, win, why, t0, t1, text=""):
     """``(vessel, evidence)`` for an add the target rule and its step's operations left
@@ -95,9 +98,15 @@ def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
     if named and not has_head(ctx, vessel, named):
         return None, None
     # it stands still through the add: a vessel in the hand then may be the food's
-    # source (the bowl the onion is tipped out of), never evidence of where it went
+    # source (the bowl the onion is tipped out of), never evidence of where it went;
+    # unless the text names its noun and a later add of the step goes into it (P07_R07_S06
+    # "Add the sweetcorn and beans to the bowl. Chop the rest of the avocado and add": bowl1
+    # held through both adds, the avocado added into it after): the text's one bowl is
+    # the one the step fills, so it is no source
     trs = [tr for tr in ctx.tracks_of.get(vessel, []) if tr.assoc.video == win.video]
-    if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
+    held = any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs)
+    later = [(a, t) for a, t in ops if a in FILLING and t > t1]
+    if held and not (named and later):
         return None, None
     before = [tr.end for tr in trs if tr.end <= t0]
     after = [tr.start for tr in trs if tr.start >= t1]
@@ -110,6 +119,9 @@ def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
     still = (f"{vessel} standing from {local(ctx, win.video, max(before)):.2f} s" if before else
              f"{vessel} standing from the start of the video") + (
              f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"
+    if held:
+        still = (f"{vessel} in the hand during the add, the vessel the text names ({', '.join(sorted(named))}) "
+                 f"into which the step's later {later[0][0]} at {local(ctx, win.video, later[0][1]):.1f} s goes")
     said = ", ".join(f"{a} at {local(ctx, win.video, t):.1f} s" for a, t in ops)
     return vessel, {**vev, "evidence": "step_operation",
                     "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
