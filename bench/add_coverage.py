@@ -175,13 +175,14 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
 #: Why an add's ``in()`` is not compiled, by its ``dropped.jsonl`` reason (issue 34's "every
 #: add bound where the source names its vessel"): a pattern -> ``(limit, candidates)``, first
 #: match wins. ``candidates`` says what the rows leave: ``open`` (two or more candidates: the
-#: source leaves the add open), ``none`` (the rows give no candidate: no track of a
+#: source leaves the add open), ``conflict`` (the add row's time holds another ingredient's
+#: tracks: the rows disagree), ``none`` (the rows give no candidate: no track of a
 #: container, no vessel named) or ``one`` (one candidate a rule refuses: soundness, a vessel
 #: held through the add or tracked only in another video, an instance handled only after).
 #: A reason matching none is a gap of the compiler (the builder's refusals, an ``in()`` in
 #: another unit's task, an add not listed).
 SOURCE_LIMITS = [
-    ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks", "open"),
+    ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks", "conflict"),
     ("overlapping_steps", "step: segments of several steps overlap the add, the text decides none", "open"),
     ("several tracked objects match", "instance: several tracked objects are the ingredient", "open"),
     ("several tracks of the ingredient", "instance: several tracked objects are the ingredient", "open"),
@@ -200,6 +201,7 @@ SOURCE_LIMITS = [
     ("an argument is not observed", "soundness: the vessel's identity is a curated merge across videos", "one"),
 ]
 CANDIDATES = {"open": "left open by the source (two or more candidates)",
+              "conflict": "the rows disagree (not a clean swap)",
               "none": "no candidate in the rows", "one": "one candidate, refused by a rule"}
 
 
@@ -217,7 +219,7 @@ def source_limit(reason: str) -> str | None:
 
 def candidates(reason: str, during: int | None = None) -> str | None:
     """What the rows leave for an add with this dropped ``reason`` (:data:`SOURCE_LIMITS`):
-    ``open``, ``none``, ``one``, or ``None`` (a gap of the compiler). A vessel tracked only in
+    ``open``, ``conflict``, ``none``, ``one``, or ``None`` (a gap of the compiler). A vessel tracked only in
     other videos is open only when the reason lists two or more of them; where the text names
     no vessel, ``during`` (the vessels tracked during the add, when known) are the candidates.
 
@@ -248,8 +250,9 @@ def open_by_source(cov: AddCoverage) -> tuple[int, Counter]:
 def triage(cov: AddCoverage) -> Counter:
     """Lacking tasks by their weakest add: ``compiler`` (an add whose vessel the source names
     and decides), else ``one`` (an add with one candidate a rule refuses), else ``none`` (an
-    add the rows give no candidate for), else ``open`` (only adds with two or more)."""
-    rank = ["open", "none", "one", "compiler"]
+    add the rows give no candidate for), else ``conflict`` (an add whose row the tracks
+    contradict), else ``open`` (only adds with two or more candidates)."""
+    rank = ["open", "conflict", "none", "one", "compiler"]
     worst: dict = {}
     for (tid, _, _), (why, *_rest), n in zip(cov.missing, cov.details, cov.during or [None] * len(cov.missing)):
         k = candidates(why, n) or "compiler"
@@ -333,7 +336,8 @@ def main(argv: list[str]) -> int:
     n_open, limits = open_by_source(cov)
     tri = triage(cov)
     print(f"of the {cov.lacking} tasks lacking one, {n_open} lack only adds the source leaves open "
-          f"(two or more candidates), {tri['none']} also adds the rows give no candidate for, {tri['one']} "
+          f"(two or more candidates), {tri['conflict']} also adds whose row the tracks contradict, "
+          f"{tri['none']} also adds the rows give no candidate for, {tri['one']} "
           f"also adds with one candidate a rule refuses, {tri['compiler']} an add whose vessel the source "
           f"names and decides")
     print("adds lacking an in(), by what leaves them open: " + "; ".join(

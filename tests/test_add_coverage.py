@@ -157,6 +157,7 @@ def test_the_triage_calls_an_add_left_open_only_where_the_rows_leave_two_or_more
     assert [mod.candidates(unnamed, n) for n in (None, 0, 1, 2)] == ["none", "none", "one", "open"]
     assert mod.candidates("not a condition of its unit's task: in(x, pan): an argument is not observed: pan") == "one"
     assert mod.candidates("squash_bottle is not in the hand at 895.00s") is None
+    assert mod.candidates("source check add_time_matches_other_ingredient: the tracks ...") == "conflict"
     # tasks by their weakest add: t1 only open adds, t2 an open and a one-candidate add,
     # t3 an add with no candidate, t4 a gap of the compiler
     amb = "target not decided: step text 'glass': ambiguous vessel, 2 glass instances"
