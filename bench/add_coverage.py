@@ -24,9 +24,10 @@ to judge whether the source names the add's vessel). ``add_coverage(export, sour
 returns the same as an :class:`AddCoverage`. Each add lacking its ``in()`` is also classed
 by what leaves it open (:data:`SOURCE_LIMITS`, :func:`source_limit`): a limit of the source
 (the add row's times, its step, the instance, the vessel, a substance with no tracked
-container) or of the soundness rules, else a gap of the compiler; a task lacking only adds
-the source leaves open is at the evidence's limit (issue 34's criterion, "every add bound
-where the source names its vessel", counts the others).
+container) or of the soundness rules, else a gap of the compiler, and by what the rows leave
+(:func:`candidates`): two or more candidates (left open by the source), none, or one that a
+rule refuses; a task lacking only adds the source leaves open is at the evidence's limit
+(issue 34's criterion, "every add bound where the source names its vessel", counts the others).
 """
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ class AddCoverage:
     missing: list = field(default_factory=list)       # (task_id, recipe/ingredient, name)
     reasons: list = field(default_factory=list)       # per missing add: its class (below)
     details: list = field(default_factory=list)       # per missing add: (full reason, step text, video, start, end)
+    during: list = field(default_factory=list)        # per missing add: vessels tracked during it
 
     @property
     def by_reason(self) -> dict:
@@ -114,8 +116,13 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                 refs = op["provenance"]["refs"]
                 if op["type"] in IN_ARGS and refs.get("ingredient"):
                     i, j = IN_ARGS[op["type"]]
+                    # an add whose row's times are swapped with another's is timed by that
+                    # row: its ingredient argument cites its own row's start instead
+                    arg = (refs.get("args") or [{}])[i].get("refs", {})
+                    tm = (("row", round(float(arg["time"]), 2)) if arg.get("evidence") == "swapped_add_times"
+                          else refs.get("time"))
                     ops.setdefault((eid, refs.get("recipe"), refs["ingredient"]), []).append(
-                        (refs.get("time"), ["in", op["args"][i], op["args"][j]]))
+                        (tm, ["in", op["args"][i], op["args"][j]]))
     # (episode, recipe, ingredient, video, start) -> reason of the add's dropped record
     drops = {}
     if (cohort / "dropped.jsonl").is_file():
@@ -144,7 +151,8 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
         for iid, name, sp in mine:
             a, b = sp.start + off.get(sp.video, 0.0), sp.end + off.get(sp.video, 0.0)
             done = [atom for tm, atom in ops.get((t["episode_id"], refs["recipe"], iid), [])
-                    if tm is not None and a - SLACK <= tm <= b + SLACK]
+                    if tm == ("row", round(sp.start, 2)) or isinstance(tm, (int, float))
+                    and a - SLACK <= tm <= b + SLACK]
             if not any(atom in atoms for atom in done):
                 lost.append((f"{refs['recipe']}/{iid}", name))
                 why = drops.get((t["episode_id"], refs["recipe"], iid, sp.video, round(sp.start, 2)))
@@ -164,28 +172,37 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
     return AddCoverage(total, lacking, per_suite, missing, reasons, details)
 
 
-#: Why the source itself leaves an add's ``in()`` open (issue 34's "every add bound where
-#: the source names its vessel"): a pattern of its ``dropped.jsonl`` reason -> the limit,
-#: first match wins. An add whose reason matches none is a gap of the compiler (the
-#: builder's refusals, an ``in()`` in another unit's task, an add not listed).
+#: Why an add's ``in()`` is not compiled, by its ``dropped.jsonl`` reason (issue 34's "every
+#: add bound where the source names its vessel"): a pattern -> ``(limit, candidates)``, first
+#: match wins. ``candidates`` says what the rows leave: ``open`` (two or more candidates: the
+#: source leaves the add open), ``conflict`` (the add row's time holds another ingredient's
+#: tracks: the rows disagree), ``none`` (the rows give no candidate: no track of a
+#: container, no vessel named) or ``one`` (one candidate a rule refuses: soundness, a vessel
+#: held through the add or tracked only in another video, an instance handled only after).
+#: A reason matching none is a gap of the compiler (the builder's refusals, an ``in()`` in
+#: another unit's task, an add not listed).
 SOURCE_LIMITS = [
-    ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks"),
-    ("overlapping_steps", "step: segments of several steps overlap the add, the text decides none"),
-    ("several tracked objects match", "instance: several tracked objects are the ingredient"),
-    ("several tracks of the ingredient", "instance: several tracked objects are the ingredient"),
-    ("tracked objects are named", "instance: several tracked objects are the ingredient"),
-    ("is tracked after the add", "instance: the tracked one is handled after the add"),
-    ("already given a curated place", "instance: an earlier untracked add of it was curated"),
-    ("is not held without a container", "substance: no container of it is tracked (none is invented)"),
-    ("no vessel named", "vessel: the step text names none and no step operation decides one"),
-    ("ambiguous vessel", "vessel: two or more of the named noun qualify"),
-    ("tracked in another video", "vessel: the named noun is tracked only in other videos"),
-    ("in the hand through the whole add", "vessel: the only one named is held through the add (source or target)"),
-    ("or put down in the 60 s before it (", "vessel: several of the named noun, none handled near the add"),
-    ("true_at_task_start", "soundness: the in() holds at the task's start (no free credit)"),
-    ("true_in_initial_world", "soundness: the in() holds in the initial world (no free credit)"),
-    ("an argument is not observed", "soundness: the vessel's identity is a curated merge across videos"),
+    ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks", "conflict"),
+    ("overlapping_steps", "step: segments of several steps overlap the add, the text decides none", "open"),
+    ("several tracked objects match", "instance: several tracked objects are the ingredient", "open"),
+    ("several tracks of the ingredient", "instance: several tracked objects are the ingredient", "open"),
+    ("tracked objects are named", "instance: several tracked objects are the ingredient", "open"),
+    ("is tracked after the add", "instance: the tracked one is handled after the add", "one"),
+    ("already given a curated place", "instance: an earlier untracked add of it was curated", "one"),
+    ("is not held without a container", "substance: no container of it is tracked (none is invented)", "none"),
+    ("no vessel named", "vessel: the step text names none and no step operation decides one", "none"),
+    ("ambiguous vessel", "vessel: two or more of the named noun qualify", "open"),
+    ("tracked in another video", "vessel: the named noun is tracked only in other videos", "open"),
+    ("in the hand through the whole add", "vessel: the only one named is held through the add (source or target)",
+     "one"),
+    ("or put down in the 60 s before it (", "vessel: several of the named noun, none handled near the add", "open"),
+    ("true_at_task_start", "soundness: the in() holds at the task's start (no free credit)", "one"),
+    ("true_in_initial_world", "soundness: the in() holds in the initial world (no free credit)", "one"),
+    ("an argument is not observed", "soundness: the vessel's identity is a curated merge across videos", "one"),
 ]
+CANDIDATES = {"open": "left open by the source (two or more candidates)",
+              "conflict": "the rows disagree (not a clean swap)",
+              "none": "no candidate in the rows", "one": "one candidate, refused by a rule"}
 
 
 def source_limit(reason: str) -> str | None:
@@ -197,20 +214,67 @@ def source_limit(reason: str) -> str | None:
     >>> source_limit("jar is not in the hand at 2944.63s (its track was not selected or not executable)") is None
     True
     """
-    return next((limit for pat, limit in SOURCE_LIMITS if pat in (reason or "")), None)
+    return next((limit for pat, limit, _ in SOURCE_LIMITS if pat in (reason or "")), None)
+
+
+def candidates(reason: str, during: int | None = None) -> str | None:
+    """What the rows leave for an add with this dropped ``reason`` (:data:`SOURCE_LIMITS`):
+    ``open``, ``conflict``, ``none``, ``one``, or ``None`` (a gap of the compiler). A vessel tracked only in
+    other videos is open only when the reason lists two or more of them; where the text names
+    no vessel, ``during`` (the vessels tracked during the add, when known) are the candidates.
+
+    >>> candidates("target not decided: step text names 'pot'; such vessels are tracked in another video (pot, pot2), none in v")
+    'open'
+    >>> candidates("target not decided: step text names 'cup'; such vessels are tracked in another video (cup_glass), none in v")
+    'one'
+    >>> candidates("source check add_without_track: ...; a substance (x) is not held without a container, ...")
+    'none'
+    >>> [candidates("target not decided: no vessel named in the step text", n) for n in (0, 1, 2)]
+    ['none', 'one', 'open']
+    """
+    kind = next((k for pat, _, k in SOURCE_LIMITS if pat in (reason or "")), None)
+    if kind == "none" and "no vessel named" in reason and during:
+        return "open" if during >= 2 else "one"
+    if kind == "open" and "tracked in another video (" in reason:
+        listed = reason.split("tracked in another video (", 1)[1].split(")", 1)[0]
+        return "open" if len(listed.split(", ")) >= 2 else "one"
+    return kind
 
 
 def open_by_source(cov: AddCoverage) -> tuple[int, Counter]:
     """``(tasks, limits)``: how many lacking tasks lack only adds the source leaves open
-    (every one matches a :data:`SOURCE_LIMITS` pattern), and the adds per limit. The
-    other lacking tasks lack an add whose vessel the source names and decides."""
-    gap, limits = set(), Counter()
-    for (tid, _, _), (why, *_rest) in zip(cov.missing, cov.details):
-        limit = source_limit(why)
-        limits[limit or "compiler"] += 1
-        if limit is None:
-            gap.add(tid)
-    return len({m[0] for m in cov.missing} - gap), limits
+    (every one has two or more candidates by :func:`candidates`), and the adds per limit."""
+    return triage(cov)["open"], Counter(source_limit(why) or "compiler" for why, *_ in cov.details)
+
+
+def triage(cov: AddCoverage) -> Counter:
+    """Lacking tasks by their weakest add: ``compiler`` (an add whose vessel the source names
+    and decides), else ``one`` (an add with one candidate a rule refuses), else ``none`` (an
+    add the rows give no candidate for), else ``conflict`` (an add whose row the tracks
+    contradict), else ``open`` (only adds with two or more candidates)."""
+    rank = ["open", "conflict", "none", "one", "compiler"]
+    worst: dict = {}
+    for (tid, _, _), (why, *_rest), n in zip(cov.missing, cov.details, cov.during or [None] * len(cov.missing)):
+        k = candidates(why, n) or "compiler"
+        worst[tid] = max(worst.get(tid, "open"), k, key=rank.index)
+    return Counter(worst.values())
+
+
+def _vessel_heads() -> set:
+    from analysis.compiler.vocabulary import Vocabulary
+    vocab = Vocabulary.load()
+    return {w for w, leaf in vocab.data["noun_types"].items() if ":" not in w
+            and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+
+
+def vessels_during(cov: AddCoverage, source: str | Path) -> list[int]:
+    """Per add lacking its ``in()``: how many associations of its video named for a vessel
+    noun have a track overlapping the add (its candidates where the text names none)."""
+    from analysis.compiler.readers import read_associations
+    heads, assocs = _vessel_heads(), read_associations(Path(source))
+    return [sum(1 for asc in assocs.get(video, []) if any(w in heads for w in words(asc.name or ""))
+                and any(x.start <= b and a <= x.end for x in asc.tracks))
+            for _, _, video, a, b in cov.details]
 
 
 def why_lines(cov: AddCoverage, source: str | Path) -> list[str]:
@@ -222,16 +286,16 @@ def why_lines(cov: AddCoverage, source: str | Path) -> list[str]:
     the text names, and any tracked during the add."""
     from analysis.compiler.grounding import target_phrases
     from analysis.compiler.readers import read_associations
-    from analysis.compiler.vocabulary import Vocabulary
-    vocab = Vocabulary.load()
-    heads = {w for w, leaf in vocab.data["noun_types"].items() if ":" not in w
-             and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
+    heads = _vessel_heads()
     assocs = read_associations(Path(source))
     out = []
-    for (tid, key, name), cls, (why, text, video, a, b) in zip(cov.missing, cov.reasons, cov.details):
+    for k, ((tid, key, name), cls, (why, text, video, a, b)) in enumerate(zip(cov.missing, cov.reasons,
+                                                                             cov.details)):
         out.append(f"{tid}\t{key}\t{name}\t{cls}\t{video} {a:.2f}-{b:.2f} s")
         out.append(f"    reason: {why or '-'}")
-        out.append(f"    left open by the source: {source_limit(why) or 'no (a gap of the compiler)'}")
+        kind = candidates(why, cov.during[k] if cov.during else None)
+        out.append(f"    {CANDIDATES[kind]}: {source_limit(why)}" if kind else
+                   "    left open by the source: no (a gap of the compiler)")
         out.append(f"    step text: {text!r}")
         phrases = target_phrases(text, heads)
         said = {ph[-1] for ph in phrases if ph and ph[-1] in heads}
@@ -260,6 +324,7 @@ def main(argv: list[str]) -> int:
     source = opts.get("source", os.environ.get("E2W_HDEPIC",
                                                str(Path(__file__).resolve().parents[1].parent / "shared" / "hd-epic")))
     cov = add_coverage(args[0], source)
+    cov.during = vessels_during(cov, source)
     if "why" in opts:
         print("\n".join(why_lines(cov, source)))
     elif "list" in opts:
@@ -269,8 +334,12 @@ def main(argv: list[str]) -> int:
           f"lacking an in() for one: {cov.lacking} ({100 * cov.lacking_share:.1f}%)")
     print("adds lacking an in(), by reason: " + "; ".join(f"{k} {v}" for k, v in cov.by_reason.items()))
     n_open, limits = open_by_source(cov)
-    print(f"of the {cov.lacking} tasks lacking one, {n_open} lack only adds the source leaves open, "
-          f"{cov.lacking - n_open} an add whose vessel the source names and decides")
+    tri = triage(cov)
+    print(f"of the {cov.lacking} tasks lacking one, {n_open} lack only adds the source leaves open "
+          f"(two or more candidates), {tri['conflict']} also adds whose row the tracks contradict, "
+          f"{tri['none']} also adds the rows give no candidate for, {tri['one']} "
+          f"also adds with one candidate a rule refuses, {tri['compiler']} an add whose vessel the source "
+          f"names and decides")
     print("adds lacking an in(), by what leaves them open: " + "; ".join(
         f"{k} {v}" for k, v in sorted(limits.items(), key=lambda kv: (-kv[1], kv[0]))))
     for suite, c in sorted(cov.per_suite.items()):

@@ -33,12 +33,12 @@ def _task(tid, atoms, step="P02_R03_S01", seg=(894.945, 898.195), unit="recipe s
                                     "segments": [{"video": VIDEO, "kind": "step", "start": seg[0], "end": seg[1]}]}}}
 
 
-def _export(tmp_path, op_time, dropped=()):
+def _export(tmp_path, op_time, dropped=(), args=()):
     cohort = tmp_path / "cohort"
-    cohort.mkdir()
+    cohort.mkdir(parents=True)
     (cohort / "dropped.jsonl").write_text("".join(json.dumps(d) + "\n" for d in dropped), encoding="utf-8")
     pour = {"type": "pour", "args": ["squash", "squash_bottle", "glass_2", "counter"],
-            "provenance": {"refs": {"recipe": "P02_R03", "ingredient": "P02_R03_I02", "time": op_time, "args": []}}}
+            "provenance": {"refs": {"recipe": "P02_R03", "ingredient": "P02_R03_I02", "time": op_time, "args": list(args)}}}
     with gzip.open(cohort / "episodes.jsonl.gz", "wt", encoding="utf-8") as fh:
         fh.write(json.dumps({"episode_id": VIDEO, "videos": [VIDEO], "groups": [{"operations": [pour]}]}) + "\n")
     at = ["at", "glass_2", "counter"]
@@ -65,6 +65,20 @@ def test_an_in_witnessed_by_another_operation_than_the_adds_does_not_count(tmp_p
     # the same atom established at 950 s, outside the add's span: not this add's in()
     cov = _bench().add_coverage(_export(tmp_path, 950.0), SOURCE)
     assert (cov.step_tasks_with_add, cov.lacking) == (2, 2)
+
+
+def test_an_add_timed_by_the_row_it_is_swapped_with_counts_by_its_own_row(tmp_path):
+    # the squash's add row (894.043 s) swapped with another's: its operation at 950 s (the
+    # other row's time) cites its own row's start as the squash argument's time
+    row = {"source": "observed", "refs": {"id": "P02_R03/P02_R03_I02", "time": 894.043,
+                                          "evidence": "swapped_add_times"}}
+    cov = _bench().add_coverage(_export(tmp_path, 950.0, args=[row]), SOURCE)
+    assert (cov.step_tasks_with_add, cov.lacking) == (2, 1)
+    # citing another row's start (or without the swap's evidence) it does not count
+    other = {**row, "refs": {**row["refs"], "time": 908.9}}
+    assert _bench().add_coverage(_export(tmp_path / "b", 950.0, args=[other]), SOURCE).lacking == 2
+    plain = {**row, "refs": {k: v for k, v in row["refs"].items() if k != "evidence"}}
+    assert _bench().add_coverage(_export(tmp_path / "c", 950.0, args=[plain]), SOURCE).lacking == 2
 
 
 def test_each_add_lacking_its_in_is_classed_by_its_dropped_reason(tmp_path):
@@ -129,3 +143,27 @@ def test_a_task_lacking_only_adds_the_source_leaves_open_is_at_the_evidences_lim
     assert lines[1] == f"    reason: {refused}"
     assert lines[2] == "    left open by the source: no (a gap of the compiler)"
     assert lines[3].startswith("    step text: ")
+
+
+def test_the_triage_calls_an_add_left_open_only_where_the_rows_leave_two_or_more_candidates():
+    # issue 34 (the reviewer): a vessel tracked only in another video is open only when two
+    # or more are; one cup of the episode tracked later is one candidate a rule refuses; a
+    # text naming no vessel leaves as many candidates as vessels tracked during the add
+    mod = _bench()
+    other = "target not decided: step text names '{0}'; such vessels are tracked in another video ({1}), none in v"
+    assert mod.candidates(other.format("pot", "pot, pot2")) == "open"
+    assert mod.candidates(other.format("cup", "cup_glass")) == "one"
+    unnamed = "source check add_without_track: no track ...; target not decided: no vessel named in the step text"
+    assert [mod.candidates(unnamed, n) for n in (None, 0, 1, 2)] == ["none", "none", "one", "open"]
+    assert mod.candidates("not a condition of its unit's task: in(x, pan): an argument is not observed: pan") == "one"
+    assert mod.candidates("squash_bottle is not in the hand at 895.00s") is None
+    assert mod.candidates("source check add_time_matches_other_ingredient: the tracks ...") == "conflict"
+    # tasks by their weakest add: t1 only open adds, t2 an open and a one-candidate add,
+    # t3 an add with no candidate, t4 a gap of the compiler
+    amb = "target not decided: step text 'glass': ambiguous vessel, 2 glass instances"
+    rows = [("t1", amb, None), ("t2", amb, None), ("t2", other.format("cup", "cup_glass"), None),
+            ("t3", unnamed, 0), ("t4", "x is not in the hand at 1.00s", None), ("t4", amb, None)]
+    cov = mod.AddCoverage(4, 4, {}, [(t, "R/I", "i") for t, _, _ in rows], [], [(w, "", "v", 0.0, 1.0) for _, w, _ in rows],
+                          [n for _, _, n in rows])
+    assert mod.triage(cov) == {"open": 1, "one": 1, "none": 1, "compiler": 1}
+    assert mod.open_by_source(cov)[0] == 1

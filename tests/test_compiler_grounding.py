@@ -1333,3 +1333,192 @@ def test_a_step_vessel_starting_in_storage_takes_no_add_before_it_is_first_handl
     assert [a for a in world.facts if a[:2] == ("at", "bowl")] == [("at", "bowl", "cupboard")]
     assert {o: p.roles["c"] for o, p in adds.items()} == {"lettuce": "bowl"}
     assert [c["check"] for c in _checks(g)] == ["add_without_track"]
+
+
+# ------------------------------------------------------------- swapped add times (issue 34)
+# Hand-checkable: video "v", recipe "R", step S01 100-130 s "Add the spices to the pan.";
+# the turmeric's add row says 104-106 s and the paprika's 120-122 s, but the paprika jar
+# is held 103-107 s and the turmeric jar 119-123 s (P05_R01's tandoori masala and
+# turmeric): each row's span holds only the other's tracks, a clean swap. Each add is
+# bound by its own jar in the other row's span, into the pan the text names.
+def _swapped(vocab, tracks, segments=(("S01", 100.0, 130.0),), text="Add the spices to the pan."):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", n, n, (Track(f"t{i}", a, b),)) for i, (n, a, b) in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "turmeric", "I02": "paprika"},
+                  (IngredientEvent("I01", "turmeric", "add", Span("v", 104.0, 106.0)),
+                   IngredientEvent("I02", "paprika", "add", Span("v", 120.0, 122.0))),
+                  tuple(StepSegment(s, "step", Span("v", a, b)) for s, a, b in segments))
+    recipe = Recipe("R", "P01", "test", {s: text for s, _, _ in segments}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return {p.roles["s"]: p for p in g.planned if p.kind == "add"}, g
+
+
+def test_cleanly_swapped_add_times_bind_each_add_by_its_own_track_in_the_other_row(vocab):
+    tracks = [("pan", 99.0, 101.0), ("paprika jar", 103.0, 107.0), ("turmeric jar", 119.0, 123.0)]
+    adds, g = _swapped(vocab, tracks)
+    assert {s: (p.action, p.roles["src"], p.roles["dst"]) for s, p in adds.items()} == {
+        "turmeric": ("pour", "turmeric_jar", "pan"), "paprika": ("pour", "paprika_jar", "pan")}
+    # timed by the other row (inside its own jar's track), the row's own refs kept
+    assert 120.0 <= adds["turmeric"].time <= 122.0 and 104.0 <= adds["paprika"].time <= 106.0
+    assert adds["turmeric"].refs["start"] == 104.0 and adds["turmeric"].refs["ingredient"] == "I01"
+    ev = adds["turmeric"].evidence["s"]
+    assert ev["evidence"] == "swapped_add_times" and ev["how"].startswith(
+        "ingredient of complete_recipes.json; the add times of I01 and I02 (paprika) are swapped: each row's "
+        "span holds only the other's tracks, so this add is timed by I02's row (120.00-122.00 s; a curated "
+        "timing label, the add is observed)")
+    assert not [d for d in g.dropped if d["kind"] == "add"]
+
+
+def test_add_times_that_are_not_a_clean_swap_stay_dropped(vocab):
+    swapped = "source check add_time_matches_other_ingredient"
+    # the turmeric's own jar is not in the paprika row's span: no swap, both rows dropped
+    adds, g = _swapped(vocab, [("pan", 99.0, 101.0), ("paprika jar", 103.0, 107.0),
+                               ("turmeric jar", 140.0, 145.0)])
+    assert "turmeric" not in adds
+    assert [d["refs"]["ingredient"] for d in g.dropped if d["reason"].startswith(swapped)] == ["I01"]
+    # the two rows lie in two steps: the rows do not say which step each add belongs to
+    adds, g = _swapped(vocab, [("pan", 99.0, 101.0), ("paprika jar", 103.0, 107.0),
+                               ("turmeric jar", 119.0, 123.0)],
+                       segments=(("S01", 100.0, 110.0), ("S02", 115.0, 130.0)))
+    assert adds == {}
+    assert sorted(d["refs"]["ingredient"] for d in g.dropped if d["reason"].startswith(swapped)) == ["I01", "I02"]
+
+
+# ------------------------------------------- an add from several containers of the ingredient
+# P01_R04_I01: the flour's add row spans 378-433 s; the green flour bag is held 381-402 s,
+# then the other flour bag in three tracks (403-406, 406-425, 425-428 s); the step text
+# names the large bowl, put down just before. Hand-checkable copy: add 100-130 s, "green
+# flour bag" 102-112 s, "flour bag" 113-115 and 115.5-127 s, bowl 95-99 s.
+def _two_bags(vocab, bag_tracks):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(spans)))
+              for i, (n, spans) in enumerate([("bowl", [(95.0, 99.0)])] + bag_tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "flour"},
+                  (IngredientEvent("I01", "flour", "add", Span("v", 100.0, 130.0)),),
+                  (StepSegment("S01", "step", Span("v", 98.0, 135.0)),))
+    recipe = Recipe("R", "P01", "test", {"S01": "In a large bowl mix together flour and salt."}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    return ground(world, {"R": recipe}, vocab)
+
+
+def test_the_flour_poured_from_two_bags_goes_into_the_named_bowl_from_each(vocab):
+    g = _two_bags(vocab, [("green flour bag", [(102.0, 112.0)]), ("flour bag", [(113.0, 115.0), (115.5, 127.0)])])
+    adds = [p for p in g.planned if p.kind == "add"]
+    # the one substance entity goes in from each bag in the order handled; the bag put
+    # down and picked up again is one candidate, poured from in its longest track
+    assert [(p.action, p.roles["s"], p.roles["src"], p.roles["dst"], p.hold_track) for p in adds] == [
+        ("pour", "flour", "green_flour_bag", "bowl", "t1_0"), ("pour", "flour", "flour_bag", "bowl", "t2_1")]
+    assert not [d for d in g.dropped if d["kind"] == "add"]
+    # one bag handled only briefly at the add's edge (under half its track inside): the
+    # other bag alone is handled during the add, and the add is bound to it
+    g = _two_bags(vocab, [("green flour bag", [(90.0, 101.0)]), ("flour bag", [(113.0, 115.0), (115.5, 127.0)])])
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.roles["src"], p.roles["dst"]) for p in adds] == [("flour_bag", "bowl")]
+    assert adds[0].evidence["src"]["how"] == (
+        "track named for the ingredient overlaps the add (the only one of ['flour_bag', 'green_flour_bag'] "
+        "handled during the add; the others lie mostly outside it)")
+    # neither bag handled for half its track inside the add: which one is not decided
+    g = _two_bags(vocab, [("green flour bag", [(90.0, 101.0)]), ("flour bag", [(125.0, 140.0)])])
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert [d["reason"] for d in g.dropped if d["kind"] == "add"] == [
+        "several tracked objects match the ingredient: ['flour_bag', 'green_flour_bag']"]
+
+
+# ------------------------------------------------- the vessel of an earlier step (issue 34)
+# Hand-checkable: step S01 100-110 s "Heat the oil in a pan." (the oil bottle held 101-105 s
+# over the add 102-104 s; the pan put down at 99 s), step S02 200-210 s "Add the cheese."
+# (the cheese held 203-207 s over its add 204-206 s). S02 names no vessel; S01's pan is the
+# one vessel of the recipe's earlier steps and is not handled from 102 s to the cheese's add.
+def _earlier_step(vocab, pan_tracks):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    tracks = [("pan", pan_tracks), ("oil bottle", [(101.0, 105.0)]), ("cheese", [(203.0, 207.0)])]
+    assocs = [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(sp)))
+              for i, (n, sp) in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "oil", "I02": "cheese"},
+                  (IngredientEvent("I01", "oil", "add", Span("v", 102.0, 104.0)),
+                   IngredientEvent("I02", "cheese", "add", Span("v", 204.0, 206.0))),
+                  (StepSegment("S01", "step", Span("v", 100.0, 110.0)),
+                   StepSegment("S02", "step", Span("v", 200.0, 210.0))))
+    recipe = Recipe("R", "P01", "test", {"S01": "Heat the oil in a pan.", "S02": "Add the cheese."}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return {p.refs["ingredient"]: p for p in g.planned if p.kind == "add"}, g
+
+
+def test_an_add_whose_step_names_no_vessel_goes_into_the_earlier_steps_unmoved_vessel(vocab):
+    adds, g = _earlier_step(vocab, [(95.0, 99.0)])
+    assert {i: (p.action, p.roles.get("dst") or p.roles.get("c")) for i, p in adds.items()} == {
+        "I01": ("pour", "pan"), "I02": ("add_ingredient", "pan")}
+    ev = adds["I02"].evidence["c"]
+    assert ev["evidence"] == "step_text" and ev["track"] == "t0_0"
+    assert ev["how"].startswith("the vessel the text of earlier step S01 names (")
+    assert ev["how"].endswith("bound at 102.0 s; the text of step S02 names none, and pan is not handled from "
+                              "then to the add (not moved since)")
+    # the pan picked up between the two steps (150-152 s): where it went is another matter
+    adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)])
+    assert set(adds) == {"I01"}
+    assert [d["reason"].split(":")[0] for d in g.dropped if d["kind"] == "add"] == ["target not decided"]
+
+
+def test_the_earlier_steps_vessel_is_only_one_of_the_noun_the_text_names_and_only_a_tracked_one(vocab):
+    from analysis.compiler.grounding.open_adds import earlier_step_vessel
+    win = SimpleNamespace(step="S02", video="v", row=False)
+    pan = {"evidence": "step_text", "file": "assoc_info.json", "how": "h"}
+
+    def ctx(ev, targets=None):
+        return SimpleNamespace(step_targets=targets or {("R", "S01", "v"): ("pan", ev, 10.0)},
+                               tracks_of={"pan": [SimpleNamespace(start=5.0, end=9.0)]}, w=SimpleNamespace(offsets={}),
+                               vessel_heads={"pan", "bowl"}, own_heads={"pan": {"pan"}}, vocab=vocab)
+    why = "no vessel named in the step text"
+    assert earlier_step_vessel(ctx(pan), "R", win, why, 50.0, 52.0, "Add the onions.")[0] == "pan"
+    assert earlier_step_vessel(ctx(pan), "R", win, why, 50.0, 52.0, "Add them to the pan.")[1]["how"].endswith(
+        "names its noun (pan), and pan is not handled from then to the add (not moved since)")
+    # the text names a bowl: the earlier step's pan is not it
+    assert earlier_step_vessel(ctx(pan), "R", win, why, 50.0, 52.0, "Add them to the bowl.") == (None, None)
+    # an untracked pan (a curated place) was never seen standing still
+    untracked = {k: v for k, v in pan.items() if k != "file"}
+    assert earlier_step_vessel(ctx(untracked), "R", win, why, 50.0, 52.0, "Add the onions.") == (None, None)
+    # two earlier steps name two vessels: not decided
+    two = {("R", "S01", "v"): ("pan", pan, 10.0), ("R", "S00", "v"): ("bowl", pan, 5.0)}
+    assert earlier_step_vessel(ctx(pan, two), "R", win, why, 50.0, 52.0, "Add the onions.") == (None, None)
+
+
+def test_a_vessel_held_through_an_add_is_its_target_when_the_text_names_it_and_a_later_add_of_the_step_fills_it(vocab):
+    # P07_R07_S06 "Add the sweetcorn and beans to the bowl. Chop the rest of the avocado and
+    # add.": bowl1 is in the hand through the sweetcorn add (1070-1071 s, no track of the
+    # food), and the step's avocado goes into bowl1 at 1210 s: the text's one bowl is bowl1
+    from analysis.compiler.grounding.open_adds import step_vessel
+    win = SimpleNamespace(step="S06", video="v", row=False)
+    vev = {"evidence": "step_text", "file": "assoc_info.json", "how": "step text names 'bowl'", "track": "t1"}
+    text = "Add the sweetcorn and beans to the bowl. Chop the rest of the avocado and add."
+    why = "step text names 'bowl'; ... not counted: bowl1 (in the hand through the whole add)"
+
+    def ctx(ops):
+        return SimpleNamespace(open_adds=set(), step_vessels={("R", "S06", "v"): ("bowl1", vev, ops)},
+                               vessel_heads={"bowl", "pan"}, own_heads={"bowl1": {"bowl"}}, vocab=vocab,
+                               tracks_of={"bowl1": [SimpleNamespace(start=1068.5, end=1074.1,
+                                                                    assoc=SimpleNamespace(video="v"))]},
+                               w=SimpleNamespace(offsets={}, facts=frozenset()))
+    vessel, ev = step_vessel(ctx([("add_ingredient", 1210.1)]), "R", win, text, set(), why, 1070.0, 1071.06)
+    assert vessel == "bowl1" and ev["evidence"] == "step_operation" and ev["track"] == "t1"
+    assert "bowl1 in the hand during the add, the vessel the text names (bowl) into which the step's later " \
+           "add_ingredient at 1210.1 s goes" in ev["how"]
+    # a later stir only acts on the bowl; an add before this one, or a text naming no vessel,
+    # leaves the held bowl a possible source: open
+    assert step_vessel(ctx([("stir", 1210.1)]), "R", win, text, set(), why, 1070.0, 1071.06) == (None, None)
+    assert step_vessel(ctx([("add_ingredient", 1000.0)]), "R", win, text, set(), why, 1070.0, 1071.06) == (None, None)
+    assert step_vessel(ctx([("add_ingredient", 1210.1)]), "R", win, "Add the sweetcorn.", set(), why,
+                       1070.0, 1071.06) == (None, None)

@@ -37,7 +37,7 @@ from .audit import audit_episode
 from .episodes import capture_groups, episode_videos, offsets_of, shift_activities, shift_recipes
 from .fixtures import scene_fixtures, work_counter
 from .groups import build_groups, episode_segments, group_records
-from .ledger import account, ledger_records, unit_rows
+from .ledger import account, conditions_without_rows, ledger_records, unit_rows
 from .policy import SuitePolicy
 from .row_audit import (ambiguous, audit_rows, audit_states, decisions, refuse_contradictions,
                         row_audit_records, track_index)
@@ -367,8 +367,9 @@ def export_records(src: Source, scenes: Scenes, compiled: dict, suites: Suites, 
         infos, ops, op_group, refused, vids, offsets = compiled[eid].ledger_in
         rows = unit_rows(src.recipes, src.activities, src.assocs, src.answers, src.itins, src.snippets, vids)
         mine = [d for d in dropped if d["episode_id"] == eid]
-        drops, expressed = ledger_records(eid, account(rows, infos, ops, op_group, chosen_ids, refused, mine),
-                                          offsets)
+        accounted = account(rows, infos, ops, op_group, chosen_ids, refused, mine)
+        drops, expressed = ledger_records(eid, accounted, offsets,
+                                          conditions_without_rows(rows, accounted, infos, chosen_ids))
         dropped += drops
         audit += expressed
     audit.sort(key=_audit_key)

@@ -24,7 +24,7 @@ a reason whose code (before the first colon) is one of :data:`REASONS`. A row th
 set aside is referenced (``refs.dropped``: that record's ``event_id``), never re-derived.
 
 >>> sorted(REASONS)[:3]
-['admission_refused', 'argument_not_observed', 'compiled_in_other_unit']
+['admission_refused', 'argument_not_observed', 'compiled_in_no_unit']
 >>> reason("intermediate", "the unit moves the mug again")
 'intermediate: the unit moves the mug again'
 """
@@ -48,6 +48,12 @@ REASONS = {
                     "(refs.dropped: that dropped.jsonl record)",
     "no_operation": "no compiled operation cites the row and no dropped record names it",
     "compiled_in_other_unit": "the row's compiled operation lies in another unit's groups",
+    "read_as_origin": "no compiled put-down rests on the placement; a take reads it as the object's "
+                      "origin (the compiler places the row's move before the track the row rule "
+                      "gives it)",
+    "compiled_in_no_unit": "the row's compiled operation lies in a group no unit holds (its object's "
+                           "track crosses the boundary between two activity rows, or lies outside "
+                           "every row, so no row's task holds the group)",
     "not_lasting": "the row's compiled end state does not hold at the unit's end",
     "no_end_state": "the row's compiled operation sets no end state a condition can hold "
                     "(a switch-off, a sampled hob or tap)",
@@ -66,15 +72,46 @@ REASONS = {
     "not_in_suite": "the unit's task is in no suite (a memory episode's event task)",
     "unit_not_compiled": "no compiled group belongs to the unit",
 }
+#: The closed set of reasons a condition of an exported task expresses no end-state row of
+#: its unit (``cohort/audit.jsonl`` check ``ledger_no_row``, one record per such condition;
+#: docs/compiler.md, "The completeness ledger").
+NO_ROW_REASONS = {
+    "event": "an event condition records an action (a stir, a wash), not an end state; no row "
+             "kind of the ledger is an action",
+    "switch_on": "a powered or running state set by a switch-on (press, turn on): the ledger's rows "
+                 "are adds, placements and closes or offs, a switch-on has no row kind",
+    "transfer": "an in() of a content an earlier grounded add put into another container, poured "
+                "on by this unit: the add row is that earlier unit's",
+    "step_action": "an in() set by the step text's verb on an item held during the step or a tap "
+                   "(fill, add, put, pour with no add event of it in the unit): no add row",
+    "row_in_other_unit": "the add row or placement it rests on lies in another unit by the row rule "
+                         "(that unit's ledger record says compiled_in_other_unit)",
+    "row_ambiguous": "the answer it rests on has several candidate objects within two frames, so the "
+                     "row rule makes no row of it (the compiler paired the questions asked at one "
+                     "time with as many tracks)",
+    "snippet_not_last": "the close snippet it rests on is not the row: the row rule keeps the last "
+                        "close or off of each object word in the unit, and a later snippet of that "
+                        "word (another object of the name, or the object opened again) follows it",
+    "no_row": "no row of the ledger's row rule is the condition's evidence and no reason above "
+              "applies (a defect of the ledger: the cohort has none)",
+}
+#: operations that take an object up: they read a placement (as the object's origin), never
+#: compile it
+TAKES = {"pick_up", "take_from_storage", "take_from_appliance", "pick_up_from_appliance",
+         "take_from_sink", "take_out_of_container"}
+#: operations that set an object down: what compiles a placement (an add's pour that also
+#: cites where its target stands only reads it)
+PUTS = {"put_on", "put_in_storage", "put_in_appliance", "place_on_appliance", "put_in_sink", "throw_away"}
 #: codes the task builder gives an end state it leaves out (``tasks.unit_tasks``)
 SKIP_CODES = ("intermediate", "move_may_precede_unit", "evidence_before_unit", "argument_not_observed",
               "true_at_task_start", "true_in_initial_world", "same_operation_state", "same_add_row")
 
 
-def reason(code: str, detail: str) -> str:
-    """A ledger reason: its code from :data:`REASONS`, then the detail."""
-    if code not in REASONS:
-        raise ValueError(f"ledger reason code {code!r}: use one of {sorted(REASONS)}")
+def reason(code: str, detail: str, codes: dict = REASONS) -> str:
+    """A ledger reason: its code from ``codes`` (:data:`REASONS`, or
+    :data:`NO_ROW_REASONS` for a condition), then the detail."""
+    if code not in codes:
+        raise ValueError(f"ledger reason code {code!r}: use one of {sorted(codes)}")
     return f"{code}: {detail}"
 
 
@@ -86,7 +123,7 @@ class Row:
     video: str
     time: float
     ids: tuple          # source IDs a compiled reference cites (recipe/ingredient; VQA ID)
-    track: str | None   # "<video>/<association>/" of a placement's object
+    track: str | None   # "<video>/<association>/<track>" of a placement's put-down track
     what: str
     key: tuple = ()     # what a dropped record names: (recipe, ingredient) of an add,
                         # (association, track) of a placement
@@ -175,7 +212,7 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
                 u = owner(spans, v, t.end)
                 if u is None or any(t.end < x.start <= ends[(u, v)] for x in a.tracks):
                     continue
-                out.append(Row("placement", u, v, t.end, (qid,), f"{v}/{a.assoc_id}/",
+                out.append(Row("placement", u, v, t.end, (qid,), f"{v}/{a.assoc_id}/{t.track_id}",
                                f"put-down of {a.raw_name!r} (track {t.track_id}) by {qid}",
                                (a.assoc_id, t.track_id)))
     last: dict = {}
@@ -193,20 +230,35 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
 # --------------------------------------------------------------------------- accounting
 
 def cited(provenance: dict) -> set[str]:
-    """Source IDs an operation's or condition's argument references cite."""
+    """Source IDs an operation's or condition's argument references cite; an add row's ID
+    (``<recipe>/<ingredient>``, shared by every add of that ingredient) also as
+    ``<id>@<time>`` when the reference gives the add's start.
+
+    >>> arg = {"file": "complete_recipes.json", "id": "R/I1", "time": 12.0}
+    >>> sorted(cited({"refs": {"args": [{"refs": arg}, {"refs": {"vqa": "q1"}}]}}))
+    ['R/I1', 'R/I1@12.000', 'q1']
+    """
     out = set()
     for a in provenance.get("refs", {}).get("args", []):
         r = a.get("refs", {})
         for k in ("id", "vqa"):
             if r.get(k):
                 out.add(str(r[k]))
+        if r.get("file") == "complete_recipes.json" and r.get("id") and r.get("time") is not None:
+            out.add(f"{r['id']}@{float(r['time']):.3f}")
     return out
 
 
 def _cites(ids: set, row: Row) -> bool:
+    """Whether cited ``ids`` name ``row``: its source ID; for a placement its own put-down
+    track; for an add its own start when the reference gives one (the two adds of one
+    ingredient share an ID: garam masala added at 763 s and again at 1001 s)."""
     if not set(row.ids) & ids:
         return False
-    return row.track is None or any(i.startswith(row.track) for i in ids)
+    if row.kind == "add":
+        timed = {i.rsplit("@", 1)[1] for i in ids if i.startswith(row.ids[0] + "@")}
+        return not timed or f"{row.time:.3f}" in timed
+    return row.track is None or row.track in ids
 
 
 _CITED: dict = {}
@@ -216,6 +268,8 @@ def _from_row(op, row: Row) -> bool:
     """Whether the compiled operation ``op`` rests on ``row``: its arguments cite the row's
     source IDs, or it is the grounded event of the row (an add bound to the food's own
     track cites the track, not the add row; its ``planned.refs`` name the add)."""
+    if row.kind == "placement" and op.action["type"] in TAKES:
+        return False        # a take reads the placement as its origin; it does not compile it
     ids = _CITED.get(id(op))
     if ids is None or ids[0] is not op:
         ids = _CITED[id(op)] = (op, cited(op.provenance))
@@ -267,20 +321,23 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
         task = info["task"] if info else None
         st, refs = None, {}
         if task is not None:
-            for c in task["conditions"]:
-                wit = info["witnesses"].get(c["id"])
-                if (wit is not None and _from_row(wit, row)) or _cites(
-                        cited(task["provenance"]["conditions"][c["id"]]), row):
-                    tid = task.get("task_id")
-                    if tid in exported:
-                        st, refs = "expressed", {"task_id": tid, "condition_id": c["id"]}
-                    elif info["why"] == "duplicate_condition_set":
-                        st = reason("duplicate_condition_set", f"task {tid} is rejected")
-                    elif tid in refused:
-                        st = reason("admission_refused", f"task {tid}: {refused[tid]}")
-                    else:
-                        st = reason("not_in_suite", f"task {tid} ({task['tier']}) is in no suite")
-                    break
+            # the condition whose witness compiled the row, else one whose provenance cites it
+            # (an add's pour also cites its source's put-down: never the bowl's placement)
+            wits = sorted((c for c in task["conditions"] if info["witnesses"].get(c["id"]) is not None
+                           and _from_row(info["witnesses"][c["id"]], row)),
+                          key=lambda c: info["witnesses"][c["id"]].action["type"] not in PUTS)
+            for c in wits or [c for c in task["conditions"]
+                              if _cites(cited(task["provenance"]["conditions"][c["id"]]), row)][:1]:
+                tid = task.get("task_id")
+                if tid in exported:
+                    st, refs = "expressed", {"task_id": tid, "condition_id": c["id"]}
+                elif info["why"] == "duplicate_condition_set":
+                    st = reason("duplicate_condition_set", f"task {tid} is rejected")
+                elif tid in refused:
+                    st = reason("admission_refused", f"task {tid}: {refused[tid]}")
+                else:
+                    st = reason("not_in_suite", f"task {tid} ({task['tier']}) is in no suite")
+                break
         if st is None and info is not None:
             skip = next(((atom, code) for atom, op, code in info["skipped"] if _from_row(op, row)), None)
             if skip is not None:
@@ -289,7 +346,7 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
         if st is None:
             own = set(info["groups"] if info else ())
             mine = [op for i in sorted(own) for op in by_group.get(i, []) if _from_row(op, row)]
-            other = sorted({unit_of_group.get(op_group[k], "no unit") for k in
+            other = sorted({unit_of_group.get(op_group[k]) or "" for k in
                             sorted({k for i in row.ids for k in index.get(i, ())})
                             if op_group[k] not in own and _from_row(ops[k], row)})
             hit = next((d for d, t in text if _names(d, t, row)), None)
@@ -300,13 +357,19 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
                 else:
                     st = reason("not_lasting", f"{mine[0].action['type']}({', '.join(mine[0].action['args'])}) "
                                                "is changed before the unit ends")
+            elif [u for u in other if u]:
+                st = reason("compiled_in_other_unit", ", ".join(u for u in other if u))
             elif other:
-                st = reason("compiled_in_other_unit", ", ".join(other))
+                st = reason("compiled_in_no_unit", REASONS["compiled_in_no_unit"])
             elif hit is not None:
                 # referenced, never copied: its reason is the grounding's to state
                 st = reason("not_grounded", f"set aside while grounding (dropped record {hit['event_id']}, "
                                             f"kind {hit['kind']})")
                 refs = {"dropped": hit["event_id"]}
+            elif row.kind == "placement" and any(
+                    ops[k].action["type"] in TAKES and _cites(cited(ops[k].provenance), row)
+                    for k in sorted({k for i in row.ids for k in index.get(i, ())})):
+                st = reason("read_as_origin", REASONS["read_as_origin"])
             elif info is None:
                 st = reason("unit_not_compiled", REASONS["unit_not_compiled"])
             elif task is None:
@@ -318,10 +381,59 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
     return out
 
 
-def ledger_records(episode_id: str, accounted, offsets: dict) -> tuple[list[dict], list[dict]]:
+def _no_row(cond: dict, wit, ids: set, unit: str, rows: list[Row]) -> tuple[str, str]:
+    """``(code, detail)``: why condition ``cond`` of unit ``unit`` expresses no row of it
+    (:data:`NO_ROW_REASONS`); ``wit``: its witness operation, ``ids``: what its provenance
+    cites."""
+    if cond["kind"] == "event":
+        e = cond["event"]
+        return "event", f"event {e['type']}({', '.join(str(x) for x in e['args'] if x is not None)})"
+    atom = cond["atom"]
+    what = f"{atom[0]}({', '.join(atom[1:])})"
+    op = f" by {wit.action['type']}" if wit is not None else ""
+    if atom[0] in ("powered", "running"):
+        return "switch_on", f"{what} set{op}"
+    hits = [r for r in rows if (wit is not None and _from_row(wit, r)) or _cites(ids, r)]
+    other = [r for r in hits if r.unit != unit]
+    if other:
+        return "row_in_other_unit", f"{what}: {other[0].kind} {other[0].what} lies in unit {other[0].unit}"
+    p = getattr(wit, "planned", None)
+    if not hits and p is not None and p.kind == "step" and atom[0] == "in":
+        if (p.evidence.get("s") or {}).get("file") == "complete_recipes.json":
+            return "transfer", f"{what}{op}: the content an earlier add put in {p.roles.get('src')}"
+        return "step_action", f"{what}{op}, the step's {p.action}"
+    if not hits and p is not None and p.kind == "snippet":
+        return "snippet_not_last", f"{what}{op}: snippet {', '.join(sorted(i for i in ids if 'fine_grained' in i))}"
+    answers = sorted(i for i in ids if "object_location" in i or "itinerary" in i)
+    if not hits and answers and not any(set(r.ids) & set(answers) for r in rows):
+        return "row_ambiguous", f"{what}{op}: {', '.join(answers)} is no row"
+    return "no_row", f"{what}{op}"
+
+
+def conditions_without_rows(rows: list[Row], accounted, infos: dict, exported: set) -> list[tuple]:
+    """``(task ID, condition ID, reason)`` for every condition of an exported task that
+    expresses no row of its unit (``accounted``: :func:`account`'s result), the reason's
+    code from :data:`NO_ROW_REASONS` (check ``ledger_no_row``)."""
+    done = {(refs["task_id"], refs["condition_id"]) for _, st, refs in accounted if st == "expressed"}
+    out = []
+    for key, info in sorted(infos.items()):
+        task = info["task"]
+        if task is None or task.get("task_id") not in exported:
+            continue
+        for c in task["conditions"]:
+            if (task["task_id"], c["id"]) not in done:
+                code, detail = _no_row(c, info["witnesses"].get(c["id"]),
+                                       cited(task["provenance"]["conditions"][c["id"]]), key, rows)
+                out.append((task["task_id"], c["id"], reason(code, detail, NO_ROW_REASONS)))
+    return out
+
+
+def ledger_records(episode_id: str, accounted, offsets: dict, unrowed=()) -> tuple[list[dict], list[dict]]:
     """``(dropped records, audit records)`` of one episode's ledger: a ``ledger`` dropped
     record per row not expressed (IDs ``<episode>/l<n>``), one ``ledger_expressed`` audit
-    record per condition that expresses rows (task ID ``<task>/<condition>``)."""
+    record per condition that expresses rows (task ID ``<task>/<condition>``) and one
+    ``ledger_no_row`` record per condition of ``unrowed`` (:func:`conditions_without_rows`),
+    its detail the reason."""
     drops, by_cond = [], defaultdict(list)
     for row, st, refs in accounted:
         if st == "expressed":
@@ -335,4 +447,6 @@ def ledger_records(episode_id: str, accounted, offsets: dict) -> tuple[list[dict
     audit = [{"check": "ledger_expressed", "task_id": f"{tid}/{cid}", "condition_id": cid, "passed": True,
               "detail": f"{len(rows)} rows of unit {unit}: " + " | ".join(f"{r.kind} {r.what}" for r in rows)}
              for (tid, cid, unit), rows in sorted(by_cond.items())]
+    audit += [{"check": "ledger_no_row", "task_id": f"{tid}/{cid}", "condition_id": cid, "passed": True,
+               "detail": why} for tid, cid, why in unrowed]
     return drops, audit

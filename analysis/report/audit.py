@@ -36,6 +36,7 @@ _WHAT = {
     "row_rows": "row audit: location rows read per episode (informational)",
     "row_audit": "row audit: no compiled fact contradicted by an unambiguous raw row",
     "ledger_expressed": "ledger: a condition expresses end-state rows of its unit",
+    "ledger_no_row": "ledger: a condition expresses no row of its unit, with the closed reason why",
 }
 
 

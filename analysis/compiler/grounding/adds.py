@@ -2,12 +2,14 @@
 bound to tracked foods, source containers and vessels."""
 from __future__ import annotations
 
+import dataclasses
 import re
 
-from .text import (COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, target_groups, target_phrases, title_of, words)
+from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
-from .grounder import (bind_target, drop, has_head, is_a, is_food, local, overlapping, track_ref,
+from .open_adds import open_add_vessel, same_step_target
+from .grounder import (bind_target, drop, is_a, is_food, local, overlapping, track_ref,
                        windows_at)
 
 #: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
@@ -124,7 +126,9 @@ def names_ingredient(ws: list, ing_words: set) -> bool:
     return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
 
 
-def ground_add(ctx, rid, cap, ev, matches, refs):
+def ground_add(ctx, rid, cap, ev, matches, refs, swap=None):
+    """Ground one add row ``ev``; ``swap``: the note of a clean swap (:func:`swapped_row`),
+    ``ev`` then carrying the other row's span."""
     t0, t1 = ev.span.start, ev.span.end
     what = f"add {ev.ingredient_id} ({ev.name})"
     mine = ingredient_tracks(ctx, matches[ev.ingredient_id], t0, t1)
@@ -149,6 +153,16 @@ def ground_add(ctx, rid, cap, ev, matches, refs):
     if not mine:
         others = sorted({iid for iid, ws in matches.items() if iid != ev.ingredient_id
                          and ingredient_tracks(ctx, ws, t0, t1)})
+        partner = swapped_row(ctx, rid, cap, ev, matches) if others and swap is None else None
+        if partner is not None:
+            # a clean swap: this ingredient's own track lies in the other row's span
+            sp = partner.span
+            note = (f"the add times of {ev.ingredient_id} and {partner.ingredient_id} ({partner.name}) are "
+                    f"swapped: each row's span holds only the other's tracks, so this add is timed by "
+                    f"{partner.ingredient_id}'s row ({local(ctx, sp.video, sp.start):.2f}-"
+                    f"{local(ctx, sp.video, sp.end):.2f} s; a curated timing label, the add is observed)")
+            ground_add(ctx, rid, cap, dataclasses.replace(ev, span=sp), matches, refs, swap=note)
+            return
         if others:
             source_check(ctx, "add_time_matches_other_ingredient", what,
                               f"the tracks overlapping this add are named for {others}, not for "
@@ -173,16 +187,61 @@ def ground_add(ctx, rid, cap, ev, matches, refs):
             mine, ents = strict, [strict[0].entity]
     if len(ents) > 1:
         added = instances_added(ctx, mine, t0, t1)
-        if len(added) < 2:
+        one_source = len(added) == 1 and (is_a(ctx, added[0][0], "container") or not is_food(ctx, added[0][0]))
+        if not added or len(added) == 1 and not one_source:
             drop(ctx, "add", what, f"several tracked objects match the ingredient: {ents}", t0, **refs)
+            return
+        if one_source:
+            # the other containers of the ingredient are handled mostly outside the add: the
+            # one handled during it is the source (a food instance at the add's edge may be
+            # one it puts in too: that stays ambiguous)
+            ent, tr = added[0]
+            ground_instance(ctx, rid, ev, matches, refs, what, ent, [tr], generic, set(), swap,
+                            f" (the only one of {ents} handled during the add; the others lie mostly "
+                            "outside it)")
             return
         # one add row, several instances put in during it (the spinach leaves, the
         # eggs): each is added, from its own track
         for ent, tr in added:
             ground_instance(ctx, rid, ev, matches, refs, f"{what}: {ent}", ent, [tr], generic,
-                                 {e for e, _ in added} - {ent})
+                                 {e for e, _ in added} - {ent}, swap)
         return
-    ground_instance(ctx, rid, ev, matches, refs, what, ents[0], mine, generic, set())
+    ground_instance(ctx, rid, ev, matches, refs, what, ents[0], mine, generic, set(), swap)
+
+
+def swapped_row(ctx, rid, cap, ev, matches):
+    """The add row ``ev`` is cleanly swapped with (issue 34, the reviewer's P05_R01 tandoori
+    masala and turmeric), else ``None``: the one other add row of the same capture and step
+    such that every track in ``ev``'s span named for another ingredient names its
+    ingredient, and every track in its span named for another ingredient names ``ev``'s;
+    each ingredient has that one add row. Anything less clean stays dropped."""
+    own = matches[ev.ingredient_id]
+
+    def named(span, exclude):
+        return {tr.track_id: {iid for iid, ws in matches.items() if iid != exclude
+                              and any(names_ingredient(w, ws) for w in ctx.name_words.get(tr.entity, []))}
+                for tr in ingredient_tracks(ctx, set().union(*[matches[i] for i in matches if i != exclude]),
+                                            span.start, span.end)}
+
+    def steps(e):
+        sp = e.span
+        return {w.step for w in windows_at(ctx, sp.video, sp.start, sp.end, rid)
+                or prep_windows_at(ctx, sp.video, sp.start, sp.end, rid, matches[e.ingredient_id])}
+
+    rows = [e for e in cap.events if e.kind == "add" and e.span.video == ev.span.video]
+    mine_rows = [e for e in rows if e.ingredient_id == ev.ingredient_id]
+    here = named(ev.span, ev.ingredient_id)
+    cands = set.intersection(*here.values()) if here else set()
+    out = []
+    for j in sorted(cands):
+        theirs = [e for e in rows if e.ingredient_id == j]
+        if len(theirs) != 1 or len(mine_rows) != 1 or len(steps(ev)) != 1 or steps(theirs[0]) != steps(ev):
+            continue
+        there = named(theirs[0].span, j)
+        if there and all(ev.ingredient_id in ids for ids in there.values()) \
+                and ingredient_tracks(ctx, own, *[theirs[0].span.start, theirs[0].span.end]):
+            out.append(theirs[0])
+    return out[0] if len(out) == 1 else None
 
 
 def instances_added(ctx, mine, t0: float, t1: float) -> list[tuple]:
@@ -192,17 +251,23 @@ def instances_added(ctx, mine, t0: float, t1: float) -> list[tuple]:
     shorter of the two (track or add). A container named for the ingredient is the
     source of its food instances ("packet of eggs" beside egg1..egg5), and an instance
     handled mostly outside the add ("butter" put down 3 s into a 23 s add) is not one
-    of those it puts in. ``[(instance, its track), ...]`` in the order they are handled."""
+    of those it puts in. The tracks of one container are one candidate (issue 34: the
+    flour bag put down and picked up again while the flour goes in); it is poured from in
+    the one that holds it longest during the add. A food instance handled in several
+    tracks during the add is not one of them (which track put it in is not decided).
+    ``[(instance, its track), ...]`` in the order they are handled."""
+    def inside(tr):
+        return min(tr.end, t1) - max(tr.start, t0)
+
     def share(tr):
-        inside = min(tr.end, t1) - max(tr.start, t0)
-        return inside >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside > 0
+        return inside(tr) >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside(tr) > 0
     foods = {tr.entity for tr in mine if is_food(ctx, tr.entity) and not is_a(ctx, tr.entity, "container")}
     pool = [tr for tr in mine if (tr.entity in foods) == bool(foods)]
     out = []
     for ent in sorted({tr.entity for tr in pool}):
         trs = [tr for tr in pool if tr.entity == ent and share(tr)]
-        if len(trs) == 1:
-            out.append((ent, trs[0]))
+        if len(trs) == 1 or (trs and not foods):
+            out.append((ent, sorted(trs, key=lambda x: (-inside(x), x.start))[0]))
     return sorted(out, key=lambda x: (x[1].start, x[0]))
 
 
@@ -214,7 +279,7 @@ def holds_named(ctx, ent: str, typ: str, ing_words: set) -> bool:
         ctx.contents.get(ent, set()) & {_spelling(w) for w in ing_words})
 
 
-def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings):
+def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings, swap=None, src_note=""):
     """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
     ``siblings``: the other instances the same add row puts in (never its target)."""
     t0, t1 = ev.span.start, ev.span.end
@@ -244,10 +309,12 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
         or ctx.vocab.is_a(typ, "electric_container") or (ctx.vocab.is_a(typ, "vessel") and subst) \
         or holds_named(ctx, ent, typ, matches[ev.ingredient_id])
     ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
+    if swap:
+        ev_ing = {**ev_ing, "how": f"ingredient of complete_recipes.json; {swap}", "evidence": "swapped_add_times"}
     src_ev = {"how": ("the only container held during the whole add (its name names no content)"
                       if generic else "track named for the ingredient overlaps the add")
               + (f" (the one of {several} tracks of {ent} overlapping the add that holds it longest "
-                 "during it)" if several > 1 else ""), **track_ref(ctx, tr)}
+                 "during it)" if several > 1 else "") + src_note, **track_ref(ctx, tr)}
     if container:
         if not subst and not ctx.vocab.is_a(leaf, "food"):
             drop(ctx, "add", what, f"ingredient typed {leaf}", t0, **refs)
@@ -326,7 +393,7 @@ def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during
     if same_step:
         target, tev = same_step_target(ctx, rid, win, target, tev, why, own)
         if target is None:
-            target, tev = step_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
+            target, tev = open_add_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
     if target is None:
         drop(ctx, "add", what, f"target not decided: {why}", t0, **refs)
         ctx.undecided_adds.append((ev.span.video, t0, t1))
@@ -448,7 +515,7 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
     target, tev, why = bind_target(ctx, ttext, t0, t1, win, held, fallback=False, video=ev.span.video,
                                         event="the add", kitchen=True)
     if target is None:
-        target, tev = step_vessel(ctx, rid, win, ttext, set(), why, t0, t1)
+        target, tev = open_add_vessel(ctx, rid, win, ttext, set(), why, t0, t1)
     if target is None:
         check(f"target not decided: {why}")
         return
@@ -469,85 +536,3 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         "add", round(t0, 3), "add_ingredient", {"o": sub, "c": target}, {"o": ev_ing, "c": tev},
         {**refs, "step": win.step if win else None}, hold=sub, hold_track=None, step=win,
         title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
-
-
-def clause_of(ctx, text: str, ing_words: set) -> str:
-    """The sentence of a step text that names the ingredient, when it is the only one
-    and it names a target: "In a large bowl mix together flour, salt ... In a separate
-    cup mix yeast with sugar": sugar goes to the cup's sentence, never to the first
-    vessel of the text. Else the whole text."""
-    sents = [x for x in re.split(r"(?<=[.!?;])\s+", text) if x.strip()]
-    mine = [x for x in sents if set(words(x)) & ing_words]
-    if len(mine) == 1 and any(ph[-1] in ctx.vessel_heads
-                              for ph in target_phrases(mine[0], ctx.vessel_heads)):
-        return mine[0]
-    return text
-
-
-def same_step_target(ctx, rid, win, target, tev, why, exclude):
-    """When the step text names no vessel and none is handled in the window, the
-    vessel an earlier add *of the same recipe step* was bound to by evidence: one step
-    text describes one target ("Add the tomatoes, mango chutney and salt")."""
-    if target is not None or win is None or not why.startswith("no vessel named"):
-        return target, tev
-    prev = ctx.step_targets.get((rid, win.step, win.video))
-    if prev is None or prev[0] in exclude:
-        return None, None
-    return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
-                                        f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
-
-
-def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
-    """``(vessel, evidence)`` for an add whose target the target rule left open: the
-    one vessel that every other bound operation of the add's own recipe step acts on,
-    in the same video (:func:`~analysis.compiler.grounding.step_vessels`: its stirs,
-    pours and adds), when the step text names no vessel or names that vessel's noun
-    ("Add the minced beef and cook ... Stir often": the wok the step's stirs are bound
-    to). An add the step's other operations do not settle (two vessels, or none)
-    stays undecided, and so does one during which the vessel is in the hand (it may
-    be the food's source). Never for an add whose vessel is tracked only in another
-    video. ``(None, None)`` otherwise; the caller records the add as open."""
-    if win is None or win.row:
-        return None, None
-    key = (rid, win.step, win.video)
-    ctx.open_adds.add(key)
-    got = ctx.step_vessels.get(key)
-    if got is None or "another video" in why:
-        return None, None
-    vessel, vev, ops = got
-    if vessel in exclude:
-        return None, None
-    named = {ph[-1] for grp in target_groups(text, ctx.vessel_heads) for ph in grp
-             if ph[-1] in ctx.vessel_heads}
-    if named and not has_head(ctx, vessel, named):
-        return None, None
-    # it stands still through the add: a vessel in the hand then may be the food's
-    # source (the bowl the onion is tipped out of), never evidence of where it went
-    trs = [tr for tr in ctx.tracks_of.get(vessel, []) if tr.assoc.video == win.video]
-    if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
-        return None, None
-    before = [tr.end for tr in trs if tr.end <= t0]
-    after = [tr.start for tr in trs if tr.start >= t1]
-    if not any(tr.end <= t0 for tr in ctx.tracks_of.get(vessel, [])) and any(
-            a[0] == "at" and a[1] == vessel and ("enclosing", a[2]) in ctx.w.facts for a in ctx.w.facts):
-        # never handled before the add and starting in storage (P05_R04_S04: the lettuce
-        # added 88 s before the mixing bowl's first track): where it stood then is not
-        # observed, so the add's vessel is not decided
-        return None, None
-    still = (f"{vessel} standing from {local(ctx, win.video, max(before)):.2f} s" if before else
-             f"{vessel} standing from the start of the video") + (
-             f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on") + ", not handled during the add"
-    said = ", ".join(f"{a} at {local(ctx, win.video, t):.1f} s" for a, t in ops)
-    return vessel, {**vev, "evidence": "step_operation",
-                    "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
-                                  f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
-                                  f"({why})"}
-
-
-def fixture_named(ctx, text: str) -> str | None:
-    low = text.lower()
-    for phrase, (fid, _) in sorted(ctx.vocab.step_fixtures.items()):
-        if re.search(rf"\b(?:into|in|inside)\s+(?:the\s+)?{re.escape(phrase)}\b", low) \
-                and fid in ctx.w.objects:
-            return fid
-    return None

@@ -6,7 +6,7 @@ from functools import partial
 
 from .text import (PART_WORDS, STIR_TOOLS, all_verbs, overlaps, target_groups, target_phrases, title_of, words)
 from .windows import Planned
-from .adds import fixture_named
+from .text import fixture_named
 from .grounder import (bind_target, drop, has_head, is_a, is_food, local, overlapping, target_ok,
                        track_ref, vessel_at)
 

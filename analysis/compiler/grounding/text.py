@@ -421,3 +421,25 @@ def _head_type(ws: list[str], vocab) -> tuple[str, str] | None:
     if head in whole:
         return whole[head], f"ingredient_heads:whole:{head}"
     return None
+
+
+def clause_of(ctx, text: str, ing_words: set) -> str:
+    """The sentence of a step text that names the ingredient, when it is the only one
+    and it names a target: "In a large bowl mix together flour, salt ... In a separate
+    cup mix yeast with sugar": sugar goes to the cup's sentence, never to the first
+    vessel of the text. Else the whole text."""
+    sents = [x for x in re.split(r"(?<=[.!?;])\s+", text) if x.strip()]
+    mine = [x for x in sents if set(words(x)) & ing_words]
+    if len(mine) == 1 and any(ph[-1] in ctx.vessel_heads
+                              for ph in target_phrases(mine[0], ctx.vessel_heads)):
+        return mine[0]
+    return text
+
+
+def fixture_named(ctx, text: str) -> str | None:
+    low = text.lower()
+    for phrase, (fid, _) in sorted(ctx.vocab.step_fixtures.items()):
+        if re.search(rf"\b(?:into|in|inside)\s+(?:the\s+)?{re.escape(phrase)}\b", low) \
+                and fid in ctx.w.objects:
+            return fid
+    return None
