@@ -33,7 +33,7 @@ that is an initial fact observed by the snippet (``capped(c)``), so the snippet'
 """
 from __future__ import annotations
 
-from analysis.compiler.readers import Snippet
+from analysis.compiler.readers import FRAME, Snippet
 
 from .grounder import GroundingContext, drop, has_head, is_a, local
 from .text import overlaps, words
@@ -46,6 +46,9 @@ FIXTURE_ROLE = {"hob": "a"}
 #: particles that make a phrasal verb with the word before them: they change its meaning
 #: ("turn on" is no "turn"), so they are never read as the start of the noun
 PARTICLES = frozenset({"on", "off", "up", "down", "out"})
+#: words naming a lid: a tracked "lid of sugar jar" or "jar of tahini lid" during
+#: "close jar" is the lid put on, never the jar closed (the one candidate is the jar)
+LID_WORDS = frozenset({"lid", "cap", "cover"})
 #: item actions on an object standing at a fixture (a blender switched on on its base):
 #: the object is not in the hand, so it binds by name in the video, role ``c``
 STANDING_ACTIONS = {"turn_on_container": "c"}
@@ -107,8 +110,9 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             drop(g, "snippet", what, f"verb {verb!r} with noun {noun!r}: no fixture of "
                    f"{sorted(by_kind)} named", t0, **refs)
             continue
-        cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, 0.0)
-                        and has_head(g, tr.entity, nwords)})
+        # a track one frame off the snippet still overlaps it (the times are frame-rounded)
+        cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, FRAME)
+                        and has_head(g, tr.entity, nwords) and not is_lid(g, tr.entity, nwords)})
         standing = {by_kind[k] for k in item_kinds} <= set(STANDING_ACTIONS)
         if standing and not cands:
             sn_ = _standing(g, sn, nwords, item_kinds, by_kind, what, ev, refs, t0, noun)
@@ -127,10 +131,11 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             drop(g, "snippet", what, f"{ent} is a {w.objects.get(ent)}, not a "
                    f"{' or '.join(kinds)} ({verb!r})", t0, **refs)
             continue
-        tr = min((x for x in g.tracks_of[ent] if overlaps(x.start, x.end, t0, t1, 0.0)),
+        tr = min((x for x in g.tracks_of[ent] if overlaps(x.start, x.end, t0, t1, FRAME)),
                  key=lambda x: (x.start, x.track_id))
         action = by_kind[kind]
-        t = max(t0, tr.start)
+        # inside the track (the object is in the hand then), also for a frame-off track
+        t = min(max(t0, tr.start), max(tr.start, tr.end - 0.001))
         # a track of an association merged by name with an earlier video's
         # (``worlds.IDENTITY_RULE``): the snippet is observed, the object's identity is not
         ident = w.identities.get(f"{tr.assoc.video}/{tr.assoc.assoc_id}")
@@ -141,7 +146,10 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             {role: {**ev, **same, "how": f"the one tracked object named {noun!r} during the snippet "
                                          f"(track {tr.track_id}, {local(g, tr.assoc.video, tr.start)}-"
                                          f"{local(g, tr.assoc.video, tr.end)} s)"}},
-            refs, hold=None if action in STANDING_ACTIONS else ent, what=what, title=sn.action))
+            refs, hold=None if action in STANDING_ACTIONS else ent,
+            # the held object's track is reserved for the action (one hand: the jar, not
+            # its lid held in the other hand, is the track compiled then)
+            hold_track=None if action in STANDING_ACTIONS else tr.track_id, what=what, title=sn.action))
         if action in ("open_container", "close_container") and ent not in first_seal:
             first_seal[ent] = (t, action, sn, same)
     for ent, (t, action, sn, same) in sorted(first_seal.items()):
@@ -153,6 +161,17 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
                 {"source": "curated", "refs": {**refs, "rule": same["identity_rule"], "same_as": same["same_as"],
                                                "track_source": "observed"}}
                 if same else {"source": "observed", "refs": refs})
+
+
+def is_lid(g: GroundingContext, ent: str, nwords: set) -> bool:
+    """Whether the object's name names a lid (``LID_WORDS``) the snippet's noun does not:
+    during "close jar" the tracked "lid of sugar jar" is the lid put on, not the jar.
+
+    >>> class G: name_words = {"lid_jar": [["jar", "of", "tahini", "lid"]], "jar": [["jar"]]}
+    >>> is_lid(G, "lid_jar", {"jar"}), is_lid(G, "jar", {"jar"}), is_lid(G, "lid_jar", {"lid"})
+    (True, False, False)
+    """
+    return any((set(ws) & LID_WORDS) - nwords for ws in g.name_words.get(ent, ()))
 
 
 def _standing(g: GroundingContext, sn: Snippet, nwords: set, kinds: list, by_kind: dict, what: str,
