@@ -33,6 +33,8 @@ that is an initial fact observed by the snippet (``capped(c)``), so the snippet'
 """
 from __future__ import annotations
 
+import re
+
 from analysis.compiler.readers import FRAME, Snippet
 
 from .grounder import GroundingContext, drop, has_head, is_a, local
@@ -46,9 +48,9 @@ FIXTURE_ROLE = {"hob": "a"}
 #: particles that make a phrasal verb with the word before them: they change its meaning
 #: ("turn on" is no "turn"), so they are never read as the start of the noun
 PARTICLES = frozenset({"on", "off", "up", "down", "out"})
-#: words naming a lid: a tracked "lid of sugar jar" or "jar of tahini lid" during
+#: words naming a lid: a tracked "jar of tahini lid" (its head noun is "jar") during
 #: "close jar" is the lid put on, never the jar closed (the one candidate is the jar)
-LID_WORDS = frozenset({"lid", "cap", "cover"})
+LID_WORDS = frozenset({"lid", "lids", "cap", "caps", "cover", "top"})
 #: item actions on an object standing at a fixture (a blender switched on on its base):
 #: the object is not in the hand, so it binds by name in the video, role ``c``
 STANDING_ACTIONS = {"turn_on_container": "c"}
@@ -164,14 +166,21 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
 
 
 def is_lid(g: GroundingContext, ent: str, nwords: set) -> bool:
-    """Whether the object's name names a lid (``LID_WORDS``) the snippet's noun does not:
-    during "close jar" the tracked "lid of sugar jar" is the lid put on, not the jar.
+    """Whether one of the object's names ends in a lid word (``LID_WORDS``) the snippet's
+    noun does not name: during "close jar" the tracked "jar of tahini lid" is the lid put
+    on, not the jar; a "jar with green lid" is the jar ("lid of sugar jar" has the head
+    noun "lid" and is no jar already).
 
-    >>> class G: name_words = {"lid_jar": [["jar", "of", "tahini", "lid"]], "jar": [["jar"]]}
-    >>> is_lid(G, "lid_jar", {"jar"}), is_lid(G, "jar", {"jar"}), is_lid(G, "lid_jar", {"lid"})
-    (True, False, False)
+    >>> from types import SimpleNamespace as NS
+    >>> g = NS(w=NS(names={"lid_jar": ["jar of tahini lid"], "jar": ["jar 2"], "green_jar": ["jar with green lid"]}))
+    >>> [is_lid(g, e, {"jar"}) for e in ("lid_jar", "jar", "green_jar")], is_lid(g, "lid_jar", {"lid"})
+    ([True, False, False], False)
     """
-    return any((set(ws) & LID_WORDS) - nwords for ws in g.name_words.get(ent, ()))
+    for name in g.w.names.get(ent, ()):
+        toks = re.findall(r"[a-z]+", name.lower())
+        if toks and toks[-1] in LID_WORDS - nwords and "with" not in toks:
+            return True
+    return False
 
 
 def _standing(g: GroundingContext, sn: Snippet, nwords: set, kinds: list, by_kind: dict, what: str,
