@@ -261,3 +261,22 @@ def test_a_tupperware_is_closed_like_a_container(vocab):
     world, ops, drops = _jar_ops(vocab, [_snip(34, "close tupperware", 52.0, 53.0)])
     assert world.objects["tupperware"] == "tub"
     assert ops == [("close_container", ["tupperware"], 52.0)] and drops == {}
+
+
+def test_a_snippet_closing_a_fixture_says_why_it_is_not_compiled(vocab):
+    # "close cutlery drawer" / "close food waste bin" / "open cupboard": a fixture, never a
+    # track (the world's cupboard included): no candidate, and the reason names the fixture
+    _, _, ops, drops = _compile(vocab, [_snip(40, "close cutlery drawer", 21.0, 22.0),
+                                        _snip(41, "close food waste bin", 21.0, 22.0),
+                                        _snip(42, "open cupboard", 21.0, 22.0)])
+    assert ops == []
+    assert drops["<close cutlery drawer>"] == (
+        "'cutlery drawer' names a fixture (drawer), not a tracked object: its door state is curated around "
+        "each access (and closed is the absence of open: no condition atom): not compiled")
+    assert drops["<close food waste bin>"] == ("'food waste bin' names a fixture (waste_bin), not a tracked "
+                                               "object: a bin's lid is no state of the rules: not compiled")
+    assert drops["<open cupboard>"] == ("'cupboard' names a fixture (cupboard), not a tracked object: its "
+                                        "door state is curated around each access: not compiled")
+    # a tracked object so named still binds: "close bottle" while the milk bottle is held
+    _, _, ops, drops = _compile(vocab, [_snip(43, "close bottle", 21.0, 22.0)])
+    assert ops == [("close_container", ["milk_bottle"], 21.0, "observed")] and drops == {}

@@ -51,6 +51,10 @@ PARTICLES = frozenset({"on", "off", "up", "down", "out"})
 #: words naming a lid: a tracked "jar of tahini lid" (its head noun is "jar") during
 #: "close jar" is the lid put on, never the jar closed (the one candidate is the jar)
 LID_WORDS = frozenset({"lid", "lids", "cap", "caps", "cover", "top"})
+#: verbs that close (the ledger's closing snippets)
+CLOSING_VERBS = frozenset({"close", "shut", "turn off", "switch off"})
+#: fixture kinds that are closed (a door, a lid): a snippet closing one acts on no tracked object
+DOORS = ("storage", "enclosed_appliance", "bin")
 #: item actions on an object standing at a fixture (a blender switched on on its base):
 #: the object is not in the hand, so it binds by name in the video, role ``c``
 STANDING_ACTIONS = {"turn_on_container": "c"}
@@ -121,6 +125,17 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             if sn_ is not None:
                 g.out.planned.append(sn_)
             continue
+        door = fixture_named(g, nwords) if not cands else None
+        if door is not None:
+            # a cupboard, drawer, oven or bin is a fixture, never a track: the replay opens and
+            # closes it around each access (curated), so no observed door state is there to bind
+            # (a bin's lid is no state of the rules at all)
+            shut = " (and closed is the absence of open: no condition atom)" if verb in CLOSING_VERBS else ""
+            state = ("a bin's lid is no state of the rules" if g.vocab.is_a(door, "bin") else
+                     f"its door state is curated around each access{shut}")
+            drop(g, "snippet", what, f"{noun!r} names a fixture ({door}), not a tracked object: {state}: "
+                 "not compiled", t0, **refs)
+            continue
         if len(cands) != 1:
             drop(g, "snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
                    f"handled during the snippet {cands}", t0, **refs)
@@ -163,6 +178,27 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
                 {"source": "curated", "refs": {**refs, "rule": same["identity_rule"], "same_as": same["same_as"],
                                                "track_source": "observed"}}
                 if same else {"source": "observed", "refs": refs})
+
+
+def fixture_named(g: GroundingContext, nwords: set) -> str | None:
+    """The fixture type a word of the snippet's noun names (``fixture_types``: "cutlery
+    drawer" a drawer, "food waste bin" a bin), when it is one with a door or lid (storage,
+    an enclosed appliance, a bin) and no word names an item (``noun_types``: "bottle of
+    washing up liquid" is a bottle, "lid of food bin" a lid); else ``None``.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from analysis.compiler.vocabulary import Vocabulary
+    >>> g = NS(vocab=Vocabulary.load())
+    >>> [fixture_named(g, set(n.split())) for n in ("cutlery drawer", "oven door", "jar", "bottle washing liquid")]
+    ['drawer', 'oven', None, None]
+    """
+    if nwords & set(g.vocab.data["noun_types"]):
+        return None
+    for w in sorted(nwords):
+        ftype, rule = g.vocab.fixture_type(w)
+        if rule != "fixture_types:default" and any(g.vocab.is_a(ftype, k) for k in DOORS):
+            return ftype
+    return None
 
 
 def is_lid(g: GroundingContext, ent: str, nwords: set) -> bool:
