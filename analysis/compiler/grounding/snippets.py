@@ -11,9 +11,15 @@ are observed:
   which names the action type for what the noun binds;
 * the noun binds uniquely: either a word of ``snippet_fixtures`` naming the scene's only
   fixture of that type (the hob), or exactly one tracked object whose own head
-  noun the snippet names and whose track overlaps the snippet (two tracked spoons in the
-  hand's reach during "tap spoon" bind neither). An item action also needs the item in
-  the hand when it is emitted (``op_builder.OpBuilder.emit`` checks it). A switch-on of
+  noun the snippet names and whose track overlaps the snippet within a frame (two tracked
+  spoons in the hand's reach during "tap spoon" bind neither; the tracks of one object are
+  one candidate; a name ending in a lid word, "jar of tahini lid", is the lid put on, never
+  the jar closed: :func:`is_lid`). An item action also needs the item in the hand when it
+  is emitted (``op_builder.OpBuilder.emit`` checks it): its track is reserved for it,
+  after every add's and step's (``one_hand.select_tracks``, ``weak``). A noun naming a
+  fixture with a door (a cupboard, a drawer, an oven, a bin: :func:`fixture_named`) and no
+  tracked object is dropped with that reason: the replay opens and closes doors around
+  each access (curated), and closed is the absence of ``open``, no condition atom. A switch-on of
   an electric container (``STANDING_ACTIONS``) acts on it where it stands, on its base,
   not in the hand: with no object so named tracked during the snippet, the noun binds the
   only object so named tracked in the snippet's video.
