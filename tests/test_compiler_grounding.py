@@ -229,6 +229,26 @@ def test_a_hand_over_is_not_a_nesting():
     assert [t.track_id for t in chosen] == ["soy"] and [(t.track_id, o.track_id) for t, o in blocked] == [("oil", "soy")]
 
 
+
+def test_a_snippets_track_yields_to_an_add_or_step_track():
+    # P01-20240203-093333: the capsule box held 35.4-44.8 s is opened at 38.5 s ("open
+    # box", a snippet: weak), the capsule taken out of it 44.5-46.2 s is inserted by the
+    # step at 44.5 s (needed): the needed track is kept, the weak one that clashes with it
+    # is not; reserved as needed, the box's earlier start would take the hand
+    from analysis.compiler.one_hand import select_tracks
+    box, capsule = _tr("box", 35.4, 44.8), _tr("capsule", 44.5, 46.2)
+    times = {"box": [38.5], "capsule": [44.5]}
+    chosen, blocked, _, _ = select_tracks([box, capsule], {"capsule"}, times, weak={"box"})
+    assert [t.track_id for t in chosen] == ["capsule"]
+    assert [(t.track_id, o.track_id) for t, o in blocked] == [("box", "capsule")]
+    chosen, blocked, _, _ = select_tracks([box, capsule], {"capsule", "box"}, times)
+    assert [t.track_id for t in chosen] == ["box"]
+    # with no needed track in the way, a weak track is reserved whole: the spoon (10-14)
+    # around the teaspoon a snippet taps (11-13) waits until the teaspoon is put down
+    spoon, tea = _tr("spoon", 10, 14), _tr("tea", 11, 13)
+    chosen, blocked, pick, _ = select_tracks([spoon, tea], set(), {"tea": [11.5]}, weak={"tea"})
+    assert [t.track_id for t in chosen] == ["tea", "spoon"] and pick == {"tea": 11, "spoon": 13.001}
+
 # ------------------------------------------------------------ the vessel of a step action
 # Hand-checkable episodes (video "v", one recipe "R" with one step "S01", step segment
 # 100-110 s, no prep segment): a spoon held through the segment stirs "in a large bowl";

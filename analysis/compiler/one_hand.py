@@ -25,7 +25,8 @@ def worn(name: str) -> bool:
     return bool(ws) and ws[-1] in WORN_HEADS
 
 
-def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: set | None = None):
+def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: set | None = None,
+                  weak: set | None = None):
     """``(selected, [(track, blocking track), ...], pick_time, juggled)`` under the
     one-hand model of the rules, with the other hand modelled by setting down.
 
@@ -40,11 +41,21 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
     set-down steps). ``juggled[track_id]`` is then the outer track; the builder
     sets the outer object down before the pick-up and picks it up again after the
     put-down (curated steps). Any other track whose end falls while another is held is
-    dropped."""
+    dropped.
+
+    Tracks in ``weak`` are needed by a fine-grained snippet's action (a jar closed in the
+    hand): they are reserved like the needed ones, but after all of them, so a snippet never
+    takes the hand from an add or a step (the capsule box opened while the capsule the
+    step inserts is taken out of it keeps the capsule's track)."""
     busy_times = busy_times or {}
     placed = set(tracks and [t.track_id for t in tracks]) if placed is None else placed
-    busy = sorted(((t.start, t.end, t) for t in tracks if t.track_id in needed),
-                  key=lambda x: (x[0], x[1], x[2].track_id))
+    weak = (weak or set()) - set(needed)
+
+    def by_start(ids):
+        return sorted(((t.start, t.end, t) for t in tracks if t.track_id in ids),
+                      key=lambda x: (x[0], x[1], x[2].track_id))
+    busy = by_start(needed) + by_start(weak)
+    needed = set(needed) | weak
     chosen, blocked, pick, juggled = [], [], {}, {}
 
     def inside(t, c):

@@ -64,7 +64,9 @@ def text_vessel_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     text_vessel_places(world, grounding)
-    needed = {p.hold_track for p in grounding.planned if p.hold_track}
+    needed = {p.hold_track for p in grounding.planned if p.hold_track and p.kind != "snippet"}
+    # a snippet's track yields to every add's and step's (one_hand.select_tracks)
+    weak = {p.hold_track for p in grounding.planned if p.hold_track and p.kind == "snippet"}
     by_ent: dict[str, list] = {}
     for tr in world.tracks:
         by_ent.setdefault(tr.entity, []).append(tr)
@@ -107,7 +109,7 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
     placed = {t.track_id for t in world.tracks if t.dst or t.track_id in next_src}
     chosen, blocked, pick_time, juggled = select_tracks([t for t in world.tracks if not t.conflict
                                                          and not worn(t.assoc.name or "")],
-                                                        needed, busy_times, placed)
+                                                        needed, busy_times, placed, weak)
     realign_chains(chosen, next_src, world.fixture_ids)
     b.compiled = {t.track_id for t in chosen}
     if out_after_uncompiled_first_track(world, chosen):

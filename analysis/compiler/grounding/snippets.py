@@ -11,9 +11,15 @@ are observed:
   which names the action type for what the noun binds;
 * the noun binds uniquely: either a word of ``snippet_fixtures`` naming the scene's only
   fixture of that type (the hob), or exactly one tracked object whose own head
-  noun the snippet names and whose track overlaps the snippet (two tracked spoons in the
-  hand's reach during "tap spoon" bind neither). An item action also needs the item in
-  the hand when it is emitted (``op_builder.OpBuilder.emit`` checks it). A switch-on of
+  noun the snippet names and whose track overlaps the snippet within a frame (two tracked
+  spoons in the hand's reach during "tap spoon" bind neither; the tracks of one object are
+  one candidate; a name ending in a lid word, "jar of tahini lid", is the lid put on, never
+  the jar closed: :func:`is_lid`). An item action also needs the item in the hand when it
+  is emitted (``op_builder.OpBuilder.emit`` checks it): its track is reserved for it,
+  after every add's and step's (``one_hand.select_tracks``, ``weak``). A noun naming a
+  fixture with a door (a cupboard, a drawer, an oven, a bin: :func:`fixture_named`) and no
+  tracked object is dropped with that reason: the replay opens and closes doors around
+  each access (curated), and closed is the absence of ``open``, no condition atom. A switch-on of
   an electric container (``STANDING_ACTIONS``) acts on it where it stands, on its base,
   not in the hand: with no object so named tracked during the snippet, the noun binds the
   only object so named tracked in the snippet's video.
@@ -33,7 +39,9 @@ that is an initial fact observed by the snippet (``capped(c)``), so the snippet'
 """
 from __future__ import annotations
 
-from analysis.compiler.readers import Snippet
+import re
+
+from analysis.compiler.readers import FRAME, Snippet
 
 from .grounder import GroundingContext, drop, has_head, is_a, local
 from .text import overlaps, words
@@ -46,6 +54,13 @@ FIXTURE_ROLE = {"hob": "a"}
 #: particles that make a phrasal verb with the word before them: they change its meaning
 #: ("turn on" is no "turn"), so they are never read as the start of the noun
 PARTICLES = frozenset({"on", "off", "up", "down", "out"})
+#: words naming a lid: a tracked "jar of tahini lid" (its head noun is "jar") during
+#: "close jar" is the lid put on, never the jar closed (the one candidate is the jar)
+LID_WORDS = frozenset({"lid", "lids", "cap", "caps", "cover", "top"})
+#: verbs that close (the ledger's closing snippets)
+CLOSING_VERBS = frozenset({"close", "shut", "turn off", "switch off"})
+#: fixture kinds that are closed (a door, a lid): a snippet closing one acts on no tracked object
+DOORS = ("storage", "enclosed_appliance", "bin")
 #: item actions on an object standing at a fixture (a blender switched on on its base):
 #: the object is not in the hand, so it binds by name in the video, role ``c``
 STANDING_ACTIONS = {"turn_on_container": "c"}
@@ -107,13 +122,25 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             drop(g, "snippet", what, f"verb {verb!r} with noun {noun!r}: no fixture of "
                    f"{sorted(by_kind)} named", t0, **refs)
             continue
-        cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, 0.0)
-                        and has_head(g, tr.entity, nwords)})
+        # a track one frame off the snippet still overlaps it (the times are frame-rounded)
+        cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, FRAME)
+                        and has_head(g, tr.entity, nwords) and not is_lid(g, tr.entity, nwords)})
         standing = {by_kind[k] for k in item_kinds} <= set(STANDING_ACTIONS)
         if standing and not cands:
             sn_ = _standing(g, sn, nwords, item_kinds, by_kind, what, ev, refs, t0, noun)
             if sn_ is not None:
                 g.out.planned.append(sn_)
+            continue
+        door = fixture_named(g, nwords) if not cands else None
+        if door is not None:
+            # a cupboard, drawer, oven or bin is a fixture, never a track: the replay opens and
+            # closes it around each access (curated), so no observed door state is there to bind
+            # (a bin's lid is no state of the rules at all)
+            shut = " (and closed is the absence of open: no condition atom)" if verb in CLOSING_VERBS else ""
+            state = ("a bin's lid is no state of the rules" if g.vocab.is_a(door, "bin") else
+                     f"its door state is curated around each access{shut}")
+            drop(g, "snippet", what, f"{noun!r} names a fixture ({door}), not a tracked object: {state}: "
+                 "not compiled", t0, **refs)
             continue
         if len(cands) != 1:
             drop(g, "snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
@@ -127,10 +154,11 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             drop(g, "snippet", what, f"{ent} is a {w.objects.get(ent)}, not a "
                    f"{' or '.join(kinds)} ({verb!r})", t0, **refs)
             continue
-        tr = min((x for x in g.tracks_of[ent] if overlaps(x.start, x.end, t0, t1, 0.0)),
+        tr = min((x for x in g.tracks_of[ent] if overlaps(x.start, x.end, t0, t1, FRAME)),
                  key=lambda x: (x.start, x.track_id))
         action = by_kind[kind]
-        t = max(t0, tr.start)
+        # inside the track (the object is in the hand then), also for a frame-off track
+        t = min(max(t0, tr.start), max(tr.start, tr.end - 0.001))
         # a track of an association merged by name with an earlier video's
         # (``worlds.IDENTITY_RULE``): the snippet is observed, the object's identity is not
         ident = w.identities.get(f"{tr.assoc.video}/{tr.assoc.assoc_id}")
@@ -141,7 +169,10 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
             {role: {**ev, **same, "how": f"the one tracked object named {noun!r} during the snippet "
                                          f"(track {tr.track_id}, {local(g, tr.assoc.video, tr.start)}-"
                                          f"{local(g, tr.assoc.video, tr.end)} s)"}},
-            refs, hold=None if action in STANDING_ACTIONS else ent, what=what, title=sn.action))
+            refs, hold=None if action in STANDING_ACTIONS else ent,
+            # the held object's track is reserved for the action (one hand: the jar, not
+            # its lid held in the other hand, is the track compiled then)
+            hold_track=None if action in STANDING_ACTIONS else tr.track_id, what=what, title=sn.action))
         if action in ("open_container", "close_container") and ent not in first_seal:
             first_seal[ent] = (t, action, sn, same)
     for ent, (t, action, sn, same) in sorted(first_seal.items()):
@@ -153,6 +184,45 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
                 {"source": "curated", "refs": {**refs, "rule": same["identity_rule"], "same_as": same["same_as"],
                                                "track_source": "observed"}}
                 if same else {"source": "observed", "refs": refs})
+
+
+def fixture_named(g: GroundingContext, nwords: set) -> str | None:
+    """The fixture type a word of the snippet's noun names (``fixture_types``: "cutlery
+    drawer" a drawer, "food waste bin" a bin), when it is one with a door or lid (storage,
+    an enclosed appliance, a bin) and no word names an item (``noun_types``: "bottle of
+    washing up liquid" is a bottle, "lid of food bin" a lid); else ``None``.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from analysis.compiler.vocabulary import Vocabulary
+    >>> g = NS(vocab=Vocabulary.load())
+    >>> [fixture_named(g, set(n.split())) for n in ("cutlery drawer", "oven door", "jar", "bottle washing liquid")]
+    ['drawer', 'oven', None, None]
+    """
+    if nwords & set(g.vocab.data["noun_types"]):
+        return None
+    for w in sorted(nwords):
+        ftype, rule = g.vocab.fixture_type(w)
+        if rule != "fixture_types:default" and any(g.vocab.is_a(ftype, k) for k in DOORS):
+            return ftype
+    return None
+
+
+def is_lid(g: GroundingContext, ent: str, nwords: set) -> bool:
+    """Whether one of the object's names ends in a lid word (``LID_WORDS``) the snippet's
+    noun does not name: during "close jar" the tracked "jar of tahini lid" is the lid put
+    on, not the jar; a "jar with green lid" is the jar ("lid of sugar jar" has the head
+    noun "lid" and is no jar already).
+
+    >>> from types import SimpleNamespace as NS
+    >>> g = NS(w=NS(names={"lid_jar": ["jar of tahini lid"], "jar": ["jar 2"], "green_jar": ["jar with green lid"]}))
+    >>> [is_lid(g, e, {"jar"}) for e in ("lid_jar", "jar", "green_jar")], is_lid(g, "lid_jar", {"lid"})
+    ([True, False, False], False)
+    """
+    for name in g.w.names.get(ent, ()):
+        toks = re.findall(r"[a-z]+", name.lower())
+        if toks and toks[-1] in LID_WORDS - nwords and "with" not in toks:
+            return True
+    return False
 
 
 def _standing(g: GroundingContext, sn: Snippet, nwords: set, kinds: list, by_kind: dict, what: str,
