@@ -146,6 +146,30 @@ def test_a_placement_read_by_a_take_or_put_down_in_no_unit_says_so():
     assert [st.split(":")[0] for _, st, _ in got] == ["read_as_origin", "compiled_in_no_unit"]
 
 
+def test_an_itinerary_row_is_expressed_by_the_put_down_of_its_track_that_cites_an_agreeing_answer():
+    # P03-20240218-094452/t000 c4: the cup's put-down (track t1, cupboard) cites location
+    # answer q106; itinerary it147 ends the same track at the same cupboard. Both rows are
+    # the put-down the condition holds; an itinerary naming another place is not (and only a
+    # take citing it reads it as the origin)
+    recipes = {}
+    acts = [Activity("v", (), "Tidy", 0.0, 100.0, False, "P03.csv:256")]
+    cup = Association("v", "cup", "cup", "cup", (Track("t0", 5.0, 8.0), Track("t1", 30.0, 36.0)))
+    rows = unit_rows(recipes, acts, {"v": [cup]}, [LocationAnswer("q106", "v", "put", 30.0, "cupboard left from fan")],
+                     [Itinerary("it147", "v", 36.0, (("counter", "cupboard left from fan"),), ""),
+                      Itinerary("it148", "v", 36.0, (("counter", "sink"),), "")], [], ["v"])
+    assert [(r.ids, r.track, r.place) for r in rows] == [
+        (("it147",), "v/cup/t1", "cupboard_left_of_fan"), (("it148",), "v/cup/t1", "sink"),
+        (("q106",), "v/cup/t1", "cupboard_left_of_fan")]
+    put = _op(36.0, "put_in_storage", ["cup", "cupboard_left_of_fan"], [{"id": "v/cup/t1"}, {"id": "q106"}])
+    task = {"task_id": "e/t000", "tier": "terminal",
+            "conditions": [{"id": "c4", "kind": "atom", "atom": ["at", "cup", "cupboard_left_of_fan"]}],
+            "provenance": {"conditions": {"c4": {"refs": {"args": []}}}}}
+    infos = {"P03.csv:256": {"groups": [0], "task": task, "why": None, "witnesses": {"c4": put}, "skipped": []}}
+    got = account(rows, infos, [put], [0], {"e/t000"}, {}, [])
+    assert [(r.ids[0], st.split(":")[0], refs.get("condition_id")) for r, st, refs in got] == [
+        ("it147", "expressed", "c4"), ("it148", "no_operation", None), ("q106", "expressed", "c4")]
+
+
 def test_a_placement_is_expressed_by_the_put_down_not_by_an_add_citing_where_its_vessel_stands():
     # P05-20240424-085204: in(oats, bowl) (its pour also cites the itinerary that placed the
     # bowl's earlier track) and at(bowl, microwave) (the put-down of the row's own track)

@@ -34,6 +34,7 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 
+from .normalise import fixture_id
 from .readers import FRAME
 
 #: Seconds between an answer's time and a track boundary (two frames; the row audit's).
@@ -127,6 +128,7 @@ class Row:
     what: str
     key: tuple = ()     # what a dropped record names: (recipe, ingredient) of an add,
                         # (association, track) of a placement
+    place: str | None = None  # a placement's put-down fixture (fixture_id of its answer)
 
 
 # --------------------------------------------------------------------------- the row rule
@@ -194,27 +196,28 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
             for a in named:
                 for i, t in enumerate(a.tracks):
                     if ans.kind == "put" and abs(t.start - ans.time) <= TOL:
-                        hits.add((a, t))
+                        hits.add((a, t, ans.phrase))
                     if ans.kind == "take" and i > 0 and abs(t.end - ans.time) <= TOL:
-                        hits.add((a, a.tracks[i - 1]))
+                        hits.add((a, a.tracks[i - 1], ans.phrase))
             cands.append((ans.vqa_id, hits))
         for it in (x for x in itineraries if x.video == v):
             hits = set()
             for a in named:
                 if any(min(abs(t.start - it.time), abs(t.end - it.time)) <= TOL for t in a.tracks):
-                    covered = a.tracks if len(it.moves) == len(a.tracks) else a.tracks[-1:]
-                    hits |= {(a, t) for t in covered}
+                    # each track's 'to' when the moves pair with the tracks, else the last 'to'
+                    hits |= ({(a, t, mv[1]) for t, mv in zip(a.tracks, it.moves)}
+                             if len(it.moves) == len(a.tracks) else {(a, a.tracks[-1], it.moves[-1][1])})
             cands.append((it.vqa_id, hits))
         for qid, hits in cands:
-            if len({a.assoc_id for a, _ in hits}) != 1:
+            if len({a.assoc_id for a, _, _ in hits}) != 1:
                 continue        # ambiguous (or none): no row that decides a placement
-            for a, t in sorted(hits, key=lambda h: h[1].start):
+            for a, t, phrase in sorted(hits, key=lambda h: h[1].start):
                 u = owner(spans, v, t.end)
                 if u is None or any(t.end < x.start <= ends[(u, v)] for x in a.tracks):
                     continue
                 out.append(Row("placement", u, v, t.end, (qid,), f"{v}/{a.assoc_id}/{t.track_id}",
                                f"put-down of {a.raw_name!r} (track {t.track_id}) by {qid}",
-                               (a.assoc_id, t.track_id)))
+                               (a.assoc_id, t.track_id), fixture_id(phrase)))
     last: dict = {}
     for x in sorted((x for x in snippets if x.video in vs), key=lambda x: (x.video, x.start, x.vqa_id)):
         verb = next((p for p in CLOSING + OPENING if x.action.startswith(p + " ")), None)
@@ -274,6 +277,11 @@ def _from_row(op, row: Row) -> bool:
     if ids is None or ids[0] is not op:
         ids = _CITED[id(op)] = (op, cited(op.provenance))
     if _cites(ids[1], row):
+        return True
+    if (row.kind == "placement" and op.action["type"] in PUTS and row.track in ids[1]
+            and op.action["args"][1:2] == [row.place]):
+        # the compiled put-down of the row's own track, at the row's place, cites another
+        # row that agrees (a location answer where the itinerary says the same): both rest on it
         return True
     p = getattr(op, "planned", None)
     r = getattr(p, "refs", None) or {}
