@@ -909,3 +909,48 @@ def test_an_itinerary_final_move_the_rows_place_inside_the_unit_counts():
     assert not _move_may_precede(world, op, since=2623.0)
     tracks[4].src = "counter_left_of_dishwasher"            # taken from the final 'to': no narrowing
     assert _move_may_precede(world, op, since=2623.0)
+
+
+# ------------------------------------------------------------ session 17: one disputed end
+def _glass_world(extra_answers=()):
+    """One video: a "glass" tracked 10-12 s. VQA q1 (take, at its end) says it was taken
+    from the table; itinerary it1 (seen at 10 s, one move for its one track) says from the
+    counter to the cupboard. The rows disagree on the track's origin only
+    (P02-20240209-194141: VQA 11 and itinerary 427)."""
+    from analysis.compiler.readers import Association, ClassTable, Itinerary, LocationAnswer, Track
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "table", "type": "table"},
+                {"id": "cupboard", "type": "cupboard"}, {"id": "sink", "type": "sink"}]
+    glass = Association("v", "a1", "glass", "glass", (Track("g1", 10.0, 12.0),))
+    answers = [LocationAnswer("q1", "v", "take", 12.0, "table"), *extra_answers]
+    itins = [Itinerary("it1", "v", 10.0, (("counter", "cupboard"),))]
+    world = build_world("v", "P02", ["v"], fixtures, "counter", {"v": [glass]}, answers, itins, {},
+                        ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
+    return world, vocab
+
+
+def test_rows_that_disagree_on_a_track_origin_leave_its_put_down_observed():
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.operations import build_operations
+    world, vocab = _glass_world()
+    # the disputed origin is a conflict (listed), neither row gives it: the start is curated
+    assert [(c["track"], c["side"]) for c in world.conflicts] == [("g1", "src")]
+    (tr,) = world.tracks
+    assert (tr.conflict, tr.src, tr.dst, tr.dst_ref) == (None, None, "cupboard", "it1")
+    (start,) = [a for a in world.facts if a[:2] == ("at", "glass")]
+    assert world.facts[start]["source"] == "curated"
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    glass = [o for o in b.out.ops if o.action["args"][:1] == ["glass"]]
+    assert [(o.action["type"], o.action["args"][1], o.time) for o in glass][-1] == (
+        "put_in_storage", "cupboard", 12.0)
+    put = glass[-1].provenance["refs"]["args"][1]
+    assert put["source"] == "observed" and put["refs"]["id"] == "it1"
+
+
+def test_rows_that_disagree_on_both_ends_of_a_track_keep_it_out():
+    from analysis.compiler.readers import LocationAnswer
+    # a put answer at its start says the sink: the destination is disputed too
+    world, _ = _glass_world([LocationAnswer("q2", "v", "put", 10.0, "sink")])
+    assert sorted((c["track"], c["side"]) for c in world.conflicts) == [("g1", "dst"), ("g1", "src")]
+    assert world.tracks[0].conflict is not None

@@ -127,7 +127,7 @@ class _VideoLinks:
     per_track: dict
     initial: dict
     chains: dict
-    bad: dict                 # (association, track) -> conflict
+    bad: dict                 # (association, track) -> its conflicts
     itq: dict                 # itinerary ID -> question and answer
     name_count: dict          # normalised name -> associations so named in the video
 
@@ -183,7 +183,10 @@ def _add_video(d: _Draft, video: str, assocs, answers, itineraries, fixtures, fi
                                                        fixture_ids, offsets.get(video, 0.0))
     d.dropped += dr
     d.conflicts += cf
-    bad = {(c["association"], c["track"]): c for c in cf}
+    # a track's conflicts (a side may have two: the answers and the itinerary chain)
+    bad: dict = {}
+    for c in cf:
+        bad.setdefault((c["association"], c["track"]), []).append(c)
     itq = {it.vqa_id: {"question": it.question,
                        "answer": ", then ".join(f"from {x} to {y}" for x, y in it.moves)}
            for it in itineraries if it.video == video}
@@ -319,7 +322,7 @@ def _add_tracks(d: _Draft, vl: _VideoLinks, a: Association, ent: str, offsets: d
                          chain=chain, chain_dst=guess.get(t.track_id), chain_moves=moves,
                          same_as=same_as)
         lk = vl.per_track.get((a.assoc_id, t.track_id), {})
-        _fill_links(info, lk, vl.bad.get((a.assoc_id, t.track_id)))
+        _fill_links(info, lk, _track_conflict(vl.bad.get((a.assoc_id, t.track_id), []), lk))
         d.tracks.append(info)
         seen_here[nm] = (ent, info)
 
@@ -386,6 +389,26 @@ def yield_initial_places(facts: dict, tracks: list, row_places: dict, identities
         facts[("at", ent, d.fixture)] = curated(row_rule(d))
         changed.append(ent)
     return changed
+
+
+def _track_conflict(conflicts: list, lk: dict) -> dict | None:
+    """The conflict that keeps a track out of the world, else ``None``: rows that disagree
+    only on one end of a track leave its other end, bound undisputed (``lk``), observed;
+    the disputed end stays curated (it is listed as an observed conflict). A track with no
+    undisputed end is not compiled (P02-20240209-194141's glass: answer 11 and itinerary 427
+    disagree on where it came from, nothing disputes where 427 puts it).
+
+    >>> c = {"side": "src", "answers": []}
+    >>> _track_conflict([c], {"dst": ("sink", None)}) is None, _track_conflict([c], {}) is c
+    (True, True)
+    >>> _track_conflict([c, {"side": "dst", "answers": []}], {}) is c
+    True
+    """
+    sides = {c["side"] for c in conflicts}
+    other = {"src": "dst", "dst": "src"}
+    if len(sides) == 1 and other.get(next(iter(sides))) in lk:
+        return None
+    return conflicts[0] if conflicts else None
 
 
 def _fill_links(info: TrackInfo, lk: dict, conflict: dict | None) -> None:
