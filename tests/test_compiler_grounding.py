@@ -1542,3 +1542,54 @@ def test_a_vessel_held_through_an_add_is_its_target_when_the_text_names_it_and_a
     assert step_vessel(ctx([("add_ingredient", 1000.0)]), "R", win, text, set(), why, 1070.0, 1071.06) == (None, None)
     assert step_vessel(ctx([("add_ingredient", 1210.1)]), "R", win, "Add the sweetcorn.", set(), why,
                        1070.0, 1071.06) == (None, None)
+
+
+# ------------------------------------ an add into the one vessel its step's other adds went into
+# P03_R05_S01 "Mix the flour with yeast, salt and water in a large bowl": the flour goes
+# into bowl_2 (put down 31 s before it); the water, poured from cup2 270 s later while
+# bowl_2 still stands, is left open by the target rule (no bowl handled during it or put
+# down in the 60 s before it). One step S01 (100-300 s) of video "v": flour added at
+# 102-104 s from a flour bag held 101-105 s, the large bowl put down at 99 s (a small bowl
+# was put down at 12 s, so the large one is not the video's only bowl); water poured at
+# 240-242 s from a cup held 239-243 s.
+def _water_step(vocab, tracks, adds=(("I02", "flour", 102.0, 104.0),)):
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", x[0], x[0], tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(x[1])))
+              for i, x in enumerate(tracks)]
+    evs = tuple(IngredientEvent(i, n, "add", Span("v", a, b)) for i, n, a, b in adds) + (
+        IngredientEvent("I01", "water", "add", Span("v", 240.0, 242.0)),)
+    cap = Capture("R", 0, ("v",), {"I01": "water", **{i: n for i, n, _, _ in adds}}, evs,
+                  (StepSegment("S01", "step", Span("v", 100.0, 300.0)),))
+    recipe = Recipe("R", "P03", "bread", {"S01": "Mix the flour and water in a large bowl"}, (cap,))
+    world = build_world("v", "P03", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    return {p.roles["s"]: p for p in g.planned if p.kind == "add"}, g
+
+
+BREAD = [("flour bag", [(101.0, 105.0)]), ("large bowl", [(95.0, 99.0)]), ("cup", [(239.0, 243.0)]),
+         ("small bowl", [(10.0, 12.0)])]
+
+
+def test_an_add_goes_into_the_one_vessel_its_steps_other_adds_went_into(vocab):
+    adds, g = _water_step(vocab, BREAD)
+    assert {s: (p.roles["src"], p.roles["dst"]) for s, p in adds.items()} == {
+        "flour": ("flour_bag", "bowl"), "water": ("cup", "bowl")}
+    ev = adds["water"].evidence["dst"]
+    assert ev["evidence"] == "step_text" and ev["track"] == "t1_0"
+    assert ev["how"].startswith("step text names 'bowl'; every other add of step S01 (add I02 (flour) at "
+                                "102.0 s) is bound to bowl, standing from 99.00 s on, not handled during the add;")
+
+
+def test_no_vessel_from_the_other_adds_when_two_qualify(vocab):
+    # a sugar add (170-172 s, sugar bag held 169-173 s) goes into the small bowl, put down
+    # again at 165 s: the step's other adds went into two bowls, the water's is not decided
+    adds, g = _water_step(vocab, BREAD[:3] + [("small bowl", [(10.0, 12.0), (160.0, 165.0)]),
+                                              ("sugar bag", [(169.0, 173.0)])],
+                          adds=(("I02", "flour", 102.0, 104.0), ("I03", "sugar", 170.0, 172.0)))
+    assert {s: p.roles["dst"] for s, p in adds.items()} == {"flour": "bowl", "sugar": "bowl_2"}
+    assert [d["reason"].split(";")[0] for d in g.dropped if "water" in d["what"]] == [
+        "target not decided: step text names 'bowl'"]

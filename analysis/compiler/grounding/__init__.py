@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from .adds import ADD_DROP_REASONS, add_drop_class, ground_adds
 from .grounder import GroundingContext, drop
+from .open_adds import step_add_vessels
 from .rows import ground_rows
 from .snippets import ground_snippets
 from .steps import ground_steps
@@ -50,11 +51,14 @@ __all__ = ["ADD_DROP_REASONS", "COLOUR_WORDS", "CONTAINER_WORDS", "EXCLUDED_TARG
 def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
     """Ground one episode. An add whose target the evidence leaves open is bound, in a
     second pass, to its step's vessel (:func:`step_vessels`) when the first pass found
-    one: the pass is repeated whole, so every rule sees the same bindings."""
+    one, or to the one vessel its step's other adds went into when its text names that
+    vessel's noun (:func:`~.open_adds.step_adds_vessel`): the pass is repeated whole, so
+    every rule sees the same bindings."""
     g = _ground_once(world, recipes, vocab, activities, snippets, {})
     vessels = step_vessels(g.out.planned)
-    if any(k in vessels for k in g.open_adds):
-        g = _ground_once(world, recipes, vocab, activities, snippets, vessels)
+    adds = step_add_vessels(g.out.planned)
+    if any(k in vessels for k in g.open_adds) or any(k in adds for k in g.named_open):
+        g = _ground_once(world, recipes, vocab, activities, snippets, vessels, adds)
     return g.out
 
 
@@ -92,9 +96,10 @@ def step_vessels(planned) -> dict:
     return out
 
 
-def _ground_once(world, recipes, vocab, activities, snippets, vessels) -> GroundingContext:
+def _ground_once(world, recipes, vocab, activities, snippets, vessels, adds=None) -> GroundingContext:
     g = GroundingContext(world, recipes, vocab)
     g.step_vessels = vessels
+    g.step_add_vessels = adds or {}
     ground_adds(g)
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}

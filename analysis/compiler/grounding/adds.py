@@ -8,7 +8,7 @@ import re
 from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
-from .open_adds import open_add_vessel, same_step_target
+from .open_adds import open_add_vessel, same_step_target, step_adds_vessel
 from .grounder import (bind_target, drop, is_a, is_food, local, overlapping, track_ref,
                        windows_at)
 
@@ -366,7 +366,8 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
                 action = "put_in_container"
             # a container an item is put into: the target rule alone, not another add's target
             target, tev = add_target(ctx, rid, ev, win, ttext, {ent} | siblings, what, refs,
-                                          same_step=action != "put_in_container", during=during)
+                                          same_step=action != "put_in_container", during=during,
+                                          step_adds=action != "put_in_container")
             if target is None:
                 return
         roles = {"o": ent, "c": target}
@@ -381,9 +382,10 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
         title=title_of(text) if text else f"Add {ev.name}", what=what))
 
 
-def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during=None):
+def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during=None, step_adds=True):
     """``(target, evidence)`` of an add by the target rule (and, with ``same_step``,
-    another add of the same step, or the step's vessel); ``own``: the add's own
+    another add of the same step, or the step's vessel; with ``step_adds``, the one vessel
+    the step's other adds went into, :func:`step_adds_vessel`); ``own``: the add's own
     objects (never its target); ``during``: the span the food went in, when narrower
     than the add row's (one of several instances, in its own track). ``(None, None)``
     with the reason dropped."""
@@ -394,6 +396,8 @@ def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during
         target, tev = same_step_target(ctx, rid, win, target, tev, why, own)
         if target is None:
             target, tev = open_add_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
+    if target is None and step_adds:
+        target, tev = step_adds_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)), what)
     if target is None:
         drop(ctx, "add", what, f"target not decided: {why}", t0, **refs)
         ctx.undecided_adds.append((ev.span.video, t0, t1))

@@ -4,7 +4,7 @@ on, or the vessel of an earlier step of the same recipe when its own step text n
 ("Heat the oil in a pan" ... "Add the onions"; docs/compiler.md, Adds)."""
 from __future__ import annotations
 
-from .grounder import has_head, local
+from .grounder import has_head, local, put_away
 from .text import overlaps, target_groups, words
 
 #: operations that put a food or substance into a vessel (a stir only acts on one)
@@ -127,3 +127,81 @@ def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):
                     "how": f"the vessel every bound operation of step {win.step} acts on ({said}; "
                                   f"{vessel}: {vev.get('how')}); {still}; the target rule left this add open "
                                   f"({why})"}
+
+
+def step_add_vessels(planned) -> dict:
+    """``(recipe, step, video) -> [(time, vessel, evidence, what), ...]``: the vessel each
+    bound add of a recipe step went into (the adds that fill a vessel, :data:`FILLING`).
+
+    >>> from types import SimpleNamespace as N
+    >>> p = N(kind="add", action="pour", roles={"s": "flour", "src": "bag", "dst": "bowl"},
+    ...       evidence={"dst": {"how": "x"}}, time=3.0, what="add R/I1",
+    ...       step=N(recipe="R", step="S01", video="v", row=False))
+    >>> step_add_vessels([p])
+    {('R', 'S01', 'v'): [(3.0, 'bowl', {'how': 'x'}, 'add R/I1')]}
+    """
+    out: dict = {}
+    for p in planned:
+        if p.kind != "add" or p.step is None or p.step.row or p.action not in FILLING:
+            continue
+        role = "dst" if "dst" in p.roles else "c"
+        out.setdefault((p.step.recipe, p.step.step, p.step.video), []).append(
+            (p.time, p.roles[role], p.evidence.get(role) or {}, p.what))
+    return out
+
+
+def step_adds_vessel(ctx, rid, win, text, exclude, why, t0, t1, what):
+    """``(vessel, evidence)`` for an add whose step text names a vessel noun that the
+    target rule finds neither handled during the add nor put down just before it, when
+    every other add of the same step (``ctx.step_add_vessels``, the first pass) is bound
+    to one entity with that head noun, which stands through the add: tracked in the
+    add's video before it, no track of it overlapping the add (not in the hand holding
+    the ingredient), its last put-down not into storage or a sink, and not excluded
+    (evidence ``step_text``). P03_R05_I02: "Mix the flour with yeast, salt and water in a
+    large bowl", the water poured from cup2 at 2190-2214 s while bowl_2, the bowl the
+    step's flour and salt went into, stands from 1918.93 s to 2217.03 s. Two entities
+    among the other adds, or none, is ``(None, None)``.
+
+    >>> from types import SimpleNamespace as N
+    >>> tr = N(start=5.0, end=9.0, assoc=N(video="v"), dst=None, dst_ref=None, dst_file=None, conflict=None)
+    >>> ctx = N(step_add_vessels={("R", "S01", "v"): [(20.0, "bowl", {"track": "t1"}, "add R/I1")]},
+    ...         tracks_of={"bowl": [tr]}, own_heads={"bowl": {"bowl"}}, named_open=set(),
+    ...         vocab=N(data={"noun_types": {}}), w=N(offsets={}, facts={}), vessel_heads={"bowl"})
+    >>> w = N(recipe="R", step="S01", video="v", row=False)
+    >>> why = "step text names 'bowl'; no bowl tracked during the add (50.00-52.00 s) or put down in ..."
+    >>> step_adds_vessel(ctx, "R", w, "Mix it in a bowl", set(), why, 50.0, 52.0, "add R/I2")[0]
+    'bowl'
+    >>> tr.end = 51.0                  # in the hand during the add: it may be the source
+    >>> step_adds_vessel(ctx, "R", w, "Mix it in a bowl", set(), why, 50.0, 52.0, "add R/I2")
+    (None, None)
+    """
+    if win is None or win.row or not why.startswith("step text names '") or " tracked during " not in why \
+            or "; no " not in why.split(" tracked during ", 1)[0]:
+        return None, None
+    key = (rid, win.step, win.video)
+    ctx.named_open.add(key)
+    others = [x for x in ctx.step_add_vessels.get(key, []) if x[3] != what]
+    if len({v for _, v, _, _ in others}) != 1:
+        return None, None                   # no other add bound, or two vessels: not decided
+    t, vessel, vev, _ = others[0]
+    named = {ph[-1] for grp in target_groups(text, ctx.vessel_heads) for ph in grp
+             if ph[-1] in ctx.vessel_heads}
+    # the target rule set it aside (put away, handled for another step, the add's own)
+    away = why.split("; not counted: ", 1)[1].split(", ") if "; not counted: " in why else []
+    if vessel in exclude or any(x.startswith(vessel + " ") for x in away) or not named \
+            or not has_head(ctx, vessel, named):
+        return None, None
+    trs = ctx.tracks_of.get(vessel, [])
+    if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
+        return None, None                   # handled during the add: its source or where it goes
+    before = [tr for tr in trs if tr.end <= t0 and tr.assoc.video == win.video]
+    if not before or put_away(ctx, max(before, key=lambda tr: tr.end)):
+        return None, None                   # where it stands is not observed in this video
+    last = max(before, key=lambda tr: tr.end).end
+    after = [tr.start for tr in trs if tr.start >= t1]
+    said = ", ".join(f"{w_} at {local(ctx, win.video, t_):.1f} s" for t_, _, _, w_ in others)
+    return vessel, {**vev, "evidence": "step_text",
+                    "how": f"step text names '{', '.join(sorted(named))}'; every other add of step {win.step} "
+                           f"({said}) is bound to {vessel}, standing from {local(ctx, win.video, last):.2f} s"
+                           + (f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on")
+                           + f", not handled during the add; the target rule left this add open ({why})"}
