@@ -16,6 +16,9 @@ committed export) hold most of the suite's time; ``python -m pytest -m "not e2e"
 README's quick check without them (tests/test_quick_check.py keeps it at 70% or more of
 the tests).
 """
+import os
+from pathlib import Path
+
 import pytest
 
 
@@ -25,6 +28,20 @@ def _user_cache_dir(tmp_path_factory):
     mp.setenv("E2W_CACHE_DIR", str(tmp_path_factory.mktemp("user_cache")))
     yield
     mp.undo()
+
+
+@pytest.fixture(scope="session")
+def compiled_cohort(tmp_path_factory):
+    """``(folder, report)`` of the HD-EPIC cohort compiled into a temporary export, once per
+    worker (session scope: work stealing may split the files that read it); read only.
+    Skipped where the HD-EPIC files are absent."""
+    source = Path(os.environ.get("E2W_HDEPIC",
+                                 Path(__file__).resolve().parents[2] / "shared" / "hd-epic"))
+    if not (source / "SHA256SUMS").is_file():
+        pytest.skip(f"HD-EPIC source files absent at {source} (set E2W_HDEPIC)")
+    from analysis.compiler.cohort import compile_cohort
+    folder = tmp_path_factory.mktemp("compiled_cohort")
+    return folder, compile_cohort(source, folder, progress=lambda m: None)
 
 
 #: The estimate of a test marked ``slow`` without ``seconds=``.
