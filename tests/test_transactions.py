@@ -77,7 +77,8 @@ def _leftovers(folder: Path) -> list[str]:
 
 # --- tables ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+# session: built once per worker, however work stealing splits this file
+@pytest.fixture(scope="session")
 def generations(tmp_path_factory):
     export = build_export(tmp_path_factory.mktemp("tx") / "export")
     base = tmp_path_factory.mktemp("tx_out") / "out"
