@@ -72,7 +72,7 @@ def test_the_nested_venv_sees_this_environment_not_the_base_interpreter(tmp_path
 
 
 @pytest.mark.e2e
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow(seconds=120)
 def test_wheel_installed_outside_the_repository_runs_every_command(tmp_path):
     if shutil.which("git"):
         before_git = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
