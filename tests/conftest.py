@@ -67,11 +67,13 @@ E2E_DOCTESTS = {
 
 @pytest.hookimpl(tryfirst=True)  # before -m selects on the markers
 def pytest_collection_modifyitems(config, items):
-    """The doctests of :data:`E2E_DOCTESTS` marked ``e2e`` (the order is set after the
-    selection, by :class:`_Queue`)."""
+    """The doctests of :data:`E2E_DOCTESTS` marked ``e2e`` and ``slow`` (each 8 to 12 s
+    on 2 cores: queued with the long tests, not left at the end of a worker's queue); the
+    order is set after the selection, by :class:`_Queue`."""
     for item in items:
         if item.name in E2E_DOCTESTS and type(item).__name__ == "DoctestItem":
             item.add_marker(pytest.mark.e2e)
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_configure(config):
