@@ -56,10 +56,19 @@ def _cohort_only(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
+def shared_base(tmp_path_factory) -> Path:
+    """:func:`_base` built once per test session (tests/shared_build.py), for this file and
+    tests/test_transactions.py; read only (the tests copy it before changing it)."""
+    from shared_build import build_once
+    return build_once(tmp_path_factory, "add_planner_base",
+                      lambda folder: _base(folder / "export")) / "export"
+
+
+# session: built once per worker, however work stealing splits this file
+@pytest.fixture(scope="session")
 def setup(tmp_path_factory):
     from analysis._cli.run import run_suite
-    base = _base(tmp_path_factory.mktemp("add") / "export")
+    base = shared_base(tmp_path_factory)
     _, recs = run_suite("belief_search", "planner", "persistent", base, seed=3,
                         progress=False, write=False)
     rec_dir = tmp_path_factory.mktemp("records")

@@ -15,11 +15,11 @@ pytestmark = pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(),
                                 reason=f"HD-EPIC source files absent at {SOURCE} (set E2W_HDEPIC)")
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    a = tmp_path_factory.mktemp("a")
-    rep = compile_cohort(SOURCE, a, progress=lambda m: None)
-    return a, rep
+@pytest.fixture
+def compiled(compiled_cohort):
+    """The cohort compiled once per worker (tests/conftest.py), shared with
+    tests/test_compiler_grounding.py."""
+    return compiled_cohort
 
 
 @pytest.mark.e2e

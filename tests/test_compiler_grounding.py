@@ -192,12 +192,10 @@ def test_two_hands_that_take_or_leave_things_together():
 @pytest.mark.e2e
 @pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(), reason="HD-EPIC source files absent")
 @pytest.mark.slow
-def test_grounding_table_and_task_cards(tmp_path):
-    from analysis.compiler.cohort import compile_cohort
+def test_grounding_table_and_task_cards(compiled_cohort):
     from analysis.records import load
     from analysis.report.grounding import grounding_table, task_cards
-    compile_cohort(SOURCE, tmp_path / "x", progress=lambda m: None)
-    export = load(tmp_path / "x")
+    export = load(compiled_cohort[0])  # compiled from SOURCE once per worker (conftest.py)
     t = grounding_table(export).data.set_index("suite")
     assert set(t.index) == {"memory", "planner"}
     assert (t.observed_condition_share >= 0.9).all() and (t.observed_first_condition_share == 1).all()

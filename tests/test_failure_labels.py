@@ -234,7 +234,8 @@ def test_label_precedence_is_fixed():
 
 
 # ------------------------------------------------------------------ committed runs
-@pytest.fixture(scope="module")
+# session: built once per worker, however work stealing splits this file
+@pytest.fixture(scope="session")
 def committed():
     from analysis.records import load
     export = load("frozen_exports")

@@ -68,7 +68,7 @@ def _git_status() -> str:
 
 
 @pytest.mark.e2e
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=50)
 def test_readme_planner_steps_run_literally_and_change_nothing(tmp_path):
     commands = readme_commands()
     assert [c.split()[2] for c in commands] == [

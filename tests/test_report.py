@@ -30,7 +30,8 @@ FAST = {"stats": {"n_resamples": 200, "confidence_level": 0.95, "seed": 0,
 quiet = lambda msg: None  # noqa: E731
 
 
-@pytest.fixture(scope="module")
+# session: built once per worker, however work stealing splits this file
+@pytest.fixture(scope="session")
 def rich(tmp_path_factory):
     root = build_rich_export(tmp_path_factory.mktemp("rich") / "export")
     out = tmp_path_factory.mktemp("rich_out")
@@ -38,7 +39,8 @@ def rich(tmp_path_factory):
     return root, out
 
 
-@pytest.fixture(scope="module")
+# session: built once per worker, however work stealing splits this file
+@pytest.fixture(scope="session")
 def small(tmp_path_factory):
     root = build_export(tmp_path_factory.mktemp("small") / "export")
     out = tmp_path_factory.mktemp("small_out")

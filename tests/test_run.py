@@ -185,7 +185,7 @@ def test_committed_runs_are_what_the_code_produces(planner):
 
 
 @pytest.mark.e2e
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=75)
 def test_every_committed_run_reexecutes_without_divergence():
     from pathlib import Path
     root = Path(__file__).resolve().parents[1] / "frozen_exports"

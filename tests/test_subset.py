@@ -41,7 +41,7 @@ def test_folders_are_refused(tmp_path):
 
 
 @pytest.mark.e2e
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=40)
 def test_subset_carries_the_baselines_of_its_episodes(tmp_path):
     cut = make_subset(SRC, tmp_path / "sub", episodes=3)
     sub = analysis.load(tmp_path / "sub")  # verifies every cut run on the cut cohort

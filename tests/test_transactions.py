@@ -77,7 +77,8 @@ def _leftovers(folder: Path) -> list[str]:
 
 # --- tables ----------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+# session: built once per worker, however work stealing splits this file
+@pytest.fixture(scope="session")
 def generations(tmp_path_factory):
     export = build_export(tmp_path_factory.mktemp("tx") / "export")
     base = tmp_path_factory.mktemp("tx_out") / "out"
@@ -255,14 +256,15 @@ def test_read_only_out_dir_is_refused_before_anything_is_computed(generations, t
 
 # --- run and add_planner ---------------------------------------------------------------
 
-@pytest.fixture(scope="module")
+# session: built once per worker, however work stealing splits this file
+@pytest.fixture(scope="session")
 def export_base(tmp_path_factory):
     if not (COHORT / "episodes.jsonl.gz").exists():
         pytest.skip("no compiled cohort in frozen_exports/")
-    from test_add_planner import _base
+    from test_add_planner import shared_base
 
     from analysis._cli.run import run_suite
-    base = _base(tmp_path_factory.mktemp("ex") / "export")
+    base = shared_base(tmp_path_factory)  # the cohort and two baseline runs, read only
     _, recs = run_suite("lexicon", "planner", "persistent", base, seed=3, progress=False,
                         write=False)
     rec_dir = tmp_path_factory.mktemp("records") / "records"

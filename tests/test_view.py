@@ -243,7 +243,7 @@ def _check_my_planner(site: Path, src_run: str) -> None:
 
 
 @pytest.mark.e2e
-@pytest.mark.slow(seconds=30)
+@pytest.mark.slow(seconds=80)
 def test_the_readme_and_docs_commands_run_verbatim(tmp_path):
     """Every `python -m analysis.view` line of README.md and docs/viewer.md, as written
     (only the scratch paths under /tmp moved into tmp_path), from the root of a temporary
