@@ -20,8 +20,33 @@ from .schemas import decoder
 
 @functools.lru_cache(maxsize=None)
 def _projection(fields: tuple[str, ...]) -> msgspec.json.Decoder:
-    """A decoder that keeps only ``fields`` of already verified records."""
-    return msgspec.json.Decoder(TypedDict("projection", {f: NotRequired[Any] for f in fields}))
+    """A decoder that keeps only ``fields`` of already verified records: a dotted name
+    (``"attempts.action"``) keeps that field inside the objects of ``attempts`` (a list of
+    objects, or one object), so that a run's attempts are decoded without their raw
+    replies and checks when only their actions are read.
+
+    >>> _projection(("a", "b.x")).decode(b'{"a":1,"b":[{"x":2,"y":3}],"c":4}')
+    {'a': 1, 'b': [{'x': 2}]}
+    >>> _projection(("a.x",)).decode(b'{"a":{"x":1,"y":2}}')
+    {'a': {'x': 1}}
+    """
+    return msgspec.json.Decoder(_projected("projection", fields))
+
+
+def _projected(name: str, fields: tuple[str, ...]) -> type:
+    top: dict[str, list[str]] = {}
+    for f in fields:
+        head, _, rest = f.partition(".")
+        top.setdefault(head, []).append(rest)
+    types = {}
+    for head, inner in top.items():
+        if "" in inner:  # the whole field is named: kept whole
+            types[head] = NotRequired[Any]
+        else:
+            # verified records: the field holds a list of objects, one object, or null
+            sub = _projected(f"{name}_{head}", tuple(inner))
+            types[head] = NotRequired[list[sub] | sub | None]
+    return TypedDict(name, types)
 
 
 class StreamedRecords(Sequence):
@@ -44,7 +69,8 @@ class StreamedRecords(Sequence):
         """All records of the file, decoded again (without the cyclic collector, which
         would otherwise rescan everything in memory several times per file). ``fields``:
         keep only these top-level fields (the others are skipped while parsing, which
-        saves their memory)."""
+        saves their memory); a dotted name keeps one field of the objects inside a field
+        (``"attempts.action"``)."""
         content = _content(self.rel, self._raw, self._entry)
         decode = (decoder(self._entry["record_type"]) if fields is None else
                   _projection(tuple(fields))).decode

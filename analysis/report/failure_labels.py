@@ -19,8 +19,12 @@ import pandas as pd
 __all__ = ["FailureResults", "derive_failures"]
 
 
-#: What the derivation reads of a group record.
-_FIELDS = ("episode_id", "group_id", "status", "attempts", "queries", "planner_calls")
+#: What the derivation reads of a group record (analysis.executor.failures): inside the
+#: attempts, calls and queries only these fields, so that a run's raw replies and checks
+#: are skipped while parsing (a third of the command's peak memory went to them).
+_FIELDS = ("episode_id", "group_id", "status", "attempts.action", "attempts.status",
+           "attempts.source", "attempts.index", "queries.region", "queries.responded",
+           "planner_calls.raw")
 
 
 @dataclass
