@@ -82,6 +82,32 @@ class StreamedRecords(Sequence):
                 start = stop + 1
         return out
 
+    def decode_by(self, key: str, fields: tuple[str, ...] | None = None):
+        """The records grouped by the value of their top-level field ``key``: yields
+        ``(value, records)`` in sorted order of the values, each group in file order and
+        decoded only when reached (``fields`` as in :meth:`decode`), so that one group's
+        records are alive at a time instead of the whole file's (:meth:`grouped`).
+
+        >>> from analysis.records.io import encode_records
+        >>> raw = encode_records("f.jsonl.gz", [{"e": "b", "x": 1}, {"e": "a", "x": 2},
+        ...                                     {"e": "b", "x": 3}])
+        >>> view = StreamedRecords("f.jsonl.gz", {"record_type": "group_record",
+        ...                        "decompressed_size": 48}, raw, 3)
+        >>> [(e, [r["x"] for r in recs]) for e, recs in view.decode_by("e", ("x",))]
+        [('a', [2]), ('b', [1, 3])]
+        """
+        groups = self.grouped(key, fields)
+        for value in groups.values:
+            yield value, groups.decode(value)
+
+    def grouped(self, key: str, fields: tuple[str, ...] | None = None) -> "GroupedRecords":
+        """The records grouped by the value of their top-level field ``key``, each group
+        decoded on demand (:class:`GroupedRecords`). The file is decompressed once, and
+        a first pass decodes only ``key``."""
+        return GroupedRecords(_content(self.rel, self._raw, self._entry), key,
+                              decoder(self._entry["record_type"]) if fields is None else
+                              _projection(tuple(fields)))
+
     def __getitem__(self, i):
         if isinstance(i, slice):
             return list(self)[i]
@@ -92,6 +118,39 @@ class StreamedRecords(Sequence):
 
     def __repr__(self) -> str:
         return f"<StreamedRecords {self.rel}: {self._n} records>"
+
+
+class GroupedRecords:
+    """The records of one decompressed, verified file grouped by a top-level field:
+    :attr:`values` (sorted) and :meth:`decode` of one group, in file order. Holds the
+    file's text, never its decoded records.
+
+    >>> from analysis.records.io import encode_records
+    >>> raw = encode_records("f.jsonl.gz", [{"e": "b", "x": 1}, {"e": "a", "x": 2}])
+    >>> g = StreamedRecords("f.jsonl.gz", {"record_type": "group_record",
+    ...                     "decompressed_size": 32}, raw, 2).grouped("e", ("x",))
+    >>> g.values, g.decode("b"), g.decode("c")
+    (['a', 'b'], [{'x': 1}], [])
+    """
+
+    def __init__(self, content: bytes, key: str, decoder: msgspec.json.Decoder):
+        self._view, self._decode = memoryview(content), decoder.decode
+        keys = _projection((key,)).decode
+        self._where: dict = {}
+        start, end = 0, len(content)
+        with _no_gc():
+            while start < end:  # line by line: no second copy of the content
+                stop = content.index(b"\n", start)
+                value = keys(self._view[start:stop]).get(key)
+                self._where.setdefault(value, []).append((start, stop))
+                start = stop + 1
+        self.values = sorted(self._where)
+
+    def decode(self, value) -> list[dict]:
+        """The records whose field equals ``value``, in file order ([] for none)."""
+        view, decode = self._view, self._decode
+        with _no_gc():
+            return [decode(view[a:b]) for a, b in self._where.get(value, ())]
 
 
 @contextmanager
