@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import zlib
 from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import Any, NotRequired, TypedDict
@@ -98,13 +99,13 @@ class StreamedRecords(Sequence):
         """
         groups = self.grouped(key, fields)
         for value in groups.values:
-            yield value, groups.decode(value)
+            yield value, groups.pop(value)
 
     def grouped(self, key: str, fields: tuple[str, ...] | None = None) -> "GroupedRecords":
         """The records grouped by the value of their top-level field ``key``, each group
-        decoded on demand (:class:`GroupedRecords`). The file is decompressed once, and
-        a first pass decodes only ``key``."""
-        return GroupedRecords(_content(self.rel, self._raw, self._entry), key,
+        decoded on demand (:class:`GroupedRecords`). The file is decompressed once, a
+        slice at a time, and a first pass decodes only ``key``."""
+        return GroupedRecords(_iter_lines(self.rel, self._raw, self._entry), key,
                               decoder(self._entry["record_type"]) if fields is None else
                               _projection(tuple(fields)))
 
@@ -121,9 +122,10 @@ class StreamedRecords(Sequence):
 
 
 class GroupedRecords:
-    """The records of one decompressed, verified file grouped by a top-level field:
-    :attr:`values` (sorted) and :meth:`decode` of one group, in file order. Holds the
-    file's text, never its decoded records.
+    """The records of one verified file grouped by a top-level field: :attr:`values`
+    (sorted) and :meth:`decode` of one group, in file order. Holds the file's lines as
+    text (decompressed a slice at a time: never the whole text and a copy of it), never
+    its decoded records.
 
     >>> from analysis.records.io import encode_records
     >>> raw = encode_records("f.jsonl.gz", [{"e": "b", "x": 1}, {"e": "a", "x": 2}])
@@ -133,24 +135,53 @@ class GroupedRecords:
     (['a', 'b'], [{'x': 1}], [])
     """
 
-    def __init__(self, content: bytes, key: str, decoder: msgspec.json.Decoder):
-        self._view, self._decode = memoryview(content), decoder.decode
+    def __init__(self, lines, key: str, decoder: msgspec.json.Decoder):
+        self._decode = decoder.decode
         keys = _projection((key,)).decode
-        self._where: dict = {}
-        start, end = 0, len(content)
+        self._lines: dict = {}
         with _no_gc():
-            while start < end:  # line by line: no second copy of the content
-                stop = content.index(b"\n", start)
-                value = keys(self._view[start:stop]).get(key)
-                self._where.setdefault(value, []).append((start, stop))
-                start = stop + 1
-        self.values = sorted(self._where)
+            for line in lines:
+                self._lines.setdefault(keys(line).get(key), []).append(line)
+        self.values = sorted(self._lines)
 
     def decode(self, value) -> list[dict]:
         """The records whose field equals ``value``, in file order ([] for none)."""
-        view, decode = self._view, self._decode
+        decode = self._decode
         with _no_gc():
-            return [decode(view[a:b]) for a, b in self._where.get(value, ())]
+            return [decode(line) for line in self._lines.get(value, ())]
+
+    def pop(self, value) -> list[dict]:
+        """:meth:`decode`, dropping the group's text (a last read)."""
+        out = self.decode(value)
+        self._lines.pop(value, None)
+        return out
+
+
+#: Decompressed bytes per slice when a file is read line by line.
+_SLICE = 1 << 20
+
+
+def _iter_lines(rel: str, raw: bytes, entry: dict):
+    """The record lines of a verified file (each without its newline), decompressed a
+    slice at a time: the whole text is never held, nor joined from its slices."""
+    if not rel.endswith(".gz"):
+        yield from raw.splitlines()
+        return
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    carry, data = b"", raw
+    while not d.eof:
+        try:
+            chunk = d.decompress(data, _SLICE)
+        except zlib.error as exc:
+            raise IntegrityError(rel, f"not a valid gzip stream ({exc})") from None
+        data = d.unconsumed_tail
+        if not chunk and not data:
+            raise IntegrityError(rel, "gzip stream is truncated")
+        lines = (carry + chunk if carry else chunk).split(b"\n")
+        carry = lines.pop()
+        yield from lines
+    if carry:
+        yield carry
 
 
 @contextmanager
