@@ -411,8 +411,9 @@ def derive_run(run_id: str, group_records: Iterable[Mapping], episodes: Mapping[
     by_episode: dict[str, list] = {}
     for g in group_records:
         by_episode.setdefault(g["episode_id"], []).append(g)
-    return derive_run_by_episode(run_id, ((eid, by_episode.pop(eid)) for eid in sorted(by_episode)),
-                                 episodes, tasks, rules, attempt_limit, executor)
+    chunks = ((eid, by_episode.pop(eid)) for eid in sorted(by_episode))
+    return derive_run_by_episode(run_id, chunks, episodes, tasks, rules, attempt_limit,
+                                 executor)
 
 
 def derive_run_by_episode(run_id: str, chunks: Iterable[tuple[str, Sequence[Mapping]]],
