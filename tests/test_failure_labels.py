@@ -274,6 +274,36 @@ def test_tables_derivation_one_episode_at_a_time_equals_derive_run(committed):
         for e in runs[r][0].ledger]
 
 
+def test_two_processes_derive_like_one(committed, monkeypatch):
+    """``workers=2`` (what ``python -m analysis.tables`` uses) gives the same frames, row
+    for row, and the error of the first failing run in the labels' order, whichever
+    process met it."""
+    import pandas as pd
+    import analysis.executor.failures as F
+    from analysis.report.failure_labels import _split, derive_failures
+    export, runs = committed
+    labels = {r: r.split("__")[0] for r in sorted(runs) if "__planner__" in r}
+    one, two = derive_failures(export, labels), derive_failures(export, labels, workers=2)
+    for f in ("attempts", "groups", "ledger", "group_counts"):
+        pd.testing.assert_frame_equal(getattr(one, f), getattr(two, f))
+    theirs = _split(export, list(labels))
+    mine = [r for r in labels if r not in theirs]
+    assert theirs and mine  # both processes derive some runs
+    real = F.derive_run_by_episode
+
+    def failing(run_id, *args, **kw):
+        if run_id in bad:
+            raise F.DerivationError(f"run {run_id}: forged divergence")
+        return real(run_id, *args, **kw)
+
+    monkeypatch.setattr(F, "derive_run_by_episode", failing)
+    for first, second in ((theirs[-1], mine[0]), (mine[0], theirs[-1])):
+        order = {first: labels[first], second: labels[second]} | labels
+        bad = {first, second}
+        with pytest.raises(F.DerivationError, match=f"run {first}: forged"):
+            derive_failures(export, order, workers=2)
+
+
 def test_cohort_oracle_and_every_rejection_labelled_once(committed):
     export, runs = committed
     d, recs = runs["greedy_hints__planner__persistent"]
