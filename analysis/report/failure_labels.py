@@ -95,16 +95,17 @@ def derive_failures(export, run_labels, workers: int = 1) -> FailureResults:
 
 def _split(export, order: list[str]) -> list[str]:
     """The runs a second process derives: about half of the attempts (the derivation's
-    cost), dealt largest run first to the process with fewer so far; this process keeps
-    the largest."""
+    cost), dealt largest run first to the process with fewer so far, the largest to the
+    second process (its memory grows from what the fork shares, this one's from all it
+    holds: the command's peak is lower that way)."""
     n = export.group_records.groupby("run_id").n_attempts.sum().to_dict()
-    theirs, load = [], [0, 0]
+    theirs, load = [], {"mine": 0, "theirs": 0}
     for run_id in sorted(order, key=lambda r: (-n.get(r, 0), r)):
-        side = 0 if load[0] <= load[1] else 1
+        side = "theirs" if load["theirs"] <= load["mine"] else "mine"
         load[side] += n.get(run_id, 0)
-        if side == 1:
+        if side == "theirs":
             theirs.append(run_id)
-    return theirs
+    return theirs if len(theirs) < len(order) else []
 
 
 def _derive_runs(export, ids: list[str], run_labels: dict, cohort) -> dict:
