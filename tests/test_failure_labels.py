@@ -254,6 +254,57 @@ def committed():
     return export, out
 
 
+def test_tables_derivation_one_episode_at_a_time_equals_derive_run(committed):
+    """The tables derive each run one episode's records at a time
+    (``derive_run_by_episode`` over ``decode_by``): the same labels, group outcomes and
+    ledger, in the same order, as ``derive_run`` over the run's whole records."""
+    from analysis.report.failure_labels import derive_failures
+    export, runs = committed
+    planner = sorted(r for r in runs if "__planner__" in r)
+    got = derive_failures(export, {r: r for r in planner})
+    want = [(r, a.episode_id, a.group_id, a.index, a.label, a.check, " ".join(a.failed_checks))
+            for r in planner for a in runs[r][0].attempts]
+    assert list(got.attempts.drop(columns="label").itertuples(index=False, name=None)) == want
+    assert list(got.groups.drop(columns="label").itertuples(index=False, name=None)) == [
+        (r, g.episode_id, g.group_id, g.status, g.label) for r in planner
+        for g in runs[r][0].groups]
+    assert list(zip(got.ledger.run_id, got.ledger.task_id, got.ledger.condition_id,
+                    [None if v != v else v for v in got.ledger.first_group],  # NaN: never
+                    got.ledger.end_truth)) == [
+        (r, e.task_id, e.condition_id, e.first_group, e.end_truth) for r in planner
+        for e in runs[r][0].ledger]
+
+
+def test_two_processes_derive_like_one(committed, monkeypatch):
+    """``workers=2`` (what ``python -m analysis.tables`` uses) gives the same frames, row
+    for row, and the error of the first failing run in the labels' order, whichever
+    process met it."""
+    import pandas as pd
+    import analysis.executor.failures as F
+    from analysis.report.failure_labels import _split, derive_failures
+    export, runs = committed
+    labels = {r: r.split("__")[0] for r in sorted(runs) if "__planner__" in r}
+    one, two = derive_failures(export, labels), derive_failures(export, labels, workers=2)
+    for f in ("attempts", "groups", "ledger", "group_counts"):
+        pd.testing.assert_frame_equal(getattr(one, f), getattr(two, f))
+    theirs = _split(export, list(labels))
+    mine = [r for r in labels if r not in theirs]
+    assert theirs and mine  # both processes derive some runs
+    real = F.derive_run_by_episode
+
+    def failing(run_id, *args, **kw):
+        if run_id in bad:
+            raise F.DerivationError(f"run {run_id}: forged divergence")
+        return real(run_id, *args, **kw)
+
+    monkeypatch.setattr(F, "derive_run_by_episode", failing)
+    for first, second in ((theirs[-1], mine[0]), (mine[0], theirs[-1])):
+        order = {first: labels[first], second: labels[second]} | labels
+        bad = {first, second}
+        with pytest.raises(F.DerivationError, match=f"run {first}: forged"):
+            derive_failures(export, order, workers=2)
+
+
 def test_cohort_oracle_and_every_rejection_labelled_once(committed):
     export, runs = committed
     d, recs = runs["greedy_hints__planner__persistent"]

@@ -195,3 +195,33 @@ def test_worker_hands_back_a_builder_error():
     worker.submit(object())  # not results: the figure builders fail on it
     with pytest.raises(AttributeError):
         worker.collect()
+
+
+def test_records_grouped_by_a_field_decode_as_the_whole_file(rich):
+    """``decode_by``/``grouped`` (one episode's records decoded at a time, the failure
+    labels' and excerpts' memory) give exactly the records of a whole decode, grouped by
+    the field in sorted order, file order within a group, also when the file is not
+    ordered by that field."""
+    from analysis.records.io import encode_records
+    _, _, streamed = verify_records(rich, stream={"group_record": None})
+    for rel in _group_files(rich):
+        view = streamed[rel]
+        full = view.decode()
+        want: dict = {}
+        for r in full:
+            want.setdefault(r["episode_id"], []).append(r)
+        got = list(view.decode_by("episode_id"))
+        assert [e for e, _ in got] == sorted(want) and dict(got) == want
+        part = dict(view.decode_by("episode_id", fields=("group_id",)))
+        assert part == {e: [{"group_id": r["group_id"]} for r in rs] for e, rs in want.items()}
+    # a file in no particular order: records of "b" at lines 0 and 2
+    recs = [{"e": "b", "i": 0}, {"e": "a", "i": 1}, {"e": "b", "i": 2}, {"e": "c", "i": 3}]
+    raw = encode_records("x.jsonl.gz", recs)
+    view = StreamedRecords("x.jsonl.gz", {"record_type": "group_record",
+                                          "decompressed_size": len(gzip.decompress(raw))},
+                           raw, 4)
+    assert list(view.decode_by("e", fields=("e", "i"))) == [
+        ("a", [recs[1]]), ("b", [recs[0], recs[2]]), ("c", [recs[3]])]
+    groups = view.grouped("e", fields=("i",))
+    assert groups.values == ["a", "b", "c"]
+    assert groups.decode("b") == [{"i": 0}, {"i": 2}] and groups.decode("z") == []

@@ -237,7 +237,9 @@ def build_generation(export_root, cfg=None, progress=_progress,
         if limited:
             progress(f"allow_limited=true: tabulating {len(limited)} limited run(s) "
                      f"({', '.join(rid for rid, _ in limited)}) beside whole-suite runs")
-        results = compute(export, cfg, progress=progress)
+        # the second core re-executes half of the runs: the figure process waits for
+        # these results, so it is idle until then
+        results = compute(export, cfg, progress=progress, workers=2)
         artefacts, figure_files = _build_artefacts(export, results, progress, figures)
         files: dict[str, bytes] = {}
         for a in artefacts:

@@ -57,6 +57,7 @@ from .world import World
 __all__ = ["ATTEMPT_LABELS", "GROUP_LABELS", "FAMILIES", "LABELS", "DerivationError",
            "AttemptLabel", "GroupLabel", "LedgerEntry", "RunDerivation", "label_attempt",
            "precondition_family", "condition_kind", "derive_episode", "derive_run",
+           "derive_run_by_episode",
            "CONDITION_KINDS"]
 
 #: Precondition families, in precedence order, with the (predicate, negated) atoms of
@@ -407,17 +408,31 @@ def derive_run(run_id: str, group_records: Iterable[Mapping], episodes: Mapping[
     Raises :class:`DerivationError` when a recorded attempt status differs from its
     re-execution.
     """
-    executor = executor or Executor(rules)
     by_episode: dict[str, list] = {}
     for g in group_records:
         by_episode.setdefault(g["episode_id"], []).append(g)
+    chunks = ((eid, by_episode.pop(eid)) for eid in sorted(by_episode))
+    return derive_run_by_episode(run_id, chunks, episodes, tasks, rules, attempt_limit,
+                                 executor)
+
+
+def derive_run_by_episode(run_id: str, chunks: Iterable[tuple[str, Sequence[Mapping]]],
+                          episodes: Mapping[str, Mapping], tasks: Iterable[Mapping],
+                          rules: Rules, attempt_limit: int = 80,
+                          executor: Executor | None = None) -> RunDerivation:
+    """:func:`derive_run` from the run's group records already grouped by episode:
+    ``chunks`` yields ``(episode_id, its group records in any order)``, each episode once,
+    in the order the labels are wanted (:func:`derive_run`: sorted episode IDs). Only one
+    chunk needs to be alive at a time: a generator that decodes each episode's records
+    when reached keeps a run's memory to one episode's."""
+    executor = executor or Executor(rules)
     tasks_of: dict[str, list] = {}
     for t in tasks:
         tasks_of.setdefault(t["episode_id"], []).append(t)
     out = RunDerivation(run_id)
-    for eid in sorted(by_episode):
+    for eid, records in chunks:
         ep = episodes[eid]
         index = {g["group_id"]: g["index"] for g in ep["groups"]}
-        recs = sorted(by_episode[eid], key=lambda g: index.get(g["group_id"], -1))
+        recs = sorted(records, key=lambda g: index.get(g["group_id"], -1))
         derive_episode(ep, recs, tasks_of.get(eid, []), rules, executor, attempt_limit, out)
     return out

@@ -200,8 +200,10 @@ def _float_cols(df: pd.DataFrame, cols) -> pd.DataFrame:
     return out
 
 
-def compute(export, cfg=None, progress=None) -> Results:
-    """Task metrics and every statistic the tables and figures use."""
+def compute(export, cfg=None, progress=None, workers: int = 1) -> Results:
+    """Task metrics and every statistic the tables and figures use. ``workers=2``
+    re-executes about half of the planner suite's attempts in a forked process
+    (:func:`.failure_labels.derive_failures`; the same results)."""
     say = progress or (lambda msg: None)
     scfg = StatsConfig.from_cfg(cfg)
     say("metrics: task_metrics")
@@ -271,7 +273,8 @@ def compute(export, cfg=None, progress=None) -> Results:
         from .failure_labels import derive_failures
         runs = pt.drop_duplicates("run_id").set_index("run_id").label
         try:
-            res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)})
+            res.failures = derive_failures(export, {r: runs[r] for r in sorted(runs.index)},
+                                           workers=workers)
         except DerivationError as exc:  # records that do not re-execute have no labels
             skipped["failures"] = (f"the records do not re-execute ({exc}); python -m "
                                        "analysis.reexecute names the first divergence")

@@ -63,8 +63,9 @@ _FIELDS = ("group_id", "episode_id", "status", "attempts", "queries")
 
 class _Groups:
     """Group records indexed by run and group, in episode order (built once per export:
-    the three excerpts share it). The records of one run at a time are decoded on
-    demand (:meth:`record`); the excerpts walk the runs one after the other."""
+    the three excerpts share it). The records of one episode of one run at a time are
+    decoded on demand (:meth:`record`); the excerpts walk the runs one after the other,
+    and a run's episodes in order."""
 
     _last: tuple = (None, None)  # (export, index) of the latest export
 
@@ -89,18 +90,27 @@ class _Groups:
         self.by_run: dict = {}  # run -> its group IDs in episode order
         for r, gid in self.order:
             self.by_run.setdefault(r, []).append(gid)
+        self.episode_of = dict(zip(self.order, gr.episode_id))
         self.groups = {g["group_id"]: g for e in export.records_of("episode")
                        for g in e["groups"]}
         self.anchors = {e["episode_id"]: e["anchors"] for e in export.records_of("episode")}
-        self._run, self._records = None, {}
+        self._run, self._grouped, self._episode, self._records = None, None, None, {}
 
     def record(self, run_id: str, gid: str) -> dict:
         """The group record of ``gid`` in run ``run_id``."""
         if run_id != self._run:
-            self._records = {}  # drop the previous run before decoding the next
-            records = self.export.group_records_of(run_id).decode(fields=_FIELDS)
-            self._records = {g["group_id"]: g for g in records}
+            # drop the previous run's text and records before decoding the next
+            self._grouped, self._episode, self._records = None, None, {}
+            self._grouped = self.export.group_records_of(run_id).grouped("episode_id",
+                                                                          _FIELDS)
             self._run = run_id
+        episode = self.episode_of[(run_id, gid)]
+        if episode != self._episode:
+            # one episode's records decoded at a time (a run's whole records: about
+            # 50 MB for the committed export's largest, the command's peak memory)
+            self._records = {}
+            self._records = {g["group_id"]: g for g in self._grouped.decode(episode)}
+            self._episode = episode
         return self._records[gid]
 
 
