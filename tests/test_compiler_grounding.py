@@ -1638,3 +1638,29 @@ def test_an_add_overlapped_by_steps_on_two_vessels_stays_open(vocab):
     # the pan in the hand during the add may be the chillies' source: open
     g = _two_step_add(vocab, "Add the finger chillies to the pan.", extra=[("pan", 199.0, 203.0)])
     assert "finger_chillies" not in {p.roles["o"] for p in g.planned if p.kind == "add"}
+
+
+def test_a_second_add_without_a_track_puts_in_another_portion(vocab):
+    # P04_R05's instant dosa mix, poured on the dosa pan for each dosa: the second add row
+    # (204-206 s) of the untracked lettuce is another portion, a new entity with its own
+    # curated place; the first portion stays where the first add put it
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", "a0", "bowl", "bowl", (Track("t0", 103.0, 105.0), Track("t0_1", 203.0, 205.0)))]
+    cap = Capture("R", 0, ("v",), {"I01": "lettuce"},
+                  (IngredientEvent("I01", "lettuce", "add", Span("v", 104.0, 106.0)),
+                   IngredientEvent("I01", "lettuce", "add", Span("v", 204.0, 206.0))),
+                  (StepSegment("S01", "step", Span("v", 100.0, 210.0)),))
+    recipe = Recipe("R", "P01", "test", {"S01": "Add the lettuce to the bowl."}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.time, p.roles, p.pickup) for p in adds] == [
+        (104.0, {"o": "lettuce", "c": "bowl"}, "counter"), (204.0, {"o": "lettuce_2", "c": "bowl"}, "counter")]
+    assert g.facts[("at", "lettuce_2", "counter")]["source"] == "curated"
+    assert g.facts[("at", "lettuce_2", "counter")]["refs"]["how"].endswith(
+        "; another portion of lettuce (an earlier add without a track put one in)")
+    assert not _checks(g)

@@ -523,10 +523,16 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         check(f"ingredient typed {leaf}: not compiled")
         return
     sub = ingredient_entity(ev.name, ctx.vocab)
-    if sub in ctx.out.objects:
-        check(f"{sub} was already given a curated place by an earlier add without a track "
-              "(one curated source per entity): not compiled")
-        return
+    portion = ""
+    if sub in ctx.out.objects and sub not in ctx.w.objects:
+        # an earlier add without a track already put a curated portion of it in (P04_R05's
+        # instant dosa mix, poured on the dosa pan for each dosa): what this row puts in is
+        # another portion, a new entity with its own curated place, never the one already
+        # in a vessel (refusing it protected nothing: the add row observes this add too)
+        n, first = 2, sub
+        while sub in ctx.w.objects or sub in ctx.out.objects:
+            sub, n = f"{first}_{n}", n + 1
+        portion = f"; another portion of {first} (an earlier add without a track put one in)"
     tracked = sub in ctx.w.objects
     if tracked:
         # the food the add row names is tracked under its own name, but not during the
@@ -583,7 +589,7 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         ctx.out.objects[sub] = leaf
         ctx.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
             "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
-            "how": "no track names the ingredient: its place before the add is a curated default"}}
+            "how": f"no track names the ingredient: its place before the add is a curated default{portion}"}}
     ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
     if win is not None:
         ctx.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))
