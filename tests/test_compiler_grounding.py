@@ -1591,3 +1591,76 @@ def test_no_vessel_from_the_other_adds_when_two_qualify(vocab):
     assert {s: p.roles["dst"] for s, p in adds.items()} == {"flour": "bowl", "sugar": "bowl_2"}
     assert [d["reason"].split(";")[0] for d in g.dropped if "water" in d["what"]] == [
         "target not decided: step text names 'bowl'"]
+
+
+def _two_step_add(vocab, s03_text, extra=()):
+    """P05_R01's finger chillies (issue 34): the onion add (100-102 s) of S02 goes into the
+    pan put down at 95 s; the segments of S02 (98-205 s) and S03 (195-260 s) both overlap
+    the untracked chillies' add (200-202 s) and both texts name chillies."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    tracks = [("pan", 90.0, 95.0), ("onion", 99.0, 103.0), *extra]
+    assocs = [Association("v", f"a{i}", n, n, (Track(f"t{i}", a, b),)) for i, (n, a, b) in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "onion", "I02": "finger chillies"},
+                  (IngredientEvent("I01", "onion", "add", Span("v", 100.0, 102.0)),
+                   IngredientEvent("I02", "finger chillies", "add", Span("v", 200.0, 202.0))),
+                  (StepSegment("S02", "step", Span("v", 98.0, 205.0)),
+                   StepSegment("S03", "step", Span("v", 195.0, 260.0))))
+    recipe = Recipe("R", "P05", "test", {"S02": "Add the onion to the pan, then the chillies.",
+                                         "S03": s03_text}, (cap,))
+    world = build_world("v", "P05", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    return ground(world, {"R": recipe}, vocab)
+
+
+def test_an_add_overlapped_by_steps_that_agree_on_the_vessel_binds_there(vocab):
+    g = _two_step_add(vocab, "Add the finger chillies to the pan and cook for a minute.")
+    adds = {p.roles["o"]: p for p in g.planned if p.kind == "add"}
+    assert {o: p.roles["c"] for o, p in adds.items()} == {"onion": "pan", "finger_chillies": "pan"}
+    # its unit is S03, whose text names both of the ingredient's words (S02 names one)
+    p = adds["finger_chillies"]
+    assert p.step.step == "S03" and p.evidence["c"]["evidence"] == "step_text"
+    # the target rule on S03's text binds the same pan: its own evidence stands
+    assert p.evidence["c"]["how"].startswith("step text names 'pan'; pan is the only pan tracked in the video")
+    assert not [c for c in _checks(g) if c["check"] == "overlapping_steps"]
+
+
+def test_an_add_overlapped_by_steps_on_two_vessels_stays_open(vocab):
+    # S03 names the bowl (its only one, put down at 20 s): two candidates, never bound
+    g = _two_step_add(vocab, "Add the finger chillies to the bowl.", extra=[("bowl", 10.0, 20.0)])
+    assert [p.roles["o"] for p in g.planned if p.kind == "add"] == ["onion"]
+    assert [c["check"] for c in _checks(g)] == ["overlapping_steps"]
+    # S03 names no vessel and binds none: not every step has one, the add stays open
+    g = _two_step_add(vocab, "Cook the finger chillies for a minute.")
+    assert [c["check"] for c in _checks(g)] == ["overlapping_steps"]
+    # the pan in the hand during the add may be the chillies' source: open
+    g = _two_step_add(vocab, "Add the finger chillies to the pan.", extra=[("pan", 199.0, 203.0)])
+    assert "finger_chillies" not in {p.roles["o"] for p in g.planned if p.kind == "add"}
+
+
+def test_a_second_add_without_a_track_puts_in_another_portion(vocab):
+    # P04_R05's instant dosa mix, poured on the dosa pan for each dosa: the second add row
+    # (204-206 s) of the untracked lettuce is another portion, a new entity with its own
+    # curated place; the first portion stays where the first add put it
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", "a0", "bowl", "bowl", (Track("t0", 103.0, 105.0), Track("t0_1", 203.0, 205.0)))]
+    cap = Capture("R", 0, ("v",), {"I01": "lettuce"},
+                  (IngredientEvent("I01", "lettuce", "add", Span("v", 104.0, 106.0)),
+                   IngredientEvent("I01", "lettuce", "add", Span("v", 204.0, 206.0))),
+                  (StepSegment("S01", "step", Span("v", 100.0, 210.0)),))
+    recipe = Recipe("R", "P01", "test", {"S01": "Add the lettuce to the bowl."}, (cap,))
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [(p.time, p.roles, p.pickup) for p in adds] == [
+        (104.0, {"o": "lettuce", "c": "bowl"}, "counter"), (204.0, {"o": "lettuce_2", "c": "bowl"}, "counter")]
+    assert g.facts[("at", "lettuce_2", "counter")]["source"] == "curated"
+    assert g.facts[("at", "lettuce_2", "counter")]["refs"]["how"].endswith(
+        "; another portion of lettuce (an earlier add without a track put one in)")
+    assert not _checks(g)

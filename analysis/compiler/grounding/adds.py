@@ -8,7 +8,7 @@ import re
 from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
-from .open_adds import open_add_vessel, same_step_target, step_adds_vessel
+from .open_adds import open_add_vessel, overlapping_steps_vessel, same_step_target, step_adds_vessel
 from .grounder import (bind_target, drop, is_a, is_food, local, overlapping, track_ref,
                        windows_at)
 
@@ -392,17 +392,45 @@ def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during
     t0, t1 = ev.span.start, ev.span.end
     target, tev, why = bind_target(ctx, ttext, t0, t1, win, own, video=ev.span.video, event="the add",
                                         kitchen=True)
-    if same_step:
+    target, tev, why = agreed_target(ctx, what, target, tev, why, own)
+    agreed = what in ctx.agreed_vessels     # decided by the steps, or two candidates: no other rule
+    if same_step and not agreed:
         target, tev = same_step_target(ctx, rid, win, target, tev, why, own)
         if target is None:
             target, tev = open_add_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
-    if target is None and step_adds:
+    if target is None and step_adds and not agreed:
         target, tev = step_adds_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)), what)
     if target is None:
         drop(ctx, "add", what, f"target not decided: {why}", t0, **refs)
         ctx.undecided_adds.append((ev.span.video, t0, t1))
         return None, None
     return target, tev
+
+
+def agreed_target(ctx, what, target, tev, why, own):
+    """The target rule's ``(target, evidence, why)`` for an add whose overlapping steps
+    agree on one vessel (:func:`~.open_adds.overlapping_steps_vessel`): that vessel when
+    the rule decided none; the rule's own target when it is the same one; neither when
+    the rule binds another vessel (two candidates: the add stays open) or the agreed
+    vessel is one of the add's own objects.
+
+    >>> from types import SimpleNamespace as N
+    >>> ctx = N(agreed_vessels={"add I1": ("pan", {"how": "steps agree"})})
+    >>> agreed_target(ctx, "add I1", None, None, "no vessel named in the step text", set())[0]
+    'pan'
+    >>> agreed_target(ctx, "add I1", "bowl", {"how": "x"}, "", set())[:1]
+    (None,)
+    >>> agreed_target(ctx, "add I2", "bowl", {"how": "x"}, "", set())[0]
+    'bowl'
+    """
+    got = ctx.agreed_vessels.get(what)
+    if got is None or target == got[0]:
+        return target, tev, why
+    if target is not None or got[0] in own:
+        return None, None, (f"the steps overlapping the add agree on {got[0]}, but "
+                            + (f"the target rule binds {target}" if target is not None
+                               else "it is one of the add's own objects"))
+    return got[0], got[1], why
 
 
 def step_of_add(ctx, rid, ev, matches, refs, what):
@@ -413,6 +441,28 @@ def step_of_add(ctx, rid, ev, matches, refs, what):
     if len({w.step for w in steps}) > 1:
         named = [w for w in steps if set(words(w.text)) & matches[ev.ingredient_id]]
         if len({w.step for w in named}) != 1:
+            def text_vessel(w):
+                # a tracked vessel only: an untracked one the text names is not created for a
+                # step the add may not belong to (what the rule added is taken back)
+                before = (set(ctx.text_vessels), set(ctx.out.objects), set(ctx.out.facts))
+                got = bind_target(ctx, clause_of(ctx, w.text, matches[ev.ingredient_id]), t0, t1, w, set(),
+                                  fallback=False, video=ev.span.video, event="the add", kitchen=True)
+                if got[0] in ctx.tracks_of:
+                    return got[:2]
+                for d, keep in zip((ctx.text_vessels, ctx.out.objects, ctx.out.facts), before):
+                    for k in set(d) - keep:
+                        del d[k]
+                return None, None
+            vessel, vev = overlapping_steps_vessel(ctx, rid, steps, set(), t0, t1, text_vessel)
+            if vessel is not None:
+                # the steps agree on where the food went: the add's unit is the step whose
+                # text names most of the ingredient's words, else the one overlapping it longest
+                def rank(w):
+                    return (len(set(words(w.text)) & matches[ev.ingredient_id]),
+                            min(w.end, t1) - max(w.start, t0), -w.start)
+                win = max(steps, key=rank)
+                ctx.agreed_vessels[what] = (vessel, vev)
+                return True, win
             source_check(ctx, "overlapping_steps", what, f"steps {sorted({w.step for w in steps})} overlap "
                               "the add and the text does not decide", t0, refs)
             return False, None
@@ -473,10 +523,16 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         check(f"ingredient typed {leaf}: not compiled")
         return
     sub = ingredient_entity(ev.name, ctx.vocab)
-    if sub in ctx.out.objects:
-        check(f"{sub} was already given a curated place by an earlier add without a track "
-              "(one curated source per entity): not compiled")
-        return
+    portion = ""
+    if sub in ctx.out.objects and sub not in ctx.w.objects:
+        # an earlier add without a track already put a curated portion of it in (P04_R05's
+        # instant dosa mix, poured on the dosa pan for each dosa): what this row puts in is
+        # another portion, a new entity with its own curated place, never the one already
+        # in a vessel (refusing it protected nothing: the add row observes this add too)
+        n, first = 2, sub
+        while sub in ctx.w.objects or sub in ctx.out.objects:
+            sub, n = f"{first}_{n}", n + 1
+        portion = f"; another portion of {first} (an earlier add without a track put one in)"
     tracked = sub in ctx.w.objects
     if tracked:
         # the food the add row names is tracked under its own name, but not during the
@@ -518,7 +574,8 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
             for tr in overlapping(ctx, t0, t1, 0.0) if tr.start <= t0 + 1e-6 and tr.end >= t1 - 1e-6}
     target, tev, why = bind_target(ctx, ttext, t0, t1, win, held, fallback=False, video=ev.span.video,
                                         event="the add", kitchen=True)
-    if target is None:
+    target, tev, why = agreed_target(ctx, what, target, tev, why, set(held))
+    if target is None and what not in ctx.agreed_vessels:
         target, tev = open_add_vessel(ctx, rid, win, ttext, set(), why, t0, t1)
     if target is None:
         check(f"target not decided: {why}")
@@ -532,7 +589,7 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         ctx.out.objects[sub] = leaf
         ctx.out.facts[("at", sub, place)] = {"source": "curated", "refs": {
             "rule": f"{UNTRACKED_RULE}:{rule}", "recipe": rid, "ingredient": ev.ingredient_id,
-            "how": "no track names the ingredient: its place before the add is a curated default"}}
+            "how": f"no track names the ingredient: its place before the add is a curated default{portion}"}}
     ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
     if win is not None:
         ctx.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))

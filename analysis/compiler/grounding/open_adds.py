@@ -205,3 +205,52 @@ def step_adds_vessel(ctx, rid, win, text, exclude, why, t0, t1, what):
                            f"({said}) is bound to {vessel}, standing from {local(ctx, win.video, last):.2f} s"
                            + (f" to {local(ctx, win.video, min(after)):.2f} s" if after else " on")
                            + f", not handled during the add; the target rule left this add open ({why})"}
+
+
+def overlapping_steps_vessel(ctx, rid, steps, own, t0, t1, text_vessel=None):
+    """``(vessel, evidence)`` for an add that segments of several steps of its recipe
+    overlap, their texts not deciding which step it belongs to (issue 34, P05_R01 finger
+    chillies: "add the whole spices and chillies" and "Add ... finger chillies ... to the
+    pan" both overlap the add): when every one of those steps has one vessel of its own
+    (``ctx.step_vessels``, the first pass: its adds and the key actions its text places),
+    and it is the *same* vessel, which step the add belongs to does not change where the
+    food went, so it binds there. Not when a step has no vessel or two steps differ, when
+    the vessel is one of the add's own objects, or when it is in the hand during the add
+    (it may be the food's source). A step with no bound operation of its own has the
+    vessel its text names for this add, when ``text_vessel(window)`` (the target rule on
+    its text, no fallback, ``(vessel, evidence)``) binds one. ``(None, None)`` otherwise:
+    the add stays open.
+
+    >>> from types import SimpleNamespace as N
+    >>> tr = N(start=5.0, end=9.0, assoc=N(video="v"))
+    >>> ev = {"evidence": "step_text", "how": "step text names 'pan'"}
+    >>> ctx = N(step_vessels={("R", "S02", "v"): ("pan", ev, [("add_ingredient", 8.0)]),
+    ...                       ("R", "S03", "v"): ("pan", ev, [("stir", 60.0)])},
+    ...         tracks_of={"pan": [tr]}, open_adds=set(), w=N(offsets={}))
+    >>> steps = [N(step="S02", video="v"), N(step="S03", video="v")]
+    >>> overlapping_steps_vessel(ctx, "R", steps, set(), 50.0, 52.0)[0]
+    'pan'
+    >>> ctx.step_vessels[("R", "S03", "v")] = ("bowl", ev, [("stir", 60.0)])   # two vessels: open
+    >>> overlapping_steps_vessel(ctx, "R", steps, set(), 50.0, 52.0)
+    (None, None)
+    """
+    keys = sorted({(rid, w.step, w.video) for w in steps})
+    ctx.open_adds.update(keys)          # the second pass has the steps' vessels
+    got = [ctx.step_vessels.get(k) for k in keys]
+    for i, k in enumerate(keys):
+        if got[i] is None and text_vessel is not None:
+            v, vev = text_vessel([w for w in steps if (rid, w.step, w.video) == k][0])
+            got[i] = (v, vev, []) if v is not None else None
+    if len(keys) < 2 or any(g is None for g in got) or len({g[0] for g in got}) != 1:
+        return None, None
+    vessel = got[0][0]
+    video = keys[0][2]
+    if vessel in own or any(tr.assoc.video == video and overlaps(tr.start, tr.end, t0, t1, 0.0)
+                            for tr in ctx.tracks_of.get(vessel, [])):
+        return None, None
+    said = "; ".join(f"{k[1]}: {', '.join(f'{a} at {local(ctx, video, t):.1f} s' for a, t in g[2]) or 'its text'}"
+                     for k, g in zip(keys, got))
+    return vessel, {**got[0][1], "evidence": "step_text",
+                    "how": f"steps {', '.join(k[1] for k in keys)} overlap the add and their texts do not "
+                           f"decide its step, but every one of them acts on {vessel} alone ({said}; "
+                           f"{vessel}: {got[0][1].get('how')}), not handled during the add"}
