@@ -380,6 +380,26 @@ def ledger_violations(export_root: Path, source: Path) -> list[str]:
 
 
 @pytest.mark.skipif(not (SOURCE / "SHA256SUMS").is_file(), reason="HD-EPIC source files absent")
+def test_a_placement_not_grounded_cites_the_record_that_dropped_its_track():
+    # P05-20240425-173353: the metal bowl's put-down at 968.1 s (itinerary 135's final 'to')
+    # was filed citing d027, the itinerary's note that only its ends are observed (it names
+    # the row's question, and came first); the track was dropped by the one-hand model (d072)
+    bowl = Row("placement", "R/S03", "v", 968.1, ("it135",), "v/bowl/b3", "put-down of 'metal bowl' by it135",
+               ("bowl", "b3"))
+    note = {"event_id": "e/d027", "kind": "source", "what": "itinerary it135 (metal bowl)",
+            "reason": "itinerary has 2 moves, the association 3 tracks: only the first 'from' and the final "
+                      "'to' are observed", "refs": {"file": "itinerary.json", "id": "it135", "video": "v"}}
+    drop = {"event_id": "e/d072", "kind": "track", "what": "track b3 (metal_bowl)",
+            "reason": "ends while track f1 (fork) is held (one-hand model)",
+            "refs": {"association": "bowl", "file": "assoc_info.json", "track": "b3", "video": "v"}}
+    infos = {"R/S03": {"groups": [0], "task": None, "why": "no_condition", "witnesses": {}, "skipped": []}}
+    got = account([bowl], infos, [], [], set(), {}, [note, drop])
+    assert [(st.split(":")[0], refs) for _, st, refs in got] == [("not_grounded", {"dropped": "e/d072"})]
+    assert "dropped record e/d072, kind track" in got[0][1]
+    # only the note names it: it is still the record cited (nothing better)
+    assert account([bowl], infos, [], [], set(), {}, [note])[0][2] == {"dropped": "e/d027"}
+
+
 def test_every_row_of_every_unit_of_the_committed_cohort_is_accounted_for_exactly_once():
     assert ledger_violations(REPO / "frozen_exports", SOURCE) == []
 

@@ -171,23 +171,28 @@ def test_a_curated_fallback_yields_to_the_row_that_decides_it():
     # the row audit: q1 decides nothing (off the itinerary), i1 decides every gap
     d = world.row_places[("v", "a1", 1)]
     assert (d.qid, d.fixture, d.g0, d.g1) == ("i1", "table", 12.0, 30.0)
-    # the compiler set i1's move 1 aside with the conflict (c1 is not compiled): before
-    # the row audit, the cup stayed in the cupboard and c2 was taken from there, although
-    # i1 says c1 put it on the table; now the fallback yields to i1 (curated, citing it):
-    # when c1 ends (12 s, the hand free) the cup is moved to the table (compiled_tracks.SETTLE_RULE)
-    from analysis.compiler.compiled_tracks import SETTLE_RULE
+    # c1's source (i1's first 'from') is undisputed, so c1 is compiled; where it put the
+    # cup is disputed, and so is i1's move-2 'from' (c2's source, the same gap): the
+    # put-down is curated, recording the conflict. Without the row audit's decision it
+    # is the work counter (before s17 it read i1's 'from' as observed: the table)
+    from analysis.compiler.worlds import ROW_RULE
+    assert [t.src for t in world.tracks] == ["cupboard", None, "counter"]
     world.row_places = {}
     _, before = _cup_ops(world, vocab)
-    assert before[0] == ("take_from_storage", ["cup", "cupboard"], 30.0)
+    assert before[:3] == [("take_from_storage", ["cup", "cupboard"], 10.0), ("put_on", ["cup", "counter"], 12.0),
+                          ("pick_up", ["cup", "counter"], 30.0)]
+    # the fallback yields to i1 (curated, citing it, the conflict recorded)
     world, vocab, cup, answers, it = _cup_world()
     b, ops = _cup_ops(world, vocab)
-    assert ops[:3] == [("take_from_storage", ["cup", "cupboard"], 12.0), ("put_on", ["cup", "table"], 12.0),
+    assert ops[:3] == [("take_from_storage", ["cup", "cupboard"], 10.0), ("put_on", ["cup", "table"], 12.0),
                        ("pick_up", ["cup", "table"], 30.0)]
-    moved = [o for o in b.out.ops if o.action["args"][:1] == ["cup"]][:2]
-    assert {o.provenance["refs"]["rule"] for o in moved} == {
-        f"{SETTLE_RULE}:object_motion_object_movement_itinerary.json i1"}
+    put = next(o for o in b.out.ops if o.action["type"] == "put_on" and o.action["args"][0] == "cup")
+    assert put.provenance["refs"]["args"][1] == {"source": "curated", "refs": {
+        "rule": f"{ROW_RULE}:object_motion_object_movement_itinerary.json i1",
+        "disputed": "3d_perception_object_location.json q1: sink; object_motion_object_movement_itinerary.json "
+                    "i1: table; object_motion_object_movement_itinerary.json i1: chain:counter|cupboard|dishwasher|table"}}
     pick = next(o for o in b.out.ops if o.action["type"] == "pick_up" and o.action["args"][0] == "cup")
-    assert pick.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{SETTLE_RULE}:" \
+    assert pick.provenance["refs"]["args"][1]["refs"]["rule"] == f"place_of_cup:{ROW_RULE}:" \
         "object_motion_object_movement_itinerary.json i1"
     # the audit of the compiled operations: nothing contradicted; the old pick-up from the
     # cupboard is what it flags
@@ -468,3 +473,44 @@ def test_an_itinerary_deciding_a_gap_from_both_sides_gives_two_state_records_wit
         ("i1/mug/g0/before", False), ("i1/mug/g1", False), ("i1/mug/g1/before", False), ("i1/mug/g2", False)]
     assert all(c["detail"].startswith("replayed place of mug") and "cupboard; CONTRADICTED" in c["detail"]
                for c in checks)
+
+
+# ------------------------------------------------------------------ disputed track ends (s17)
+def test_a_disputed_track_end_leaves_the_next_tracks_source_unbound_too():
+    # itinerary i1 pairs its two moves with the mug's two tracks: t1 ends at the sink,
+    # t2 starts there; VQA q1 says t1 put the mug on the counter. The gap between t1 and
+    # t2 is one place, so i1's 'from' of move 2 (t2's source) is disputed as well: before
+    # this rule the put-down read it and was "observed" (P01-20240204-121042's bowl2)
+    it = Itinerary("i1", "v", 31.0, (("hob", "sink"), ("sink", "counter")))
+    ans = [LocationAnswer("q1", "v", "put", 10.0, "counter")]
+    per_track, _, _, conflicts, _ = _link_answers("v", [_mug()], ans, [it], FX)
+    assert per_track[("a1", "t1")] == {"src": per_track[("a1", "t1")]["src"]}     # hob, undisputed
+    assert per_track[("a1", "t1")]["src"][0] == "hob"
+    assert per_track[("a1", "t2")].keys() == {"dst"} and per_track[("a1", "t2")]["dst"][0] == "counter"
+    assert [(c["track"], c["side"], [(x["id"], x["fixture"]) for x in c["answers"]]) for c in conflicts] == [
+        ("t1", "dst", [("q1", "counter"), ("i1", "sink")])]
+    # a take answer for t2 agreeing with i1 is unbound too, and joins the conflict's list
+    take = LocationAnswer("q2", "v", "take", 31.0, "sink")
+    per_track, _, _, conflicts, _ = _link_answers("v", [_mug()], ans + [take], [it], FX)
+    assert per_track[("a1", "t2")].keys() == {"dst"}
+    assert [(x["id"], x["fixture"]) for x in conflicts[0]["answers"]] == [
+        ("q1", "counter"), ("i1", "sink"), ("q2", "sink")]
+
+
+def test_an_observed_place_is_checked_against_every_row_of_its_track_end():
+    mug, ent = _mug(), {("v", "a1"): "mug"}
+    rows_in = [LocationAnswer("q2", "v", "put", 10.0, "sink"),          # after t1
+               LocationAnswer("q3", "v", "take", 31.0, "table")]        # before t2: the same gap
+    ds, rows = decisions("v", [mug], rows_in, [], FX, ent, 0.0, 100.0)
+    seen = {"source": "observed", "refs": {"file": "3d_perception_object_location.json", "id": "q2"}}
+    for prov, failed in ((seen, ["v/g0000/o000"]), ({"source": "curated", "refs": {"rule": "x"}}, [])):
+        groups = [{"group_id": "v/g0000", "operations": [
+            _op("put_on", ["mug", "sink"], 12.0, track="t1", fixture_prov=prov)]}]
+        res = audit_rows(ds, rows, {}, groups, [], {"mug": ("v", "a1")}, track_index([mug]))
+        # observed on one side of contested rows: a contradiction naming the other row;
+        # curated there: the rows decide nothing, nothing is checked
+        assert [c["id"] for c in res.contradictions] == failed
+    assert "CONTRADICTED by 3d_perception_object_location.json q3 ('table': table)" in \
+        audit_rows(ds, rows, {}, [{"group_id": "v/g0000", "operations": [
+            _op("put_on", ["mug", "sink"], 12.0, track="t1", fixture_prov=seen)]}], [],
+            {"mug": ("v", "a1")}, track_index([mug])).contradictions[0]["detail"]

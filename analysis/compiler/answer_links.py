@@ -228,7 +228,39 @@ def _settle(st: _Links) -> tuple:
                                           for fx, r, ph in xs]})
             continue
         per_track.setdefault((aid, tid), {})[side] = xs[0][:2]
+    _dispute_gaps(st, per_track, conflicts)
     return per_track, initial, dropped, conflicts, {k: (v[4], v[6], v[7]) for k, v in chains.items()}
+
+
+def _dispute_gaps(st: _Links, per_track: dict, conflicts: list) -> None:
+    """A track's destination and its next track's source are one place (the gap between
+    them): when rows dispute one side, the other side's row, even agreeing with one of
+    them (an itinerary's next move's 'from'), observes a disputed place. It is unbound
+    too (the operations fall back to a curated place) and listed in the conflict.
+
+    >>> from types import SimpleNamespace as N
+    >>> a = N(assoc_id="a", tracks=[N(track_id="t0"), N(track_id="t1")])
+    >>> st = _Links("v", 0.0, frozenset(), [(a, t) for t in a.tracks])
+    >>> pt = {("a", "t1"): {"src": ("sink", ("it.json", "it_1", "move 2", {}))}}
+    >>> cf = [{"association": "a", "track": "t0", "side": "dst", "answers": []}]
+    >>> _dispute_gaps(st, pt, cf); pt, [x["id"] for x in cf[0]["answers"]]
+    ({('a', 't1'): {}}, ['it_1'])
+    """
+    order: dict = {}
+    for a, t in st.alltracks:
+        order.setdefault(a.assoc_id, []).append(t.track_id)
+    for c in conflicts:
+        tids = order.get(c["association"], [])
+        k = tids.index(c["track"]) if c["track"] in tids else -1
+        j = k + 1 if c["side"] == "dst" else k - 1
+        if k < 0 or not 0 <= j < len(tids):
+            continue
+        other = "src" if c["side"] == "dst" else "dst"
+        bound = per_track.get((c["association"], tids[j]), {})
+        if other in bound:
+            fx, ref = bound.pop(other)
+            if not any(x["id"] == ref[1] and x["fixture"] == fx for x in c["answers"]):
+                c["answers"].append({"file": ref[0], "id": ref[1], "phrase": ref[2], "fixture": fx})
 
 
 def chain_defaults(moves, track_ids: list, fixture_ids=None) -> dict:

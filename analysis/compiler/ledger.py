@@ -304,6 +304,23 @@ def _names(d: dict, text: str, row: Row) -> bool:
     return any(f'"{i}"' in text for i in row.ids)
 
 
+def _dropping(row: Row, named: list[dict]) -> dict | None:
+    """The record that set ``row`` aside among the dropped records ``named`` naming it
+    (:func:`_names`): a placement's own track dropped (``refs.track``) before a record
+    that only cites the row's question (an itinerary's note that its final 'to' is
+    observed drops nothing; P05-20240425-173353: d072, the one-hand model, not d027).
+
+    >>> row = Row("placement", "u", "v", 1.0, ("it_1",), "v/a/t", "w", ("a", "t"))
+    >>> note = {"event_id": "d1", "refs": {"id": "it_1"}}
+    >>> track = {"event_id": "d2", "refs": {"association": "a", "track": "t"}}
+    >>> _dropping(row, [note, track])["event_id"], _dropping(row, [note])["event_id"]
+    ('d2', 'd1')
+    """
+    own = [d for d in named if row.kind == "placement"
+           and ((d.get("refs") or {}).get("association"), (d.get("refs") or {}).get("track")) == row.key]
+    return (own or named or [None])[0]
+
+
 def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused: dict,
             dropped: list[dict]) -> list[tuple[Row, str, dict]]:
     """``(row, status, refs)`` for every row: status ``expressed`` (refs: ``task_id``,
@@ -357,7 +374,7 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
             other = sorted({unit_of_group.get(op_group[k]) or "" for k in
                             sorted({k for i in row.ids for k in index.get(i, ())})
                             if op_group[k] not in own and _from_row(ops[k], row)})
-            hit = next((d for d, t in text if _names(d, t, row)), None)
+            hit = _dropping(row, [d for d, t in text if _names(d, t, row)])
             if mine:
                 if row.kind == "snippet" or any(op.action["type"] in ("turn_off", "close_appliance")
                                                 for op in mine):

@@ -372,6 +372,9 @@ class OpBuilder:
             prov = cur("unobserved_destination_in_itinerary_chain")
         else:
             dst, prov = self.w.work_counter, cur("unobserved_destination_work_counter")
+        if tr.disputed and prov["source"] == "curated":
+            # rows disagree on where the track ended (answer_links._dispute_gaps): say so
+            prov["refs"]["disputed"] = tr.disputed
         if not self.put(tr, dst, prov):
             here = self.agent()
             fallback = here if self.kind(here) == "surface" else self.w.work_counter

@@ -286,9 +286,13 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
     keep, contested = uncontested(ds)
     by_ent: dict = {}
     by_gap: dict = {}
+    all_gap: dict = {}
     for d in keep:
         by_ent.setdefault(d.entity, []).append(d)
         by_gap.setdefault((d.video, d.assoc, d.gap), []).append(d)
+    all_ents = {d.entity for d in ds}
+    for d in ds:
+        all_gap.setdefault((d.video, d.assoc, d.gap), []).append(d)
     checks: list[dict] = []
     tol = TWO_FRAMES
 
@@ -304,7 +308,7 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
             if op["type"] not in TAKE_TYPES | PUT_TYPES:
                 continue
             ent, fx = op["args"][0], _fixture_arg(op)
-            if ent not in by_ent:
+            if ent not in by_ent and ent not in all_ents:
                 continue
             args = refs.get("args", [])
             key = _track_key(args[0] if args else None)
@@ -318,8 +322,12 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
                 idx = index.get(key)
                 gap = None if idx is None else (idx if side == "origin" else idx + 1)
                 hits = by_gap.get((key[0], key[1], gap), [])
+                if args and args[-1].get("source") == "observed":
+                    # an observed place must agree with every row of its track end, the
+                    # contested ones too: rows that disagree leave the place curated
+                    hits = all_gap.get((key[0], key[1], gap), [])
             else:
-                hits = [d for d in by_ent[ent] if d.g0 + tol < t < d.g1 - tol]
+                hits = [d for d in by_ent.get(ent, ()) if d.g0 + tol < t < d.g1 - tol]
             if hits:
                 add("operation", f"{g['group_id']}/o{k:03d}", None,
                     f"{op['type']}({', '.join(op['args'])}) {side} at {t}", fx,

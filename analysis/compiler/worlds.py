@@ -44,6 +44,7 @@ class TrackInfo:
     dst_extra: dict | None = None
     dst_file: str | None = None
     conflict: str | None = None   # observed sources disagree on this track: not compiled
+    disputed: str | None = None   # rows disagree on where it ends (the gap after it): a curated put-down
     chain: tuple = ()             # fixtures of the object's itinerary chain (final 'to' last)
     chain_dst: str | None = None  # curated default inside the chain (moves aligned from the start)
     chain_moves: tuple = ()       # the itinerary's moves (phrases) when their count differs from the tracks'
@@ -315,7 +316,7 @@ def _add_tracks(d: _Draft, vl: _VideoLinks, a: Association, ent: str, offsets: d
                 seen_here: dict, same_as: str | None) -> None:
     """A TrackInfo per track of ``a`` (episode time), with its bound sources."""
     nm = identity_name(a.name)
-    for t in a.tracks:
+    for k, t in enumerate(a.tracks):
         off = offsets[vl.video]
         chain, guess, moves = vl.chains.get(a.assoc_id, ((), {}, ()))
         info = TrackInfo(ent, a, t.track_id, t.start + off, t.end + off, offset=off,
@@ -323,6 +324,7 @@ def _add_tracks(d: _Draft, vl: _VideoLinks, a: Association, ent: str, offsets: d
                          same_as=same_as)
         lk = vl.per_track.get((a.assoc_id, t.track_id), {})
         _fill_links(info, lk, _track_conflict(vl.bad.get((a.assoc_id, t.track_id), []), lk))
+        info.disputed = gap_dispute(vl.bad, a, k)
         d.tracks.append(info)
         seen_here[nm] = (ent, info)
 
@@ -389,6 +391,24 @@ def yield_initial_places(facts: dict, tracks: list, row_places: dict, identities
         facts[("at", ent, d.fixture)] = curated(row_rule(d))
         changed.append(ent)
     return changed
+
+
+def gap_dispute(bad: dict, a, k: int) -> str | None:
+    """The rows disputing where track ``k`` of ``a`` left its object (its destination or
+    the next track's source: one place), as ``"file id: fixture; ..."``, else ``None``
+    (``answer_links._dispute_gaps`` unbinds both sides; the put-down records this).
+
+    >>> from types import SimpleNamespace as N
+    >>> a = N(assoc_id="a", tracks=[N(track_id="t0"), N(track_id="t1")])
+    >>> bad = {("a", "t1"): [{"side": "src", "answers": [{"file": "f", "id": "q1", "fixture": "sink"}]}]}
+    >>> gap_dispute(bad, a, 0), gap_dispute(bad, a, 1)
+    ('f q1: sink', None)
+    """
+    own = [c for c in bad.get((a.assoc_id, a.tracks[k].track_id), []) if c["side"] == "dst"]
+    nxt = ([c for c in bad.get((a.assoc_id, a.tracks[k + 1].track_id), []) if c["side"] == "src"]
+           if k + 1 < len(a.tracks) else [])
+    text = "; ".join(f"{x['file']} {x['id']}: {x['fixture']}" for c in own + nxt for x in c["answers"])
+    return text or None
 
 
 def _track_conflict(conflicts: list, lk: dict) -> dict | None:
