@@ -174,7 +174,7 @@ def test_a_curated_fallback_yields_to_the_row_that_decides_it():
     # c1's source (i1's first 'from') is undisputed, so c1 is compiled; where it put the
     # cup is disputed, and so is i1's move-2 'from' (c2's source, the same gap): the
     # put-down is curated, recording the conflict. Without the row audit's decision it
-    # is the work counter (before s17 it read i1's 'from' as observed: the table)
+    # is the work counter
     from analysis.compiler.worlds import ROW_RULE
     assert [t.src for t in world.tracks] == ["cupboard", None, "counter"]
     world.row_places = {}
@@ -475,7 +475,7 @@ def test_an_itinerary_deciding_a_gap_from_both_sides_gives_two_state_records_wit
                for c in checks)
 
 
-# ------------------------------------------------------------------ disputed track ends (s17)
+# ------------------------------------------------------------------ disputed track ends
 def test_a_disputed_track_end_leaves_the_next_tracks_source_unbound_too():
     # itinerary i1 pairs its two moves with the mug's two tracks: t1 ends at the sink,
     # t2 starts there; VQA q1 says t1 put the mug on the counter. The gap between t1 and
