@@ -78,6 +78,10 @@ class Vocabulary:
                     raise ValueError(f"{where}: snippet_verbs.{verb}: type {kind!r} not in rules.yaml")
                 if t not in actions:
                     raise ValueError(f"{where}: snippet_verbs.{verb}: action type {t!r} not in rules.yaml")
+        for kind, leaves in self.data.get("container_kinds", {}).items():
+            for leaf in leaves:
+                if leaf not in known or not self.is_a(leaf, "container"):
+                    raise ValueError(f"{where}: container_kinds.{kind}: {leaf!r} is no container type of rules.yaml")
         for kind in self.data["snippet_fixtures"]:
             if kind not in known:
                 raise ValueError(f"{where}: snippet_fixtures.{kind}: type {kind!r} not in rules.yaml")
@@ -136,6 +140,19 @@ class Vocabulary:
     @property
     def snippet_verbs(self) -> dict:
         return dict(self.data["snippet_verbs"])
+
+    def container_kind(self, leaf: str) -> frozenset:
+        """The container leaf types of one kind with ``leaf`` (``container_kinds``; itself
+        alone when listed in none).
+
+        >>> v = Vocabulary.load()
+        >>> sorted(v.container_kind("bag")), sorted(v.container_kind("jar"))
+        (['bag', 'packet'], ['jar'])
+        """
+        for leaves in self.data.get("container_kinds", {}).values():
+            if leaf in leaves:
+                return frozenset(leaves)
+        return frozenset({leaf})
 
     @property
     def snippet_fixtures(self) -> dict:

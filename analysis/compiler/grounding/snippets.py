@@ -14,7 +14,9 @@ are observed:
   noun the snippet names and whose track overlaps the snippet within a frame (two tracked
   spoons in the hand's reach during "tap spoon" bind neither; the tracks of one object are
   one candidate; a name ending in a lid word, "jar of tahini lid", is the lid put on, never
-  the jar closed: :func:`is_lid`). An item action also needs the item in the hand when it
+  the jar closed: :func:`is_lid`); with none so named, exactly one tracked container of the
+  kind the noun is typed as (:func:`same_kind`: "close bag" and the tracked "coffee
+  packet"). A close is timed at the snippet's end, when the container is closed. An item action also needs the item in the hand when it
   is emitted (``op_builder.OpBuilder.emit`` checks it): its track is reserved for it,
   after every add's and step's (``one_hand.select_tracks``, ``weak``). A noun naming a
   fixture with a door (a cupboard, a drawer, an oven, a bin: :func:`fixture_named`) and no
@@ -125,6 +127,10 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
         # a track one frame off the snippet still overlaps it (the times are frame-rounded)
         cands = sorted({tr.entity for tr in w.tracks if overlaps(tr.start, tr.end, t0, t1, FRAME)
                         and has_head(g, tr.entity, nwords) and not is_lid(g, tr.entity, nwords)})
+        kind_of = ""
+        if not cands:
+            # no head noun named: the one container of the same kind ("close bag": the coffee packet)
+            cands, kind_of = same_kind(g, nwords, t0, t1)
         standing = {by_kind[k] for k in item_kinds} <= set(STANDING_ACTIONS)
         if standing and not cands:
             sn_ = _standing(g, sn, nwords, item_kinds, by_kind, what, ev, refs, t0, noun)
@@ -143,7 +149,8 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
                  "not compiled", t0, **refs)
             continue
         if len(cands) != 1:
-            drop(g, "snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r} are "
+            drop(g, "snippet", what, f"unique binding: {len(cands)} tracked objects named {noun!r}"
+                 f"{' (its kind of container)' if cands and kind_of else ''} are "
                    f"handled during the snippet {cands}", t0, **refs)
             continue
         ent = cands[0]
@@ -158,7 +165,9 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
                  key=lambda x: (x.start, x.track_id))
         action = by_kind[kind]
         # inside the track (the object is in the hand then), also for a frame-off track
-        t = min(max(t0, tr.start), max(tr.start, tr.end - 0.001))
+        # a close at the snippet's end, when the container is closed (the ledger's row rule
+        # places a snippet by its end): "close bag" 529.83-534.64 s closes in the unit from 530 s
+        t = min(max(t1 if action == "close_container" else t0, tr.start), max(tr.start, tr.end - 0.001))
         # a track of an association merged by name with an earlier video's
         # (``worlds.IDENTITY_RULE``): the snippet is observed, the object's identity is not
         ident = w.identities.get(f"{tr.assoc.video}/{tr.assoc.assoc_id}")
@@ -166,7 +175,7 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
         role = STANDING_ACTIONS.get(action, ITEM_ROLE)
         g.out.planned.append(Planned(
             "snippet", t, action, {role: ent},
-            {role: {**ev, **same, "how": f"the one tracked object named {noun!r} during the snippet "
+            {role: {**ev, **same, "how": f"the one tracked {kind_of or 'object named'} {noun!r} during the snippet "
                                          f"(track {tr.track_id}, {local(g, tr.assoc.video, tr.start)}-"
                                          f"{local(g, tr.assoc.video, tr.end)} s)"}},
             refs, hold=None if action in STANDING_ACTIONS else ent,
@@ -184,6 +193,34 @@ def ground_snippets(g: GroundingContext, snippets: list[Snippet]) -> None:
                 {"source": "curated", "refs": {**refs, "rule": same["identity_rule"], "same_as": same["same_as"],
                                                "track_source": "observed"}}
                 if same else {"source": "observed", "refs": refs})
+
+
+def same_kind(g: GroundingContext, nwords: set, t0: float, t1: float) -> tuple[list, str]:
+    """``(candidates, how)``: the tracked objects handled within a frame of ``[t0, t1]``
+    whose container type is of the kind a word of the snippet's noun is typed as
+    (``noun_types``, then ``container_kinds``: a "bag" and a "packet" are one kind, a
+    "tin" and a "can" one type), never a lid; ``([], "")`` when no word names a
+    sealable container. The caller binds only a single candidate.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from analysis.compiler.vocabulary import Vocabulary
+    >>> tr = lambda e, a, b: NS(entity=e, start=a, end=b)
+    >>> w = NS(tracks=[tr("coffee_packet", 5.0, 20.0), tr("cereal_box", 5.0, 20.0), tr("rice_bag", 30.0, 40.0)],
+    ...        objects={"coffee_packet": "packet", "cereal_box": "box", "rice_bag": "bag"}, names={})
+    >>> g = NS(vocab=Vocabulary.load(), w=w)
+    >>> same_kind(g, {"bag"}, 10.0, 12.0)
+    (['coffee_packet'], 'container of the kind (bag, packet) of')
+    >>> same_kind(g, {"jar"}, 10.0, 12.0), same_kind(g, {"spoon"}, 10.0, 12.0)
+    (([], 'container of the kind (jar) of'), ([], ''))
+    """
+    nt = g.vocab.data["noun_types"]
+    kinds = {k for x in nwords if x in nt and g.vocab.is_a(nt[x], "sealable_container")
+             for k in g.vocab.container_kind(nt[x])}
+    if not kinds:
+        return [], ""
+    cands = sorted({tr.entity for tr in g.w.tracks if overlaps(tr.start, tr.end, t0, t1, FRAME)
+                    and g.w.objects.get(tr.entity) in kinds and not is_lid(g, tr.entity, nwords)})
+    return cands, f"container of the kind ({', '.join(sorted(kinds))}) of"
 
 
 def fixture_named(g: GroundingContext, nwords: set) -> str | None:
