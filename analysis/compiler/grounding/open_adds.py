@@ -1,10 +1,11 @@
 """Grounding (paper section 3, entity bindings; issue 34): the vessel of an add the
 target rule leaves open: an earlier add of its step, the vessel its step's operations act
-on, or the vessel of an earlier step of the same recipe when its own step text names none
-("Heat the oil in a pan" ... "Add the onions"; docs/compiler.md, Adds)."""
+on (or the one vessel the text names that its segment handles after the add), or the vessel
+of an earlier step of the same recipe when its own step text names none ("Heat the oil in a
+pan" ... "Add the onions"; docs/compiler.md, Adds)."""
 from __future__ import annotations
 
-from .grounder import has_head, local, put_away
+from .grounder import has_head, local, put_away, target_ok, track_ref
 from .text import overlaps, target_groups, words
 
 #: operations that put a food or substance into a vessel (a stir only acts on one)
@@ -254,3 +255,63 @@ def overlapping_steps_vessel(ctx, rid, steps, own, t0, t1, text_vessel=None):
                     "how": f"steps {', '.join(k[1] for k in keys)} overlap the add and their texts do not "
                            f"decide its step, but every one of them acts on {vessel} alone ({said}; "
                            f"{vessel}: {got[0][1].get('how')}), not handled during the add"}
+
+
+def later_handled_vessel(ctx, win, text, exclude, why, t0, t1):
+    """``(vessel, evidence)`` for an add whose step text names a vessel noun that the
+    target rule finds neither handled during the add nor put down just before it: the one
+    vessel of that noun that the add's own step segment handles after the add (evidence
+    ``step_operation``), when it stood through the add (tracked in the add's video before
+    it, not put away, no track of it overlapping the add: not the food's source) and is
+    not one of the add's own objects. P07_R02_S03 "drizzle with the olive oil. Toss to
+    coat ... Put the tray in the oven": the oil at 262.0-271.1 s, the rectangular tray
+    standing from 126.3 s and taken up at 277.0 s, in the segment (262.9-280.4 s); the
+    circular tray is not handled then. Two vessels of the noun handled, or none, is
+    ``(None, None)``: the add stays open.
+
+    >>> from types import SimpleNamespace as N
+    >>> def tr(s, e, i):
+    ...     return N(start=s, end=e, offset=0.0, track_id=i, assoc=N(video="v", assoc_id="a", name="tray"),
+    ...              dst=None, dst_ref=None, dst_file=None, conflict=None)
+    >>> ctx = N(tracks_of={"tray": [tr(1.0, 5.0, "t1"), tr(60.0, 62.0, "t2")], "tray2": [tr(1.0, 4.0, "t3")]},
+    ...         w=N(offsets={}, facts={}, objects={"tray": "tray", "tray2": "tray"}),
+    ...         own_heads={"tray": {"tray"}, "tray2": {"tray"}}, vessel_heads={"tray"},
+    ...         vocab=N(data={"noun_types": {"tray": "tray"}}, is_a=lambda t, k: k == "vessel"))
+    >>> w = N(step="S03", video="v", row=False, spans=((40.0, 65.0),))
+    >>> why = "step text names 'tray'; no tray tracked during the add (45.00-50.00 s) or put down ..."
+    >>> later_handled_vessel(ctx, w, "Drizzle on a baking sheet", set(), why, 45.0, 50.0)[0]
+    'tray'
+    >>> ctx.tracks_of["tray2"].append(tr(55.0, 58.0, "t4"))    # two trays handled after it: open
+    >>> later_handled_vessel(ctx, w, "Drizzle on a baking sheet", set(), why, 45.0, 50.0)
+    (None, None)
+    """
+    if win is None or win.row or not why.startswith("step text names '") or " tracked during " not in why \
+            or "; no " not in why.split(" tracked during ", 1)[0]:
+        return None, None
+    named = {ph[-1] for grp in target_groups(text, ctx.vessel_heads) for ph in grp if ph[-1] in ctx.vessel_heads}
+    seg = [(a, b) for a, b in win.spans if a <= t1 <= b]
+    if not named or not seg:
+        return None, None
+    end = seg[0][1]
+    # every track of a vessel of the named noun that the segment handles after the add
+    later = sorted((tr.start, e, tr) for e, trs in ctx.tracks_of.items() if has_head(ctx, e, named)
+                   for tr in trs if tr.assoc.video == win.video and t1 <= tr.start < end)
+    if len({e for _, e, _ in later}) != 1:
+        return None, None                   # none handled, or two candidates: not decided
+    _, vessel, then = later[0]
+    away = why.split("; not counted: ", 1)[1].split(", ") if "; not counted: " in why else []
+    if vessel in exclude or any(x.startswith(vessel + " ") for x in away) or not target_ok(ctx, vessel):
+        return None, None
+    trs = [tr for tr in ctx.tracks_of[vessel] if tr.assoc.video == win.video]
+    if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
+        return None, None                   # in the hand during the add: it may be the source
+    before = [tr for tr in trs if tr.end <= t0]
+    if not before or put_away(ctx, max(before, key=lambda tr: tr.end)):
+        return None, None                   # where it stood during the add is not observed
+    last = max(tr.end for tr in before)
+    return vessel, {**track_ref(ctx, then), "evidence": "step_operation",
+                    "how": f"step text names '{', '.join(sorted(named))}'; {vessel} is the one so named that the "
+                           f"step's own segment ({local(ctx, win.video, seg[0][0]):.2f}-{local(ctx, win.video, end):.2f} s) "
+                           f"handles after the add (from {local(ctx, win.video, then.start):.2f} s), standing from "
+                           f"{local(ctx, win.video, last):.2f} s, not handled during the add; the target rule left "
+                           f"this add open ({why})"}
