@@ -1664,3 +1664,51 @@ def test_a_second_add_without_a_track_puts_in_another_portion(vocab):
     assert g.facts[("at", "lettuce_2", "counter")]["refs"]["how"].endswith(
         "; another portion of lettuce (an earlier add without a track put one in)")
     assert not _checks(g)
+
+
+def _tray_add(vocab, trays, text="Place the chickpeas on a baking sheet and drizzle with the olive oil. "
+                                 "Put the tray in the oven."):
+    """P07_R02_S03's pattern (P07-20240529-131737): the olive oil bottle held 261-272 s, the
+    oil added 262.0-271.07 s, the step segment 262.93-280.39 s; ``trays``: (name, start, end)."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", "a0", "olive oil bottle", "olive oil bottle", (Track("t0", 261.0, 272.0),))]
+    assocs += [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{j}", a, b) for j, (a, b) in enumerate(spans)))
+               for i, (n, spans) in enumerate(trays, 1)]
+    cap = Capture("R", 0, ("v",), {"I01": "olive oil"},
+                  (IngredientEvent("I01", "olive oil", "add", Span("v", 262.0, 271.07)),),
+                  (StepSegment("S03", "step", Span("v", 262.93, 280.39)),))
+    recipe = Recipe("R", "P07", "test", {"S03": text}, (cap,))
+    world = build_world("v", "P07", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    g = ground(world, {"R": recipe}, vocab)
+    pours = [(p.roles["dst"], p.evidence["dst"].get("evidence"), p.evidence["dst"].get("track"))
+             for p in g.planned if p.action == "pour"]
+    return pours, [d["reason"] for d in g.dropped if d["kind"] == "add"]
+
+
+def test_an_open_add_binds_the_one_named_vessel_its_segment_handles_after_it(vocab):
+    # the rectangular tray stands from 126.3 s and is taken up at 276.95 s, inside the
+    # step's own segment after the add (to go in the oven); the circular tray stands from
+    # 123.5 s and is not handled: the oil went onto the rectangular tray (step_operation)
+    pours, drops = _tray_add(vocab, [("rectangular tray", [(122.1, 126.3), (276.95, 280.18)]),
+                                     ("circular tray", [(121.5, 123.5)])])
+    assert pours == [("rectangular_tray", "step_operation", "t1_1")] and drops == []
+
+
+CIRCLE = ("circular tray", [(121.5, 123.5)])      # a second tray, standing, not handled in the step
+
+
+@pytest.mark.parametrize("trays", [
+    # both trays handled after the add in the segment: two candidates
+    [("rectangular tray", [(122.1, 126.3), (276.95, 280.18)]), ("circular tray", [(121.5, 123.5), (273.0, 275.0)])],
+    # handled only after the segment ends (280.39 s): not the step's own operation
+    [("rectangular tray", [(122.1, 126.3), (281.0, 283.0)]), CIRCLE],
+    # never seen before the add: where it stood then is not observed
+    [("rectangular tray", [(276.95, 280.18)]), CIRCLE],
+])
+def test_an_open_add_stays_open_without_one_standing_vessel_handled_after_it(vocab, trays):
+    pours, drops = _tray_add(vocab, trays)
+    assert pours == [] and len(drops) == 1 and drops[0].startswith("target not decided: step text names 'tray'")
