@@ -228,6 +228,32 @@ def test_a_vqa_answer_off_the_objects_itinerary_decides_nothing():
         ("q2", 2, "table"), ("i1", 0, "cupboard"), ("i1", 3, "dishwasher")]
 
 
+def test_an_initial_place_the_rows_dispute_is_curated_and_records_the_dispute():
+    # P02-20240209-194141's glass: VQA 11 (a take: where it came from) and itinerary 427's
+    # first 'from' disagree on where the glass started; the initial place followed 427
+    # (curated, decided by a row: an answer off the object's itinerary is contested) but
+    # said nothing of the dispute, while a put-down does (refs.disputed). Here: q1 takes the
+    # cup from the sink at the end of its first track (gap 0), i1's first 'from' is the
+    # table (the cup's default, the cupboard, yields to it)
+    from analysis.compiler.row_audit import uncontested
+    from analysis.compiler.worlds import ROW_RULE, mark_disputed_origins
+    two = (("table", "counter"), ("counter", "dishwasher"))
+    world, vocab, cup, answers, it = _cup_world(moves=two, vqa=("q1", "take", 12.0, "sink"))
+    assert [(c["track"], c["side"]) for c in world.conflicts] == [("c1", "src")]
+    ds, _ = decisions("v", [cup], answers, [it], world.fixture_ids, {("v", "a1"): "cup"}, 0.0, 100.0)
+    keep, contested = uncontested(ds)
+    assert [(d.qid, d.gap) for d in keep] == [("i1", 0), ("i1", 3)] and [d.qid for d in contested] == ["q1"]
+    assert mark_disputed_origins(world) == ["cup"]
+    (atom, prov), = [(a, p) for a, p in world.facts.items() if a[:2] == ("at", "cup")]
+    assert atom == ("at", "cup", "table") and prov == {"source": "curated", "refs": {
+        "rule": f"{ROW_RULE}:object_motion_object_movement_itinerary.json i1",
+        "disputed": "3d_perception_object_location.json q1: sink; object_motion_object_movement_itinerary.json "
+                    "i1: table; object_motion_object_movement_itinerary.json i1: chain:counter|dishwasher|table"}}
+    # an undisputed origin is left alone: the same itinerary with an answer on its chain
+    world, *_ = _cup_world(moves=two, vqa=("q1", "take", 12.0, "table"))
+    assert world.conflicts == [] and mark_disputed_origins(world) == []
+
+
 def test_table_3_counts_the_row_audit():
     from types import SimpleNamespace as NS
     from analysis.report.audit import validation_audit

@@ -393,6 +393,42 @@ def yield_initial_places(facts: dict, tracks: list, row_places: dict, identities
     return changed
 
 
+def mark_disputed_origins(world: EpisodeWorld) -> list[str]:
+    """An object whose rows disagree on where it started (a conflict on the source of its
+    first track: ``side`` "src" or "initial", ``answer_links._link_answers``) keeps a curated
+    initial place, and the fact says so: ``refs.disputed`` names the rows, as a put-down's
+    does (``gap_dispute``). Run after every pass that rewrites initial places. Changes
+    ``world.facts``; returns the entities marked.
+
+    >>> from types import SimpleNamespace as N
+    >>> a = N(video="v", assoc_id="a", tracks=[N(track_id="t0")])
+    >>> w = N(tracks=[N(entity="glass", same_as=None, assoc=a, track_id="t0")],
+    ...       facts={("at", "glass", "counter"): {"source": "curated", "refs": {"rule": "r"}}},
+    ...       conflicts=[{"video": "v", "association": "a", "track": "t0", "side": "src", "answers": [
+    ...           {"file": "f", "id": "q11", "fixture": "sink"}, {"file": "g", "id": "it427", "fixture": "hob"}]}])
+    >>> mark_disputed_origins(w), w.facts[("at", "glass", "counter")]["refs"]["disputed"]
+    (['glass'], 'f q11: sink; g it427: hob')
+    """
+    bad: dict = {}
+    for c in world.conflicts:
+        if c["side"] in ("src", "initial"):
+            bad.setdefault((c["video"], c["association"], c["track"]), []).extend(c["answers"])
+    first: dict = {}
+    for tr in world.tracks:                # time order
+        if tr.same_as is None:
+            first.setdefault(tr.entity, tr)
+    marked = []
+    for ent, tr in sorted(first.items()):
+        rows = bad.get((tr.assoc.video, tr.assoc.assoc_id, tr.track_id)) if tr.track_id == tr.assoc.tracks[0].track_id else None
+        atom = next((x for x in world.facts if x[0] == "at" and x[1] == ent), None)
+        if not rows or atom is None or world.facts[atom]["source"] != "curated":
+            continue
+        text = "; ".join(dict.fromkeys(f"{x['file']} {x['id']}: {x['fixture']}" for x in rows))
+        world.facts[atom] = {**world.facts[atom], "refs": {**world.facts[atom]["refs"], "disputed": text}}
+        marked.append(ent)
+    return marked
+
+
 def gap_dispute(bad: dict, a, k: int) -> str | None:
     """The rows disputing where track ``k`` of ``a`` left its object (its destination or
     the next track's source: one place), as ``"file id: fixture; ..."``, else ``None``
