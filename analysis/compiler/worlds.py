@@ -323,7 +323,11 @@ def _add_tracks(d: _Draft, vl: _VideoLinks, a: Association, ent: str, offsets: d
                          chain=chain, chain_dst=guess.get(t.track_id), chain_moves=moves,
                          same_as=same_as)
         lk = vl.per_track.get((a.assoc_id, t.track_id), {})
-        _fill_links(info, lk, _track_conflict(vl.bad.get((a.assoc_id, t.track_id), []), lk))
+        # the gap before a track is the gap after the one before it: a put-down bound there
+        # binds this track's start (and the next track's take binds this one's end)
+        near = tuple(vl.per_track.get((a.assoc_id, a.tracks[j].track_id), {}) if 0 <= j < len(a.tracks) else {}
+                     for j in (k - 1, k + 1))
+        _fill_links(info, lk, _track_conflict(vl.bad.get((a.assoc_id, t.track_id), []), lk, *near))
         info.disputed = gap_dispute(vl.bad, a, k)
         d.tracks.append(info)
         seen_here[nm] = (ent, info)
@@ -447,22 +451,32 @@ def gap_dispute(bad: dict, a, k: int) -> str | None:
     return text or None
 
 
-def _track_conflict(conflicts: list, lk: dict) -> dict | None:
+def _track_conflict(conflicts: list, lk: dict, before: dict | None = None, after: dict | None = None) -> dict | None:
     """The conflict that keeps a track out of the world, else ``None``: rows that disagree
-    only on one end of a track leave its other end, bound undisputed (``lk``), observed;
-    the disputed end stays curated (it is listed as an observed conflict). A track with no
-    undisputed end is not compiled (P02-20240209-194141's glass: answer 11 and itinerary 427
-    disagree on where it came from, nothing disputes where 427 puts it).
+    only on one end of a track leave its other end, bound undisputed, observed; the
+    disputed end stays curated (it is listed as an observed conflict). An end is bound by
+    the track's own links (``lk``) or by its neighbour's across the gap: its start by the
+    previous track's destination (``before``), its end by the next track's source
+    (``after``; P03-20240217-210958's orange cloth: answer 81 and itinerary 471 dispute
+    where track 0022a734 ends, answer 147 put it in the sink before it starts). A track
+    with no undisputed end is not compiled (P02-20240209-194141's glass: answer 11 and
+    itinerary 427 disagree on where it came from, nothing disputes where 427 puts it).
 
     >>> c = {"side": "src", "answers": []}
     >>> _track_conflict([c], {"dst": ("sink", None)}) is None, _track_conflict([c], {}) is c
     (True, True)
     >>> _track_conflict([c, {"side": "dst", "answers": []}], {}) is c
     True
+    >>> d = {"side": "dst", "answers": []}
+    >>> _track_conflict([d], {}, before={"dst": ("sink", None)}) is None, _track_conflict([d], {}, after={"src": ("hob", None)}) is d
+    (True, True)
+    >>> _track_conflict([c], {}, after={"src": ("hob", None)}) is None
+    True
     """
     sides = {c["side"] for c in conflicts}
+    bound = {"src": "src" in lk or "dst" in (before or {}), "dst": "dst" in lk or "src" in (after or {})}
     other = {"src": "dst", "dst": "src"}
-    if len(sides) == 1 and other.get(next(iter(sides))) in lk:
+    if len(sides) == 1 and bound.get(other.get(next(iter(sides)), ""), False):
         return None
     return conflicts[0] if conflicts else None
 
