@@ -7,9 +7,10 @@ Within each source unit (a recipe step with its prep segments, or an activity ro
 
 * every **add** row of ``complete_recipes.json`` (kind ``add``; weigh events are not adds),
 * every **placement**: a VQA object-location answer or itinerary that gives the put-down of
-  a named track with one candidate object (the tracks of one association are one
-  candidate) within two frames, lasting to the unit's end (no later track of the object
-  starts before it),
+  a track with one candidate object (the tracks of one association are one candidate;
+  an unnamed "Track N" is a candidate too, as in the binding, and its own row is
+  accounted ``unnamed_track``) within two frames, lasting to the unit's end (no later
+  track of the object starts before it),
 * every **close or off** snippet (``fine_grained_*``), the last one per object in the unit
   when no open or switch-on of it follows in the unit.
 
