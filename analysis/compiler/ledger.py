@@ -7,10 +7,10 @@ Within each source unit (a recipe step with its prep segments, or an activity ro
 
 * every **add** row of ``complete_recipes.json`` (kind ``add``; weigh events are not adds),
 * every **placement**: a VQA object-location answer or itinerary that gives the put-down of
-  a track with one candidate object (the tracks of one association are one candidate;
-  an unnamed "Track N" is a candidate too, as in the binding, and its own row is
-  accounted ``unnamed_track``) within two frames, lasting to the unit's end (no later
-  track of the object starts before it),
+  a named track with one candidate object (the tracks of one association are one
+  candidate; where no named object is one, one unnamed "Track N": accounted
+  ``unnamed_track``) within two frames, lasting to the unit's end (no later track of the
+  object starts before it),
 * every **close or off** snippet (``fine_grained_*``), the last one per object in the unit
   when no open or switch-on of it follows in the unit.
 
@@ -194,8 +194,8 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
                                    None, f"{r.recipe_id}/{e.ingredient_id} ({e.name})",
                                    (r.recipe_id, e.ingredient_id)))
     for v in videos:
-        # every tracked object is a candidate, named or not, as in the binding
-        # (answer_links: an unnamed track makes an answer ambiguous, or is its one candidate)
+        # the strict count's candidates are the named objects; an answer whose one candidate
+        # is an unnamed track (none named) is a row too, or it would go unaccounted
         named = [a for a in assocs.get(v, []) if a.tracks]
         cands = []
         for ans in (x for x in answers if x.video == v):
@@ -216,6 +216,7 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
                              if len(it.moves) == len(a.tracks) else {(a, a.tracks[-1], it.moves[-1][1])})
             cands.append((it.vqa_id, hits))
         for qid, hits in cands:
+            hits = {h for h in hits if h[0].name} or hits
             if len({a.assoc_id for a, _, _ in hits}) != 1:
                 continue        # ambiguous (or none): no row that decides a placement
             for a, t, phrase in sorted(hits, key=lambda h: h[1].start):
