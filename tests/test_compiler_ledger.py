@@ -400,6 +400,34 @@ def test_a_placement_not_grounded_cites_the_record_that_dropped_its_track():
     assert account([bowl], infos, [], [], set(), {}, [note])[0][2] == {"dropped": "e/d027"}
 
 
+def test_a_placement_whose_one_candidate_is_an_unnamed_track_is_accounted_as_unnamed_track():
+    # P09-20240621-093545: itinerary 238's only candidate is the unnamed "Track 100" (the
+    # binding drops it, d194); the row was missing from the ledger, which skipped unnamed
+    # tracks. An answer whose one candidate is an unnamed track (no named object within two
+    # frames) is a row (code unnamed_track, citing the record that dropped the track); two
+    # unnamed candidates are ambiguous (no row); next to a named object the row is the named
+    # object's, as the strict count has it
+    recipes, acts, _, _, _, _ = _kitchen()
+    anon = Association("v", "t100", None, "Track 100", (Track("x0", 30.0, 31.0),))
+    pot = Association("v", "pot", "pot", "pot", (Track("p0", 85.0, 86.0),))
+    anon2 = Association("v", "t101", None, "Track 101", (Track("y0", 85.02, 87.0),))
+    anon3 = Association("v", "t102", None, "Track 102", (Track("z0", 90.0, 91.0),))
+    anon4 = Association("v", "t103", None, "Track 103", (Track("w0", 90.01, 91.0),))
+    answers = [LocationAnswer("q7", "v", "put", 30.0, "sink"), LocationAnswer("q8", "v", "put", 85.0, "sink"),
+               LocationAnswer("q9", "v", "put", 90.0, "sink")]
+    rows = unit_rows(recipes, acts, {"v": [anon, pot, anon2, anon3, anon4]}, answers, [], [], ["v"])
+    assert [(r.kind, r.unit, r.ids, r.track, r.unnamed) for r in rows if r.kind == "placement"] == [
+        ("placement", "P01.csv:2", ("q7",), "v/t100/x0", True),             # Track 100 alone
+        ("placement", "P01.csv:2", ("q8",), "v/pot/p0", False)]          # the pot, not Track 101; q9: two unnamed
+    drop = {"event_id": "e/d195", "kind": "track", "what": "track x0 (Track 100)",
+            "reason": "unnamed track (annotators gave no object name)",
+            "refs": {"association": "t100", "file": "assoc_info.json", "track": "x0", "video": "v"}}
+    infos = {"P01.csv:2": {"groups": [0], "task": None, "why": "no_condition", "witnesses": {}, "skipped": []}}
+    got = account([r for r in rows if r.unnamed], infos, [], [], set(), {}, [drop])
+    assert [(st.split(":")[0], refs) for _, st, refs in got] == [("unnamed_track", {"dropped": "e/d195"})]
+    assert got[0][1] == "unnamed_track: put-down of 'Track 100' (track x0) by q7: the track has no object name"
+
+
 def test_every_row_of_every_unit_of_the_committed_cohort_is_accounted_for_exactly_once():
     assert ledger_violations(REPO / "frozen_exports", SOURCE) == []
 

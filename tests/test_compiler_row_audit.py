@@ -228,6 +228,61 @@ def test_a_vqa_answer_off_the_objects_itinerary_decides_nothing():
         ("q2", 2, "table"), ("i1", 0, "cupboard"), ("i1", 3, "dishwasher")]
 
 
+def test_an_initial_place_the_rows_dispute_is_curated_and_records_the_dispute():
+    # P02-20240209-194141's glass: VQA 11 (a take: where it came from) and itinerary 427's
+    # first 'from' disagree on where the glass started; the initial place followed 427
+    # (curated, decided by a row: an answer off the object's itinerary is contested) but
+    # said nothing of the dispute, while a put-down does (refs.disputed). Here: q1 takes the
+    # cup from the sink at the end of its first track (gap 0), i1's first 'from' is the
+    # table (the cup's default, the cupboard, yields to it)
+    from analysis.compiler.row_audit import uncontested
+    from analysis.compiler.worlds import ROW_RULE, mark_disputed_origins
+    two = (("table", "counter"), ("counter", "dishwasher"))
+    world, vocab, cup, answers, it = _cup_world(moves=two, vqa=("q1", "take", 12.0, "sink"))
+    assert [(c["track"], c["side"]) for c in world.conflicts] == [("c1", "src")]
+    ds, _ = decisions("v", [cup], answers, [it], world.fixture_ids, {("v", "a1"): "cup"}, 0.0, 100.0)
+    keep, contested = uncontested(ds)
+    assert [(d.qid, d.gap) for d in keep] == [("i1", 0), ("i1", 3)] and [d.qid for d in contested] == ["q1"]
+    assert mark_disputed_origins(world) == ["cup"]
+    (atom, prov), = [(a, p) for a, p in world.facts.items() if a[:2] == ("at", "cup")]
+    assert atom == ("at", "cup", "table") and prov == {"source": "curated", "refs": {
+        "rule": f"{ROW_RULE}:object_motion_object_movement_itinerary.json i1",
+        "disputed": "3d_perception_object_location.json q1: sink; object_motion_object_movement_itinerary.json "
+                    "i1: table; object_motion_object_movement_itinerary.json i1: chain:counter|dishwasher|table"}}
+    # an undisputed origin is left alone: the same itinerary with an answer on its chain
+    world, *_ = _cup_world(moves=two, vqa=("q1", "take", 12.0, "table"))
+    assert world.conflicts == [] and mark_disputed_origins(world) == []
+
+
+def test_a_track_whose_start_a_put_down_before_it_binds_is_kept_when_only_its_end_is_disputed():
+    # P03-20240217-210958's orange cloth: answer 81 (a put) and itinerary 471 dispute where
+    # track 0022a734 ends (81 names a fixture the chain never visits); its start is the sink,
+    # where answer 147 put the cloth at the end of the track before. The one-end rule keeps
+    # a track with one end bound undisputed, but only the track's own links counted, so it
+    # was dropped whole. Here: q0 puts the cup on the table after c1 (c2's start), q1 puts
+    # it in the sink after c2 while itinerary i1 (2 moves, 3 tracks) never visits the sink
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import build_world
+    fixtures = [{"id": f, "type": f} for f in ("counter", "dishwasher", "cupboard", "table", "sink")]
+    cup = Association("v", "a1", "cup", "cup", (Track("c1", 10.0, 12.0), Track("c2", 30.0, 32.0),
+                                                 Track("c3", 50.0, 52.0)))
+    it = Itinerary("i1", "v", 52.0, (("cupboard", "table"), ("table", "dishwasher")))
+    q0, q1 = LocationAnswer("q0", "v", "put", 10.0, "table"), LocationAnswer("q1", "v", "put", 30.0, "sink")
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [cup]}, [q0, q1], [it], {},
+                        ClassTable({}, {}, {}), Vocabulary.load(), offsets={"v": 0.0})
+    assert [(c["track"], c["side"]) for c in world.conflicts] == [("c2", "dst")]
+    c2 = next(t for t in world.tracks if t.track_id == "c2")
+    assert c2.conflict is None and c2.src is None and c2.dst is None      # kept; its end stays curated
+    c1 = next(t for t in world.tracks if t.track_id == "c1")
+    assert (c1.dst, c1.dst_ref, c1.disputed) == ("table", "q0", None)      # what binds c2's start
+    assert "3d_perception_object_location.json q1: sink" in c2.disputed      # its put-down says why
+    # with nothing binding its start (no q0), the track has no undisputed end: not compiled
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [cup]}, [q1], [it], {},
+                        ClassTable({}, {}, {}), Vocabulary.load(), offsets={"v": 0.0})
+    assert next(t for t in world.tracks if t.track_id == "c2").conflict is not None
+
+
 def test_table_3_counts_the_row_audit():
     from types import SimpleNamespace as NS
     from analysis.report.audit import validation_audit

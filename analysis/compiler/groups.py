@@ -17,7 +17,7 @@ from .operations import build_operations
 from .readers import Activity, Recipe
 from .sim import Sim
 from .out_of_storage import out_of_storage_sources, unload_sources
-from .worlds import EpisodeWorld
+from .worlds import EpisodeWorld, mark_disputed_origins
 
 
 @dataclass
@@ -69,6 +69,7 @@ def build_groups(world: EpisodeWorld, recipes, activities, sim: Sim, snippets=()
         world.facts.setdefault(atom, prov)
     unload_sources(world, activities, sim.vocab)
     out_of_storage_sources(world, activities, sim.vocab)
+    mark_disputed_origins(world)        # last: the passes above rewrite initial places
     b = build_operations(world, g, sim)
     segs = episode_segments(world, recipes)
     # every operation of one source event (with its navigation and open/close steps)

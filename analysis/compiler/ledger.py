@@ -8,8 +8,9 @@ Within each source unit (a recipe step with its prep segments, or an activity ro
 * every **add** row of ``complete_recipes.json`` (kind ``add``; weigh events are not adds),
 * every **placement**: a VQA object-location answer or itinerary that gives the put-down of
   a named track with one candidate object (the tracks of one association are one
-  candidate) within two frames, lasting to the unit's end (no later track of the object
-  starts before it),
+  candidate; where no named object is one, one unnamed "Track N": accounted
+  ``unnamed_track``) within two frames, lasting to the unit's end (no later track of the
+  object starts before it),
 * every **close or off** snippet (``fine_grained_*``), the last one per object in the unit
   when no open or switch-on of it follows in the unit.
 
@@ -72,6 +73,9 @@ REASONS = {
     "admission_refused": "admission refused the unit's task (cohort/rejected.jsonl)",
     "not_in_suite": "the unit's task is in no suite (a memory episode's event task)",
     "unit_not_compiled": "no compiled group belongs to the unit",
+    "unnamed_track": "the placement's one candidate object is an unnamed track ('Track N': the "
+                     "annotators gave no object name), which the compiler does not compile "
+                     "(refs.dropped: the record that set the row or track aside)",
 }
 #: The closed set of reasons a condition of an exported task expresses no end-state row of
 #: its unit (``cohort/audit.jsonl`` check ``ledger_no_row``, one record per such condition;
@@ -129,6 +133,7 @@ class Row:
     key: tuple = ()     # what a dropped record names: (recipe, ingredient) of an add,
                         # (association, track) of a placement
     place: str | None = None  # a placement's put-down fixture (fixture_id of its answer)
+    unnamed: bool = False     # a placement whose one candidate is an unnamed track
 
 
 # --------------------------------------------------------------------------- the row rule
@@ -189,7 +194,9 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
                                    None, f"{r.recipe_id}/{e.ingredient_id} ({e.name})",
                                    (r.recipe_id, e.ingredient_id)))
     for v in videos:
-        named = [a for a in assocs.get(v, []) if a.name]
+        # the strict count's candidates are the named objects; an answer whose one candidate
+        # is an unnamed track (none named) is a row too, or it would go unaccounted
+        named = [a for a in assocs.get(v, []) if a.tracks]
         cands = []
         for ans in (x for x in answers if x.video == v):
             hits = set()
@@ -209,6 +216,7 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
                              if len(it.moves) == len(a.tracks) else {(a, a.tracks[-1], it.moves[-1][1])})
             cands.append((it.vqa_id, hits))
         for qid, hits in cands:
+            hits = {h for h in hits if h[0].name} or hits
             if len({a.assoc_id for a, _, _ in hits}) != 1:
                 continue        # ambiguous (or none): no row that decides a placement
             for a, t, phrase in sorted(hits, key=lambda h: h[1].start):
@@ -217,7 +225,7 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
                     continue
                 out.append(Row("placement", u, v, t.end, (qid,), f"{v}/{a.assoc_id}/{t.track_id}",
                                f"put-down of {a.raw_name!r} (track {t.track_id}) by {qid}",
-                               (a.assoc_id, t.track_id), fixture_id(phrase)))
+                               (a.assoc_id, t.track_id), fixture_id(phrase), not a.name))
     last: dict = {}
     for x in sorted((x for x in snippets if x.video in vs), key=lambda x: (x.video, x.start, x.vqa_id)):
         verb = next((p for p in CLOSING + OPENING if x.action.startswith(p + " ")), None)
@@ -345,6 +353,12 @@ def account(rows: list[Row], infos: dict, ops, op_group, exported: set, refused:
         info = infos.get(row.unit)
         task = info["task"] if info else None
         st, refs = None, {}
+        if row.unnamed:
+            # nothing compiles an unnamed track, so no operation or condition can rest on it
+            hit = _dropping(row, [d for d, t in text if _names(d, t, row)])
+            out.append((row, reason("unnamed_track", f"{row.what}: the track has no object name"),
+                        {"dropped": hit["event_id"]} if hit else {}))
+            continue
         if task is not None:
             # the condition whose witness compiled the row, else one whose provenance cites it
             # (an add's pour also cites its source's put-down: never the bowl's placement)

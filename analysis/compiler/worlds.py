@@ -323,7 +323,11 @@ def _add_tracks(d: _Draft, vl: _VideoLinks, a: Association, ent: str, offsets: d
                          chain=chain, chain_dst=guess.get(t.track_id), chain_moves=moves,
                          same_as=same_as)
         lk = vl.per_track.get((a.assoc_id, t.track_id), {})
-        _fill_links(info, lk, _track_conflict(vl.bad.get((a.assoc_id, t.track_id), []), lk))
+        # the gap before a track is the gap after the one before it: a put-down bound there
+        # binds this track's start (and the next track's take binds this one's end)
+        near = tuple(vl.per_track.get((a.assoc_id, a.tracks[j].track_id), {}) if 0 <= j < len(a.tracks) else {}
+                     for j in (k - 1, k + 1))
+        _fill_links(info, lk, _track_conflict(vl.bad.get((a.assoc_id, t.track_id), []), lk, *near))
         info.disputed = gap_dispute(vl.bad, a, k)
         d.tracks.append(info)
         seen_here[nm] = (ent, info)
@@ -393,6 +397,42 @@ def yield_initial_places(facts: dict, tracks: list, row_places: dict, identities
     return changed
 
 
+def mark_disputed_origins(world: EpisodeWorld) -> list[str]:
+    """An object whose rows disagree on where it started (a conflict on the source of its
+    first track: ``side`` "src" or "initial", ``answer_links._link_answers``) keeps a curated
+    initial place, and the fact says so: ``refs.disputed`` names the rows, as a put-down's
+    does (``gap_dispute``). Run after every pass that rewrites initial places. Changes
+    ``world.facts``; returns the entities marked.
+
+    >>> from types import SimpleNamespace as N
+    >>> a = N(video="v", assoc_id="a", tracks=[N(track_id="t0")])
+    >>> w = N(tracks=[N(entity="glass", same_as=None, assoc=a, track_id="t0")],
+    ...       facts={("at", "glass", "counter"): {"source": "curated", "refs": {"rule": "r"}}},
+    ...       conflicts=[{"video": "v", "association": "a", "track": "t0", "side": "src", "answers": [
+    ...           {"file": "f", "id": "q11", "fixture": "sink"}, {"file": "g", "id": "it427", "fixture": "hob"}]}])
+    >>> mark_disputed_origins(w), w.facts[("at", "glass", "counter")]["refs"]["disputed"]
+    (['glass'], 'f q11: sink; g it427: hob')
+    """
+    bad: dict = {}
+    for c in world.conflicts:
+        if c["side"] in ("src", "initial"):
+            bad.setdefault((c["video"], c["association"], c["track"]), []).extend(c["answers"])
+    first: dict = {}
+    for tr in world.tracks:                # time order
+        if tr.same_as is None:
+            first.setdefault(tr.entity, tr)
+    marked = []
+    for ent, tr in sorted(first.items()):
+        rows = bad.get((tr.assoc.video, tr.assoc.assoc_id, tr.track_id)) if tr.track_id == tr.assoc.tracks[0].track_id else None
+        atom = next((x for x in world.facts if x[0] == "at" and x[1] == ent), None)
+        if not rows or atom is None or world.facts[atom]["source"] != "curated":
+            continue
+        text = "; ".join(dict.fromkeys(f"{x['file']} {x['id']}: {x['fixture']}" for x in rows))
+        world.facts[atom] = {**world.facts[atom], "refs": {**world.facts[atom]["refs"], "disputed": text}}
+        marked.append(ent)
+    return marked
+
+
 def gap_dispute(bad: dict, a, k: int) -> str | None:
     """The rows disputing where track ``k`` of ``a`` left its object (its destination or
     the next track's source: one place), as ``"file id: fixture; ..."``, else ``None``
@@ -411,22 +451,32 @@ def gap_dispute(bad: dict, a, k: int) -> str | None:
     return text or None
 
 
-def _track_conflict(conflicts: list, lk: dict) -> dict | None:
+def _track_conflict(conflicts: list, lk: dict, before: dict | None = None, after: dict | None = None) -> dict | None:
     """The conflict that keeps a track out of the world, else ``None``: rows that disagree
-    only on one end of a track leave its other end, bound undisputed (``lk``), observed;
-    the disputed end stays curated (it is listed as an observed conflict). A track with no
-    undisputed end is not compiled (P02-20240209-194141's glass: answer 11 and itinerary 427
-    disagree on where it came from, nothing disputes where 427 puts it).
+    only on one end of a track leave its other end, bound undisputed, observed; the
+    disputed end stays curated (it is listed as an observed conflict). An end is bound by
+    the track's own links (``lk``) or by its neighbour's across the gap: its start by the
+    previous track's destination (``before``), its end by the next track's source
+    (``after``; P03-20240217-210958's orange cloth: answer 81 and itinerary 471 dispute
+    where track 0022a734 ends, answer 147 put it in the sink before it starts). A track
+    with no undisputed end is not compiled (P02-20240209-194141's glass: answer 11 and
+    itinerary 427 disagree on where it came from, nothing disputes where 427 puts it).
 
     >>> c = {"side": "src", "answers": []}
     >>> _track_conflict([c], {"dst": ("sink", None)}) is None, _track_conflict([c], {}) is c
     (True, True)
     >>> _track_conflict([c, {"side": "dst", "answers": []}], {}) is c
     True
+    >>> d = {"side": "dst", "answers": []}
+    >>> _track_conflict([d], {}, before={"dst": ("sink", None)}) is None, _track_conflict([d], {}, after={"src": ("hob", None)}) is d
+    (True, True)
+    >>> _track_conflict([c], {}, after={"src": ("hob", None)}) is None
+    True
     """
     sides = {c["side"] for c in conflicts}
+    bound = {"src": "src" in lk or "dst" in (before or {}), "dst": "dst" in lk or "src" in (after or {})}
     other = {"src": "dst", "dst": "src"}
-    if len(sides) == 1 and other.get(next(iter(sides))) in lk:
+    if len(sides) == 1 and bound.get(other.get(next(iter(sides)), ""), False):
         return None
     return conflicts[0] if conflicts else None
 
