@@ -8,10 +8,8 @@ import re
 from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
-from .open_adds import (later_handled_vessel, open_add_vessel, overlapping_steps_vessel, same_step_target,
-                        step_adds_vessel)
-from .grounder import (bind_target, drop, is_a, is_food, local, overlapping, track_ref,
-                       windows_at)
+from .open_adds import later_handled_vessel, open_add_vessel, overlapping_steps_vessel, same_step_target, step_adds_vessel
+from .grounder import bind_target, drop, is_a, is_food, local, overlapping, track_ref, windows_at
 
 #: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
 SERVED_FROM_WORDS = {"bowl", "plate", "cup", "ramekin", "dish", "saucer"}
@@ -401,8 +399,8 @@ def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during
             target, tev = open_add_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)))
     if target is None and step_adds and not agreed:
         target, tev = step_adds_vessel(ctx, rid, win, ttext, own, why, *(during or (t0, t1)), what)
-        if target is None:
-            target, tev = later_handled_vessel(ctx, win, ttext, own, why, *(during or (t0, t1)))
+    if target is None and step_adds and not agreed:  # the vessel its segment handles after it
+        target, tev = later_handled_vessel(ctx, win, ttext, own, why, *(during or (t0, t1)))
     if target is None:
         drop(ctx, "add", what, f"target not decided: {why}", t0, **refs)
         ctx.undecided_adds.append((ev.span.video, t0, t1))
