@@ -16,7 +16,8 @@ are observed:
   one candidate; a name ending in a lid word, "jar of tahini lid", is the lid put on, never
   the jar closed: :func:`is_lid`); with none so named, exactly one tracked container of the
   kind the noun is typed as (:func:`same_kind`: "close bag" and the tracked "coffee
-  packet"). A close is timed at the snippet's end, when the container is closed. An item action also needs the item in the hand when it
+  packet"). A close is timed at the snippet's end, when the container is closed, or at its track's end
+  if the object is put down first (it is closed in the hand). An item action also needs the item in the hand when it
   is emitted (``op_builder.OpBuilder.emit`` checks it): its track is reserved for it,
   after every add's and step's (``one_hand.select_tracks``, ``weak``). A noun naming a
   fixture with a door (a cupboard, a drawer, an oven, a bin: :func:`fixture_named`) and no
