@@ -88,3 +88,36 @@ def test_a_unit_the_soundness_rules_keep_below_two_is_named(bench):
     assert (step.sound, step.reachable, step.expressed) == (3, 1, 1)
     assert bench.blocked(gaps) == [step]
     assert bench.summary(gaps)[2].endswith("blocked by them: ep R/S1")
+
+
+def test_an_end_state_the_rows_leave_undecided_leaves_the_estimate(bench):
+    # the pepper add (row P00.csv:2) was set aside; whether binding work can still express it
+    # depends on what its dropped record says the rows leave
+    def gaps_for(reason, task_of=None):
+        led = [{**_drop("P00.csv:2", "add", ["R/I2"], 40.0, "not_grounded")}]
+        led[0]["refs"]["dropped"] = "ep/d001"
+        return bench.episode_gaps(_src(), "planner", "ep", ["v"], {"v": 100.0}, task_of or {}, led,
+                                  {"ep/d001": reason})
+    row = lambda gs: [g for g in gs if g.unit == "P00.csv:2"][0]  # noqa: E731
+    two_pans = "target not decided: step text 'pan': ambiguous vessel, 2 pan instances put down ..."
+    silent = "target not decided: no vessel named in the step text or handled during the event"
+    assert (row(gaps_for(two_pans)).left, row(gaps_for(two_pans)).decided) == (["open"], 0)
+    # a step text naming no vessel leaves it to the recipe's other steps: binding work
+    assert (row(gaps_for(silent)).left, row(gaps_for(silent)).decided) == ([None], 1)
+    assert bench.unit_lines([row(gaps_for(two_pans))])[1].endswith("= not_grounded (open)")
+    # S1's task holds its three end states (no ledger row sets one aside) and an event
+    gs = gaps_for(two_pans, {"R/S1": ("ep/t000", 4)})
+    step = [g for g in gs if g.unit == "R/S1"][0]
+    assert (step.decided, step.others) == (3, 1)
+    assert bench.summary(gs)[3] == (
+        "planner if every end state the rows decide were bound: 1 units may have a task, 1 one of two or "
+        "more end states, 1 of two or more conditions with its task's others; besides, 0 tasks of units "
+        "with no strict end state (0 of two or more conditions)")
+
+
+def test_rows_leave_classes_placements_and_closes(bench):
+    assert bench.rows_leave("placement", "observed sources disagree (a b)") == "conflict"
+    assert bench.rows_leave("close", "drawer names a fixture (drawer), not a tracked object: ...") == "fixture"
+    assert bench.rows_leave("close", "unique binding: 2 tracked objects named 'jar' are handled") == "open"
+    assert bench.rows_leave("close", "something the table does not know") is None
+    assert bench.rows_leave("add", None) is None
