@@ -72,6 +72,17 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
                 and not any(j.start < t.end and t.start < j.end for j in chosen
                             if j.track_id in juggled))
 
+    def inside_late(t, c):
+        """A placed ``t`` that starts before ``c`` is held (``c``'s pick-up moved later, to a
+        hand-over) but ends inside it: held from ``c``'s pick-up to its own end, nested in
+        ``c``, when nothing else is *held* then and no grounded event needs ``c`` (a knife
+        washed among five spoons, each held from the moment the one before is put down,
+        while itinerary 375 decides the knife's sink -> dishwasher move)."""
+        s = max(t.start, pick[c.track_id])
+        return (round(t.end, 3) <= round(c.end, 3) and s < t.end - OVERLAP_EPS
+                and not any(s - OVERLAP_EPS <= x <= t.end + OVERLAP_EPS for x in busy_times.get(c.track_id, ()))
+                and not any(o is not c and pick[o.track_id] < t.end and s < o.end for o in chosen))
+
     for s0, e0, t in busy:
         clash = next((c for c in chosen if s0 < c.end - OVERLAP_EPS and c.start < e0 - OVERLAP_EPS), None)
         if clash is None:
@@ -99,7 +110,7 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
                     key=lambda t: (t.start, t.end, t.entity, t.track_id)):
         cover = next((h for h in held if h[0] - OVERLAP_EPS < t.end <= h[1] + OVERLAP_EPS), None)
         if cover is not None:
-            if t.track_id in placed and inside(t, cover[2]):
+            if t.track_id in placed and (inside(t, cover[2]) or inside_late(t, cover[2])):
                 chosen.append(t)
                 pick[t.track_id] = max(t.start, pick[cover[2].track_id])
                 juggled[t.track_id] = cover[2]
