@@ -31,3 +31,29 @@ def test_placed_track_nested_in_a_handed_over_track_is_kept():
     chosen, blocked, _, juggled = select_tracks([s, p, q, k, r], set(), placed={"s", "p", "q", "k", "r"})
     assert {t: o.track_id for t, o in juggled.items()} == {"k": "p"}
     assert [(t.track_id, o.track_id) for t, o in blocked] == [("r", "p")]
+
+
+def test_a_placed_track_keeps_the_hand_from_one_no_row_places():
+    # three bowls carried at once (P04-20240413-142619, 3720-3731 s): w (0-10) no row
+    # places, l (1-10.02) and r (3-10.02) the rows place, put down a hair after w (so not
+    # nested in it). l takes the hand from w (w is dropped, blocked by l), r is nested in l
+    # (they are put down together)
+    w, l, r = _tr("w", 0, 10), _tr("l", 1, 10.02), _tr("r", 3, 10.02)
+    chosen, blocked, pick, juggled = select_tracks([w, l, r], set(), placed={"l", "r"})
+    assert [t.track_id for t in chosen] == ["l", "r"] and pick == {"l": 1, "r": 3}
+    assert [(t.track_id, o.track_id) for t, o in blocked] == [("w", "l")]
+    assert {t: o.track_id for t, o in juggled.items()} == {"r": "l"}
+    # w placed too: neither is less certain, l is dropped as before
+    chosen, blocked, _, _ = select_tracks([w, l], set(), placed={"w", "l"})
+    assert [t.track_id for t in chosen] == ["w"] and [(t.track_id, o.track_id) for t, o in blocked] == [("l", "w")]
+    # w needed by a grounded event: it keeps the hand
+    chosen, blocked, _, _ = select_tracks([w, l], {"w"}, {"w": [0.5]}, placed={"l"})
+    assert [t.track_id for t in chosen] == ["w"] and [(t.track_id, o.track_id) for t, o in blocked] == [("l", "w")]
+    # a needed track held over l's time too (h, 0.5-2): l cannot take the hand, it is dropped
+    h = _tr("h", 0.5, 2)
+    chosen, blocked, _, _ = select_tracks([w, l, h], {"h"}, {"h": [1.5]}, placed={"l"})
+    assert "l" in [t.track_id for t, _ in blocked]
+    # put down together with w (nested in it, the other hand): both kept, as before
+    l2 = _tr("l", 1, 10)
+    chosen, blocked, _, juggled = select_tracks([w, l2], set(), placed={"l"})
+    assert not blocked and {t: o.track_id for t, o in juggled.items()} == {"l": "w"}
