@@ -196,6 +196,7 @@ SOURCE_LIMITS = [
     ("in the hand through the whole add", "vessel: the only one named is held through the add (source or target)",
      "one"),
     ("or put down in the 60 s before it (", "vessel: several of the named noun, none handled near the add", "open"),
+    ("no untracked", "vessel: a tracked vessel of its kind (pot/pan) may be the untracked one the text names", "open"),
     ("true_at_task_start", "soundness: the in() holds at the task's start (no free credit)", "one"),
     ("true_in_initial_world", "soundness: the in() holds in the initial world (no free credit)", "one"),
     ("an argument is not observed", "soundness: the vessel's identity is a curated merge across videos", "one"),
@@ -213,6 +214,9 @@ def source_limit(reason: str) -> str | None:
     'vessel: two or more of the named noun qualify'
     >>> source_limit("jar is not in the hand at 2944.63s (its track was not selected or not executable)") is None
     True
+    >>> candidates("target not decided: step text names 'pot', ...; red_saucepan (a pan; handled 729.12-736.14 s), "
+    ...            "handled in the step's segments ..., may be the pot it means: no untracked pot is created")
+    'open'
     """
     return next((limit for pat, limit, _ in SOURCE_LIMITS if pat in (reason or "")), None)
 

@@ -206,8 +206,10 @@ def test_unit_tasks_one_task_per_source_unit_with_every_observed_end_state():
 
 def test_a_snippet_gives_a_capped_end_state_never_a_key_event():
     # the tapped cup (g0) adds no event to the row (it stays terminal, same conditions);
-    # the bottle closed after the pour (g1) is an end state of step S02, unless the bottle
-    # is handled again inside the step (a track at 16-17 s: it may have been opened again)
+    # the bottle closed after the pour (g1) is an end state of step S02, also when the
+    # bottle is handled again inside the step (a track at 16-17 s: put away, still closed),
+    # unless a row shows it opened then (an <open bottle> snippet, or an add row during
+    # that track: something poured out of it)
     from types import SimpleNamespace as NS
     from analysis.compiler.admission import replay
     from analysis.compiler.sim import Sim
@@ -222,7 +224,21 @@ def test_a_snippet_gives_a_capped_end_state_never_a_key_event():
     assert got() == [("terminal", [["at", "cup", "table"]]),
                      ("terminal", [["in", "juice", "cup"], ["at", "bottle", "table"], ["capped", "bottle"]])]
     world.tracks = [NS(entity="bottle", start=16.0, end=17.0)]
-    assert got()[1] == ("terminal", [["in", "juice", "cup"]])
+    # handled again, no row opens it: capped stays (the placement is intermediate: moved again)
+    assert got()[1] == ("terminal", [["in", "juice", "cup"], ["capped", "bottle"]])
+    world.names = {"bottle": ["glass bottle"]}
+    run = lambda rows: [[c.get("atom") for c in t["conditions"]] for t in unit_tasks(
+        "e", world, groups, grecs, builder, op_group, acts, sim, objects, states, reopen=rows)[0]][1]
+    open_bottle = ("open", 16.5, frozenset({"bottle"}))
+    assert run([open_bottle]) == [["in", "juice", "cup"]]
+    assert run([("add", 16.2, 16.8)]) == [["in", "juice", "cup"]]
+    # an opening of another noun, an add outside the later track, or an opening after the
+    # step's end (20 s) undoes nothing
+    assert run([("open", 16.5, frozenset({"jar"})), ("add", 18.0, 19.0), ("open", 25.0, frozenset({"bottle"}))]) \
+        == [["in", "juice", "cup"], ["capped", "bottle"]]
+    # not handled again (no later track): an opening row names another bottle, not this one
+    world.tracks = []
+    assert run([open_bottle]) == [["in", "juice", "cup"], ["at", "bottle", "table"], ["capped", "bottle"]]
 
 
 def test_a_placement_the_rows_move_again_within_the_unit_is_not_an_end_state():
@@ -954,3 +970,21 @@ def test_rows_that_disagree_on_both_ends_of_a_track_keep_it_out():
     world, _ = _glass_world([LocationAnswer("q2", "v", "put", 10.0, "sink")])
     assert sorted((c["track"], c["side"]) for c in world.conflicts) == [("g1", "dst"), ("g1", "src")]
     assert world.tracks[0].conflict is not None
+
+
+def test_reopen_rows_are_openings_and_adds_on_episode_time():
+    # <open bag> and <reach into bag> show a container open, <pry open package> too (the
+    # longest verb first: its noun is "package"); a <close bag> or <tap spoon> does not.
+    # Snippet times are video times (offset 100 s for video w); add rows already episode time
+    from types import SimpleNamespace as NS
+    from analysis.compiler.readers import Snippet
+    from analysis.compiler.tasks import reopen_rows
+    sn = lambda v, t, a: Snippet(f"q{t}", "fine_grained_how_recognition.json", v, t, t + 1, a, "", "")
+    snippets = [sn("v", 1.0, "open bag"), sn("w", 2.0, "reach into spice bag"), sn("w", 3.0, "pry open package"),
+                sn("v", 4.0, "close bag"), sn("v", 5.0, "tap spoon"), sn("x", 6.0, "open jar")]
+    add = lambda v, a, b: NS(kind="add", span=NS(video=v, start=a, end=b))
+    recipes = {"R": NS(captures=[NS(events=[add("w", 150.0, 155.0), NS(kind="weigh", span=NS(video="w", start=1, end=2)),
+                                            add("x", 1.0, 2.0)])])}
+    assert reopen_rows(snippets, recipes, {"v": 0.0, "w": 100.0}) == [
+        ("open", 1.0, frozenset({"bag"})), ("open", 102.0, frozenset({"spice", "bag"})),
+        ("open", 103.0, frozenset({"package"})), ("add", 150.0, 155.0)]

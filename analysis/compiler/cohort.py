@@ -43,7 +43,7 @@ from .row_audit import (ambiguous, audit_rows, audit_states, decisions, refuse_c
                         row_audit_records, track_index)
 from .sim import Sim
 from .suites import Suites, memory_candidates, select_suites, suite_records
-from .tasks import unit_tasks
+from .tasks import reopen_rows, unit_tasks
 from .vocabulary import Vocabulary
 from .worlds import build_world
 
@@ -276,7 +276,8 @@ def compile_episode(eid: str, src: Source, plan: EpisodePlan, scenes: Scenes, vo
     infos: dict = {}
     cands, rejected, held = unit_tasks(eid, world, groups, grecs, builder, op_group, ep_acts, sim,
                                        objects, states, segments=episode_segments(world, ep_recipes),
-                                       ledger=infos)
+                                       ledger=infos, reopen=reopen_rows([x for x in src.snippets if x.video in vids],
+                                                                        ep_recipes, offsets))
     dropped += sorted(held, key=lambda d: (d["time"], d["what"]))
     admitted = []
     for c in cands:

@@ -59,7 +59,8 @@ REASONS = {
     "not_lasting": "the row's compiled end state does not hold at the unit's end",
     "no_end_state": "the row's compiled operation sets no end state a condition can hold "
                     "(a switch-off, a sampled hob or tap)",
-    "intermediate": "the unit handles the object again (or cuts it) after the row",
+    "intermediate": "the unit moves the object again (or cuts it, or opens again what the row closed) "
+                    "after the row",
     "move_may_precede_unit": "an itinerary's final 'to' whose move may precede the unit",
     "evidence_before_unit": "the object's track lies mostly before the unit",
     "argument_not_observed": "an argument of the end state is curated",

@@ -38,10 +38,13 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
     can be set down for it: nothing else is held then and no grounded event needs the
     outer object during it, and when the inner track is needed by a grounded event or its
     destination is observed (``placed``: nothing else would be gained from the curated
-    set-down steps). ``juggled[track_id]`` is then the outer track; the builder
+    set-down steps); a placed track that starts before the outer one's pick-up (moved to a
+    hand-over) is held from that pick-up. ``juggled[track_id]`` is then the outer track; the builder
     sets the outer object down before the pick-up and picks it up again after the
     put-down (curated steps). Any other track whose end falls while another is held is
-    dropped.
+    dropped, unless it is placed and the held track is not (nor needed, nor holding a
+    nested one): then the row-decided track keeps the hand and the other is dropped (three
+    bowls carried at once, the rows deciding where two of them go).
 
     Tracks in ``weak`` are needed by a fine-grained snippet's action (a jar closed in the
     hand): they are reserved like the needed ones, but after all of them, so a snippet never
@@ -72,6 +75,17 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
                 and not any(j.start < t.end and t.start < j.end for j in chosen
                             if j.track_id in juggled))
 
+    def inside_late(t, c):
+        """A placed ``t`` that starts before ``c`` is held (``c``'s pick-up moved later, to a
+        hand-over) but ends inside it: held from ``c``'s pick-up to its own end, nested in
+        ``c``, when nothing else is *held* then and no grounded event needs ``c`` (a knife
+        washed among five spoons, each held from the moment the one before is put down,
+        while itinerary 375 decides the knife's sink -> dishwasher move)."""
+        s = max(t.start, pick[c.track_id])
+        return (round(t.end, 3) <= round(c.end, 3) and s < t.end - OVERLAP_EPS
+                and not any(s - OVERLAP_EPS <= x <= t.end + OVERLAP_EPS for x in busy_times.get(c.track_id, ()))
+                and not any(o is not c and pick[o.track_id] < t.end and s < o.end for o in chosen))
+
     for s0, e0, t in busy:
         clash = next((c for c in chosen if s0 < c.end - OVERLAP_EPS and c.start < e0 - OVERLAP_EPS), None)
         if clash is None:
@@ -99,12 +113,24 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
                     key=lambda t: (t.start, t.end, t.entity, t.track_id)):
         cover = next((h for h in held if h[0] - OVERLAP_EPS < t.end <= h[1] + OVERLAP_EPS), None)
         if cover is not None:
-            if t.track_id in placed and inside(t, cover[2]):
+            c = cover[2]
+            if t.track_id in placed and (inside(t, c) or inside_late(t, c)):
                 chosen.append(t)
-                pick[t.track_id] = max(t.start, pick[cover[2].track_id])
-                juggled[t.track_id] = cover[2]
+                pick[t.track_id] = max(t.start, pick[c.track_id])
+                juggled[t.track_id] = c
+            elif (t.track_id in placed and c.track_id not in placed and c.track_id not in needed
+                  and c not in juggled.values()
+                  and not any(h[2] is not c and h[0] < t.end and h[1] > t.start - OVERLAP_EPS for h in held)):
+                # the row decides where t goes, nothing decides where c went: t keeps the hand
+                held.remove(cover)
+                chosen.remove(c)
+                del pick[c.track_id]
+                blocked.append((c, t))
+                chosen.append(t)
+                pick[t.track_id] = t.start
+                held.append((t.start, t.end, t))
             else:
-                blocked.append((t, cover[2]))
+                blocked.append((t, c))
             continue
         # every selected interval overlapping this one ends before its end (no cover):
         # the hand is free after the last of them

@@ -121,7 +121,11 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
                    file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
                    video=tr.assoc.video)
             continue
-        why = (f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
+        why = (f"held with track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s), whose "
+               "destination a row decides while none decides this one's: that one keeps the hand (one-hand model)"
+               if other.start > tr.start + OVERLAP_EPS and tr.end >= other.end - OVERLAP_EPS
+               and other.track_id in placed - needed and tr.track_id not in placed else
+               f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
                "is held (nested in it: the other hand; one-hand model)" if tr.end <= other.end + OVERLAP_EPS else
                f"starts while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
                f"is held and its grounded event comes before the hand is free (track {tr.start:.1f}-"

@@ -29,9 +29,9 @@ A unit's conditions, each resting on observed evidence only:
   activity row, the verbs of its label, grounding.rows.ground_rows), an unobserved
   fixture argument a wildcard (``null``). A fine-grained snippet's operation (tap a
   spoon, close a bottle: :mod:`analysis.compiler.grounding.snippets`) is never one: it is handling
-  on the way, and gives only the end states it leaves on an item (``capped``, when the
-  item has no later track in the unit: a cap changes only in the hand); a hob or tap it
-  switches gives none (it may be switched back unobserved).
+  on the way, and gives only the end states it leaves on an item (``capped``, unless the
+  item is handled again in the unit and a row shows it opened then: :func:`_reopened`);
+  a hob or tap it switches gives none (it may be switched back unobserved).
 
 The paper's rule decides the tier: *terminal* when the unit's goal is an end state in a
 represented attribute (a grounded add or transfer, or, for an activity row, the observed
@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from .evidence import (_add_row, _arg_refs, _atom_keep, _before_unit, _cond_prov, _cut_later,
                        _event_keep, _may_move_renamed, _move_may_precede, _moves_again)
-from .grounding import title_of
+from .grounding import name_head, title_of, words
 
 END_PREDICATES = {"in", "at", "open", "powered", "running", "capped", "covered"}
 GOAL_ATOM_PREDICATES = {"in", "powered"}     # what an add, a transfer or a switch-on is for
@@ -143,10 +143,68 @@ def _unit_spans(u, mine, groups, segments) -> tuple:
     return until, since, spans
 
 
-def _end_atoms(end, by, world, until, since, spans, sim, ops, skip) -> list[tuple]:
+#: snippet verbs that show a container open (``<open bag>``, ``<pry open package>``,
+#: ``<reach into bag>``): a close before them is undone
+REOPENING = ("open", "pry open", "reach into")
+
+
+def reopen_rows(snippets, recipes, offsets: dict) -> list[tuple]:
+    """The rows that may undo a close, on episode time: ``("open", time, noun words)`` per
+    snippet that opens or reaches into something (:data:`REOPENING`), ``("add", start,
+    end)`` per add row of ``recipes`` (already on episode time)."""
+    out = []
+    for sn in snippets:
+        verb = next((v for v in sorted(REOPENING, key=len, reverse=True) if sn.action.startswith(v + " ")), None)
+        if verb is not None and sn.video in offsets:
+            out.append(("open", sn.start + offsets[sn.video], frozenset(words(sn.action[len(verb) + 1:]))))
+    for r in (recipes or {}).values():
+        for c in r.captures:
+            out += [("add", e.span.start, e.span.end) for e in c.events
+                    if e.kind == "add" and e.span.video in offsets]
+    return out
+
+
+def _reopened(world, atom, op, until: float, rows) -> bool:
+    """Whether ``capped(o)``, set by the close ``op``, may be undone before ``until`` (the
+    unit's end). A cap changes only in the hand, so ``o`` must be handled again (a later
+    track in the unit), and the rows ``rows`` (:func:`reopen_rows`) must show it opened
+    then: a snippet after the close that opens or reaches into a container it names as
+    ``o`` (the head noun of one of ``o``'s names, or a word of the close snippet's own
+    noun: "close bag" of the tracked "coffee packet"), bound or not, or an add row timed
+    during a later track of ``o`` (something may be taken out of it). Handling alone
+    undoes nothing: the closed packet put away in the cupboard is still closed.
+
+    >>> from types import SimpleNamespace as NS
+    >>> w = NS(names={"bag": ["spice bag"]}, tracks=[NS(entity="bag", start=40.0, end=50.0)])
+    >>> close = NS(time=10.0, planned=NS(title="close plastic bag"))
+    >>> _reopened(w, ("capped", "bag"), close, 60.0, [])                  # put away: still closed
+    False
+    >>> _reopened(w, ("capped", "bag"), close, 60.0, [("open", 30.0, frozenset({"bag"}))])
+    True
+    >>> _reopened(w, ("capped", "bag"), close, 60.0, [("add", 44.0, 46.0)])   # poured from it
+    True
+    >>> _reopened(w, ("capped", "bag"), close, 35.0, [("open", 30.0, frozenset({"bag"}))])  # not handled again
+    False
+    """
+    o, t = atom[1], op.time
+    title = getattr(op.planned, "title", None) or ""
+    named = {name_head(n) for n in getattr(world, "names", {}).get(o, ())} | set(words(" ".join(title.split()[1:])))
+    later = [tr for tr in world.tracks if tr.entity == o and t + 1e-6 < tr.start < until]
+    if not later:
+        return False
+    for row in rows:
+        if row[0] == "open" and t < row[1] < until and row[2] & named:
+            return True
+        if row[0] == "add" and any(tr.start < row[2] and row[1] < min(tr.end, until) for tr in later):
+            return True
+    return False
+
+
+def _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen=()) -> list[tuple]:
     """Every atom the unit's own groups last established and that still holds at the
     unit's end, as ``(rank, operation index, atom, kept arguments)``; the others go to
-    ``skip`` with their reason code."""
+    ``skip`` with their reason code. ``reopen``: the rows that may undo a close
+    (:func:`reopen_rows`)."""
     atoms = []
     for atom in sorted(a for a in end if by.get(a) is not None):
         if atom[0] not in END_PREDICATES:
@@ -156,9 +214,10 @@ def _end_atoms(end, by, world, until, since, spans, sim, ops, skip) -> list[tupl
                                 or _cut_later(world, atom, by[atom], until, sim.vocab)):
             skip(atom, "intermediate")
             continue
-        if atom[0] in ("capped", "covered") and _moves_again(world, atom, by[atom], until):
+        if (atom[0] == "covered" and _moves_again(world, atom, by[atom], until)
+                or atom[0] == "capped" and _reopened(world, atom, by[atom], until, reopen)):
             skip(atom, "intermediate")
-            continue     # handled again in the unit: it may have been opened again
+            continue
         if atom[0] == "at" and _move_may_precede(world, by[atom], since):
             # TRUE at the unit's end either way (the final 'to'), but the move may
             # precede the unit, so it may already hold at its start in the rows: no
@@ -284,7 +343,7 @@ def _title_and_refs(u, mine, groups, segments, world) -> tuple[str, dict]:
 
 
 def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, activities,
-               sim, objects, states, segments=(), ledger: dict | None = None
+               sim, objects, states, segments=(), ledger: dict | None = None, reopen=()
                ) -> tuple[list[dict], list[dict], list[dict]]:
     """``(candidates, rejected, dropped)`` of one episode (see the module docstring;
     ``dropped``: the end states left out because they hold at the task's start); ``segments``
@@ -292,7 +351,8 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
     so that a step's card lists the segments no operation was compiled in too. ``ledger``,
     when given, is filled per unit key (:func:`unit_key`) with what
     :mod:`analysis.compiler.ledger` needs: the unit's own spans, its candidate task (or why
-    none) and every end state left out with its reason code."""
+    none) and every end state left out with its reason code. ``reopen``: the rows that may
+    undo a close (:func:`reopen_rows`)."""
     ops = builder.out.ops
     ops_of: dict[int, list] = {}
     for k, op in enumerate(ops):
@@ -314,7 +374,7 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         # sink, used and put back there, is dropped below: it gives free credit)
         until, since, spans = _unit_spans(u, mine, groups, segments)
         info["spans"] = spans
-        atoms = _end_atoms(end, by, world, until, since, spans, sim, ops, skip)
+        atoms = _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen)
         # no free credit: an end state that already holds when the task starts (an object
         # used and put back where it was), or in the episode's initial world (an object an
         # earlier unit took out and this one puts back: a planner that never took it out

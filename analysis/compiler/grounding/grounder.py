@@ -422,7 +422,12 @@ def text_vessel(ctx, nouns: list[str], text: str, t0: float, t1: float, win: Ste
     entity per noun and episode: a later add naming the noun binds the same one. Not
     when the text names several ("in separate pots"), the alternatives are of two
     types, or a vessel of another noun is tracked during the event (it may be the
-    one the text means)."""
+    one the text means), nor when a tracked vessel of the noun's kind (its type; a pot and
+    a pan are one kind: a "red saucepan" is the "pot" of "add water to the third pot") is
+    handled in the step's segments (every one of the video: the unit) or in the ``LOOKBACK``
+    before one (the text's vessel may be that one under another name: none is invented)."""
+    # vessel types one cooking vessel is called by: "pot", "saucepan", "pan", "wok"
+    hob_kinds = {"pot", "pan"}
     nt = ctx.vocab.data["noun_types"]
     leaves = {nt[n] for n in nouns}
     seg = f"{ev} ({local(ctx, video, t0):.2f}-{local(ctx, video, t1):.2f} s)" if video else ev
@@ -437,6 +442,23 @@ def text_vessel(ctx, nouns: list[str], text: str, t0: float, t1: float, win: Ste
     if held:
         return None, None, (f"step text names '{named}', and no object of the episode has that noun; "
                             f"{', '.join(held)} tracked during {seg} may be the vessel it means")
+    kinds = leaves | (hob_kinds if leaves & hob_kinds else set())
+    # the unit: every segment of the step in the video (a step the person came back to)
+    spans = [(a, b) for v, rid, sid, _, a, b in ctx.segments if (v, rid, sid) == (win.video, win.recipe, win.step)] \
+        or win.spans or [(win.start, win.end)]
+    alike = sorted((tr.start, tr.end, tr.entity) for e, trs in ctx.tracks_of.items()
+                   if ctx.w.objects.get(e) in kinds and target_ok(ctx, e) for tr in trs
+                   if tr.assoc.video == win.video and any(overlaps(tr.start, tr.end, a - LOOKBACK, b, 0.0)
+                                                          for a, b in spans))
+    if alike:
+        # the handling nearest the event is named (the red saucepan just before the add)
+        a, b, e = min(alike, key=lambda x: (max(0.0, x[0] - t1, t0 - x[1]), x))
+        more = sorted({x[2] for x in alike} - {e})
+        return None, None, (f"step text names '{named}', and no object of the episode has that noun; "
+                            f"{e} (a {ctx.w.objects[e]}; handled {local(ctx, win.video, a):.2f}-"
+                            f"{local(ctx, win.video, b):.2f} s){' and ' + ', '.join(more) if more else ''}, "
+                            f"handled in the step's segments or the {LOOKBACK:.0f} s before one, may be the "
+                            f"{nouns[0]} it means: no untracked {nouns[0]} is created")
     noun = nouns[0]
     ent = ctx.text_vessels.get(noun)
     if ent is None:
