@@ -42,13 +42,14 @@ def test_no_untracked_pot_where_a_tracked_pan_is_handled_just_before_the_step(vo
     _, g = _add(vocab, [])
     assert _vessels(g) == ["pot"] and g.objects["pot"] == "pot"
     # a "red saucepan" (a pan: one kind with a pot) put down 5 s before the step starts:
-    # it may be the pot the text means; the add stays open, no pot is invented
+    # it may be the pot the text means; with no activity row to say so (below), the add
+    # stays open, no pot is invented
     _, g = _add(vocab, [("red saucepan", 90.0, 95.0)])
     assert _vessels(g) == [] and "pot" not in g.objects
     assert _reason(g).endswith(
         "step text names 'pot', and no object of the episode has that noun; red_saucepan (a pan; handled "
         "90.00-95.00 s), handled in the step's segments or the 60 s before one, may be the pot it means: "
-        "no untracked pot is created")
+        "no untracked pot is created (no activity row of the recipe spanning the add names the food or the vessel)")
     # handled inside the step, after the add (108-109 s): the same
     _, g = _add(vocab, [("saucepan", 108.0, 109.0)])
     assert _vessels(g) == [] and "pot" not in g.objects
@@ -63,3 +64,63 @@ def test_an_untracked_pot_is_still_created_where_no_vessel_of_its_kind_is_near(v
     for tracks in ([("saucepan", 20.0, 25.0)], [("bowl", 90.0, 95.0)], [("saucepan", 111.0, 120.0)]):
         _, g = _add(vocab, tracks)
         assert _vessels(g) == ["pot"] and g.objects["pot"] == "pot", tracks
+
+
+def _row_add(vocab, tracks, label, recipes=("R",), extra=None):
+    """As ``_add``, with one activity row (recipes ``recipes``, 98-112 s, ``label``) and,
+    with ``extra``, a second recipe Q whose step S01 (60-80 s) holds ``extra``'s times."""
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.readers import (Activity, Association, Capture, IngredientEvent, Recipe, Span,
+                                           StepSegment, Track)
+    from analysis.compiler.worlds import build_world
+    assocs = [Association("v", f"a{i}", n, n, (Track(f"t{i}", a, b),)) for i, (n, a, b) in enumerate(tracks)]
+    cap = Capture("R", 0, ("v",), {"I01": "lettuce"}, (IngredientEvent("I01", "lettuce", "add", Span("v", 104.0, 106.0)),),
+                  (StepSegment("S01", "step", Span("v", 100.0, 110.0)),))
+    recipes = {"R": Recipe("R", "P01", "test", {"S01": "Add the lettuce into a pot."}, (cap,))}
+    if extra:
+        qcap = Capture("Q", 0, ("v",), {}, (), (StepSegment("S01", "step", Span("v", *extra)),))
+        recipes["Q"] = Recipe("Q", "P01", "other", {"S01": "Boil the potatoes."}, (qcap,))
+    rows = [Activity("v", recipes_, label, 98.0, 112.0, False, "P01_recipe_timestamps.csv:9")
+            for recipes_ in [tuple(recipes)]] if label else []
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
+                        {"v": assocs}, [], [], recipes, ClassTable({}, {}, {}), vocab)
+    return ground(world, recipes, vocab, rows)
+
+
+def test_the_one_tracked_vessel_of_its_kind_the_add_row_corroborates_is_bound(vocab):
+    # "into a pot", no object is a pot; the red saucepan (a pan: one kind) is put down 5 s
+    # before the step; the activity row spanning the add names the food: it is the pot
+    g = _row_add(vocab, [("red saucepan", 90.0, 95.0)], "Measure lettuce and add to water")
+    assert _vessels(g) == ["red_saucepan"] and "pot" not in g.objects
+    ev = next(p.evidence["c"] for p in g.planned if p.kind == "add")
+    assert ev["evidence"] == "step_text" and ev["row"] == "P01_recipe_timestamps.csv:9"
+    assert "red_saucepan (a pan, one kind with a pot) is the only vessel of its kind handled from 60 s before " \
+           "the add to the end of activity row P01_recipe_timestamps.csv:9 'Measure lettuce and add to water' " \
+           "(spanning the add, naming the food)" in ev["how"]
+    # a row naming the vessel ("Pour oil into saucepan") corroborates as well; the saucepan
+    # picked up right after the add, inside the row (108-109 s), is bound the same way
+    g = _row_add(vocab, [("saucepan", 108.0, 109.0)], "Stir the saucepan")
+    assert _vessels(g) == ["saucepan"]
+
+
+def test_no_corroborating_row_or_two_vessels_leave_the_add_open(vocab):
+    # a row naming neither the food nor a vessel noun: no binding, no pot invented
+    g = _row_add(vocab, [("red saucepan", 90.0, 95.0)], "Clean up")
+    assert _vessels(g) == [] and "pot" not in g.objects
+    assert _reason(g).endswith("no untracked pot is created (no activity row of the recipe spanning the add "
+                               "names the food or the vessel)")
+    # two vessels of the kind in the row's time: which one is not decided
+    g = _row_add(vocab, [("red saucepan", 90.0, 95.0), ("frying pan", 107.0, 108.0)], "Add lettuce")
+    assert _vessels(g) == []
+    assert "2 vessels of its kind handled from 60 s before the add to the end of activity row " \
+           "P01_recipe_timestamps.csv:9 'Add lettuce' (frying_pan, red_saucepan)" in _reason(g)
+
+
+def test_another_recipes_vessel_is_not_counted(vocab):
+    # saucepan2 is handled only inside recipe Q's step (70-72 s, Q's segment 60-80 s): it is
+    # Q's pot; the red saucepan, in R's step, is the one left
+    g = _row_add(vocab, [("red saucepan", 101.0, 102.0), ("saucepan2", 70.0, 72.0)], "Add lettuce",
+                 extra=(60.0, 80.0))
+    assert _vessels(g) == ["red_saucepan"]
+    assert "not counted: saucepan2 (its tracks lie in another recipe's segments, none of this one's)" in \
+        next(p.evidence["c"] for p in g.planned if p.kind == "add")["how"]

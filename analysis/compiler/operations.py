@@ -25,6 +25,8 @@ operations are emitted in non-decreasing time.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .compiled_tracks import gap_key, out_after_uncompiled_first_track, realign_chains
 from .grounding import TEXT_VESSEL_RULE, Grounding
 from .one_hand import OVERLAP_EPS, select_tracks, worn
@@ -61,9 +63,48 @@ def text_vessel_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
     return changed
 
 
+def vessel_row_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
+    """A tracked vessel whose place during an add is a curated default stands where the
+    uncontested row deciding the gap after the added food's track puts the food (VQA 200:
+    the ginger put "on the hob", into the red saucepan standing there): the row decides the
+    gap after the vessel's last track before the add (no observed destination, no next
+    track's observed source, no row of its own), so its put-down yields to it (curated
+    ``ROW_RULE``, citing the food's row). All such rows must agree. Adds
+    ``world.row_places``; returns the vessels placed."""
+    by_id = {t.track_id: t for t in world.tracks}
+    found: dict = {}
+    for p in grounding.planned:
+        tr = by_id.get(p.hold_track) if p.action == "add_ingredient" else None
+        d = world.row_places.get(gap_key(tr, after=True)) if tr is not None else None
+        ent = p.roles.get("c")
+        trs = [t for t in world.tracks if t.entity == ent and tr is not None and t.assoc.video == tr.assoc.video]
+        before = [t for t in trs if t.end <= p.time]
+        if d is None or d.fixture not in world.objects or not before or any(
+                t.start <= p.time <= t.end for t in trs):
+            continue
+        last = max(before, key=lambda t: (t.end, t.track_id))
+        nxt = [t for t in trs if t.start > last.end]
+        if last.dst or (nxt and min(nxt, key=lambda t: t.start).src) or gap_key(last, after=True) in world.row_places:
+            continue
+        found.setdefault((ent, last.track_id), (last, set()))[1].add(d)
+    changed = []
+    for (ent, _), (last, ds) in sorted(found.items()):
+        if len({d.fixture for d in ds}) != 1:
+            continue
+        d = min(ds, key=lambda d: (d.g0, d.qid))
+        k = gap_key(last, after=True)
+        nxt = [t.start for t in world.tracks if t.assoc.assoc_id == last.assoc.assoc_id
+               and t.assoc.video == last.assoc.video and t.start > last.end]
+        world.row_places[k] = replace(d, video=k[0], assoc=k[1], gap=k[2], entity=ent, g0=last.end,
+                                      g1=min(nxt) if nxt else float("inf"))
+        changed.append(ent)
+    return changed
+
+
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     text_vessel_places(world, grounding)
+    vessel_row_places(world, grounding)
     needed = {p.hold_track for p in grounding.planned if p.hold_track and p.kind != "snippet"}
     # a snippet's track yields to every add's and step's (one_hand.select_tracks)
     weak = {p.hold_track for p in grounding.planned if p.hold_track and p.kind == "snippet"}

@@ -100,6 +100,7 @@ def _ground_once(world, recipes, vocab, activities, snippets, vessels, adds=None
     g = GroundingContext(world, recipes, vocab)
     g.step_vessels = vessels
     g.step_add_vessels = adds or {}
+    g.activities = list(activities)     # an add's activity row corroborates its vessel
     ground_adds(g)
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)
                  for p in g.out.planned if p.step is not None}

@@ -9,6 +9,9 @@ import re
 from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, _spelling, name_content, name_head, overlaps, target_groups, words)
 from .windows import Grounding, StepWindow, step_windows
 
+#: the rule binding the tracked vessel an add's text names by another noun (:func:`handled_vessel`)
+TEXT_VESSEL_HANDLED = "text_vessel_handled_in_the_add_row"
+
 
 class GroundingContext:
     """One episode's grounding state: the world, the recipes, the vocabulary, the
@@ -56,6 +59,7 @@ class GroundingContext:
         self.named_open: set = set()       # steps with an add whose named vessel was left open
         self.agreed_vessels: dict = {}     # add -> the one vessel of the several steps overlapping it
         self.text_vessels: dict = {}       # vessel noun -> the untracked entity the text names
+        self.activities: list = []         # the episode's activity rows (set by ``ground``)
         self.tracks_of: dict[str, list] = {}
         for tr in world.tracks:
             self.tracks_of.setdefault(tr.entity, []).append(tr)
@@ -451,6 +455,9 @@ def text_vessel(ctx, nouns: list[str], text: str, t0: float, t1: float, win: Ste
                    if tr.assoc.video == win.video and any(overlaps(tr.start, tr.end, a - LOOKBACK, b, 0.0)
                                                           for a, b in spans))
     if alike:
+        got = handled_vessel(ctx, {x[2] for x in alike}, nouns, t0, t1, win, exclude)
+        if got[0] is not None:
+            return got
         # the handling nearest the event is named (the red saucepan just before the add)
         a, b, e = min(alike, key=lambda x: (max(0.0, x[0] - t1, t0 - x[1]), x))
         more = sorted({x[2] for x in alike} - {e})
@@ -458,7 +465,7 @@ def text_vessel(ctx, nouns: list[str], text: str, t0: float, t1: float, win: Ste
                             f"{e} (a {ctx.w.objects[e]}; handled {local(ctx, win.video, a):.2f}-"
                             f"{local(ctx, win.video, b):.2f} s){' and ' + ', '.join(more) if more else ''}, "
                             f"handled in the step's segments or the {LOOKBACK:.0f} s before one, may be the "
-                            f"{nouns[0]} it means: no untracked {nouns[0]} is created")
+                            f"{nouns[0]} it means: no untracked {nouns[0]} is created ({got[2]})")
     noun = nouns[0]
     ent = ctx.text_vessels.get(noun)
     if ent is None:
@@ -476,6 +483,77 @@ def text_vessel(ctx, nouns: list[str], text: str, t0: float, t1: float, win: Ste
                         f"untracked {noun} it names ({ent}, place curated: {TEXT_VESSEL_RULE})",
                  "file": "complete_recipes.json", "recipe": win.recipe, "step": win.step,
                  "evidence": "step_text"}, ""
+
+
+def _stems(text: str) -> set:
+    return {_spelling(w).rstrip("s") for w in words(text)}
+
+
+def handled_vessel(ctx, alike: set, nouns: list[str], t0: float, t1: float, win: StepWindow,
+                   exclude: dict) -> tuple[str | None, dict | None, str]:
+    """The tracked vessel an add's text means by a noun no object has (rule
+    ``TEXT_VESSEL_HANDLED``; ``alike``: the vessels of its kind :func:`text_vessel` found
+    handled near the step): the activity row of the add's recipe spanning the add, whose
+    label names the food or a vessel noun (the text's, or the vessel's own), says what the
+    person did then ("Pour oil into pot", "Adding hibiscus flowers and ginger to saucepan");
+    the vessel is the only one of ``alike`` handled from ``LOOKBACK`` s before the add to
+    the row's end (or from the row's start), once these are not counted: a vessel of
+    another recipe (an add of that recipe went into it, or its tracks in the video lie in
+    that recipe's segments and none of this one's), the food's source (the add's own
+    object, or named for the food: "bowl of ginger"), one put away before the add or taken
+    out of storage only after it (:func:`put_away`). No row, or two vessels: ``(None,
+    None, why)``."""
+    video, rid = win.video, win.recipe
+    food = {e.name for r in [ctx.recipes.get(rid)] if r for cap in r.captures for e in cap.events
+            if e.kind == "add" and e.span.video == video and abs(e.span.start - t0) < 1e-6}
+    food_stems = set().union(*[_stems(f) for f in food]) if food else set()
+    rows = [a for a in ctx.activities if a.video == video and rid in a.recipe_ids
+            and a.start <= t0 + 1e-6 and a.end >= t1 - 1e-6]
+    rows = [a for a in rows if _stems(a.label) & (food_stems | {n.rstrip("s") for n in nouns} | {
+        h.rstrip("s") for e in alike for h in ctx.own_heads.get(e, ())})]
+    if len(rows) != 1:
+        return None, None, ("no activity row of the recipe spanning the add names the food or the vessel"
+                            if not rows else f"{len(rows)} activity rows span the add")
+    row = rows[0]
+    a0, a1 = min(t0 - LOOKBACK, row.start), row.end
+    mine = [(v, s0, s1) for v, r, _, _, s0, s1 in ctx.segments if v == video and r == rid]
+    theirs = [(v, s0, s1) for v, r, _, _, s0, s1 in ctx.segments if v == video and r != rid]
+    into = {p.roles.get("c") or p.roles.get("dst"): p.step.recipe for p in ctx.out.planned
+            if p.kind == "add" and p.step is not None and p.step.recipe != rid}
+    cands, skip = {}, []
+    for e in sorted(alike):
+        trs = sorted((tr for tr in ctx.tracks_of[e] if tr.assoc.video == video), key=lambda x: (x.start, x.track_id))
+        near = [tr for tr in trs if overlaps(tr.start, tr.end, a0, a1, 0.0)]
+        if not near:
+            continue
+        before = [tr for tr in trs if tr.end <= t0]
+        after = [tr for tr in trs if tr.start >= t0]
+        spans = [(tr.start, tr.end) for tr in trs]
+
+        def meets(segs):
+            return any(overlaps(a, b, s0, s1, 0.0) for a, b in spans for _, s0, s1 in segs)
+        why = (f"an add of {into[e]} went into it" if e in into else
+               "its tracks lie in another recipe's segments, none of this one's" if meets(theirs) and not meets(mine)
+               else exclude[e] if e in exclude else
+               "named for the food: its source" if ctx.contents.get(e, set()) and
+               {w.rstrip("s") for w in ctx.contents[e]} & food_stems else
+               put_away(ctx, before[-1]) if before else put_away(ctx, after[0], "src") if after else None)
+        if why:
+            skip.append(f"{e} ({why})")
+        else:
+            cands[e] = nearest(near, t0, t1)
+    note = f"; not counted: {', '.join(skip)}" if skip else ""
+    label = f"activity row {row.source_row} '{row.label}'"
+    if len(cands) != 1:
+        return None, None, (f"{len(cands)} vessels of its kind handled from {LOOKBACK:.0f} s before the add to "
+                            f"the end of {label}{' (' + ', '.join(sorted(cands)) + ')' if cands else ''}{note}")
+    e, tr = next(iter(cands.items()))
+    said = "the food" if _stems(row.label) & food_stems else "the vessel"
+    return e, {"how": f"step text names '{nouns[0]}', and no object of the episode has that noun; {e} "
+                      f"(a {ctx.w.objects[e]}, one kind with a {nouns[0]}) is the only vessel of its kind "
+                      f"handled from {LOOKBACK:.0f} s before the add to the end of {label} (spanning the add, "
+                      f"naming {said}){note} (rule {TEXT_VESSEL_HANDLED})",
+               "evidence": "step_text", "row": row.source_row, **track_ref(ctx, tr)}, ""
 
 
 def windows_at(ctx, video, t0, t1, recipe):
