@@ -1712,3 +1712,63 @@ CIRCLE = ("circular tray", [(121.5, 123.5)])      # a second tray, standing, not
 def test_an_open_add_stays_open_without_one_standing_vessel_handled_after_it(vocab, trays):
     pours, drops = _tray_add(vocab, trays)
     assert pours == [] and len(drops) == 1 and drops[0].startswith("target not decided: step text names 'tray'")
+
+
+# ------------------------------------------ one text, one pan: the other add's instance (issue 34)
+# P01_R09_S01 "Place butter and pitted dates in a pan and heat": the butter (102-104 s, no
+# track of it) goes into the pan put down at 99 s; the dates (204-206 s, no track) find the
+# pan tracked during their add and pan2 put down at 180 s: ambiguous by the target rule.
+def _one_pan(vocab, pan, pan2=(170.0, 180.0), text="Place the cheese and the lettuce in a pan and heat."):
+    return _step_with_two_adds(vocab, [("pan", pan), ("small pan", [pan2])], text)
+
+
+def test_an_add_left_between_pans_goes_into_the_pan_the_steps_other_add_went_into(vocab):
+    adds, g = _one_pan(vocab, [(95.0, 99.0), (205.0, 215.0)])
+    assert {o: p.roles["c"] for o, p in adds.items()} == {"cheese": "pan", "lettuce": "pan"}
+    ev = adds["lettuce"].evidence["c"]
+    assert ev["evidence"] == "step_text" and ev["how"].startswith(
+        "step text names one vessel noun for its adds ('pan'); add I02 (cheese) of step S01 at 102.0 s went "
+        "into pan (step text names 'pan'; no pan of the video is tracked during the add (102.00-104.00 s); "
+        "the only pan of the video put down in the 60 s before it: put down at 99.00 s")
+    assert "one of this add's candidates (pan, pan_2)" in ev["how"]
+    assert ev["how"].endswith("(pan tracked 205.00-215.00 s; pan_2 put down at 180.00 s))")
+
+
+def test_an_add_left_between_pans_stays_open_without_the_other_adds_pan(vocab):
+    # the pan put down 100 s before the cheese's add: the cheese is not bound, so neither is the lettuce
+    adds, g = _one_pan(vocab, [(0.0, 2.0), (205.0, 215.0)])
+    assert adds == {}
+    assert any("ambiguous vessel, 2 pan instances" in d["reason"] for d in g.dropped if d["kind"] == "add")
+    # the text names a second vessel noun: one pan is not what it says
+    adds, g = _one_pan(vocab, [(95.0, 99.0), (205.0, 215.0)],
+                       text="Place the cheese in a pan, then the lettuce in a pan or a bowl.")
+    assert "lettuce" not in adds
+
+
+def test_a_modal_can_is_no_vessel_noun(vocab):
+    # "the lowest you can": the verb, not the tin; the add is left open for naming no
+    # vessel, never for naming 'can' (P05_R01_S07)
+    assert target_groups("Turn the heat to the lowest you can (a heat diffuser helps)", {"pan"}) == [
+        [["lowest", "you"]]]
+    _, g = _untracked_add(vocab, [("can of tomatoes", 10.0, 12.0)],
+                          text="Add the lettuce. Turn the heat to the lowest you can and put the lid on.")
+    assert [c["reason"] for c in _checks(g)] == [
+        "no track named for the ingredient overlaps the add; target not decided: no vessel named in the step "
+        "text (a vessel held while a food is added may be its source)"]
+
+
+def test_a_heated_vessel_is_the_vessel_the_text_names(vocab):
+    # "Heat a pan ..., then add": the pan put down 3 s before the add is where the lettuce went
+    _, g = _untracked_add(vocab, [("pan", 95.0, 101.0)], text="Heat a pan over medium heat, then add the lettuce.")
+    assert [(p.roles["c"], p.evidence["c"]["evidence"]) for p in g.planned if p.kind == "add"] == [("pan", "step_text")]
+    # "Heat the oil": the oil is no vessel, nothing is named
+    _, g = _untracked_add(vocab, [("pan", 95.0, 101.0)], text="Heat the oil, then add the lettuce.")
+    assert not [p for p in g.planned if p.kind == "add"]
+    # two pans put down just before it: open, never picked by which was handled last
+    _, g = _untracked_add(vocab, [("pan", 95.0, 101.0), ("small frying pan", 96.0, 102.0)],
+                          text="Preheat the pan over medium heat, then add the lettuce.")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert "ambiguous vessel, 2 pan instances" in _checks(g)[0]["reason"]
+    # an untracked wok heated is not invented while a pan is handled: the pan may be it
+    _, g = _untracked_add(vocab, [("pan", 95.0, 101.0)], text="Heat a wok over high heat, then add the lettuce.")
+    assert "wok" not in g.objects and not [p for p in g.planned if p.kind == "add"]

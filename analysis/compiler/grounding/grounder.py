@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, _spelling, name_content, name_head, overlaps, target_groups, words)
+from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, _spelling, heated_phrases, name_content, name_head, overlaps, target_groups, words)
 from .windows import Grounding, StepWindow, step_windows
 
 
@@ -154,11 +154,14 @@ def bind_target(ctx, text: str, t0: float, t1: float, win: StepWindow | None,
     def in_video(e):
         return any(tr.assoc.video == video for tr in ctx.tracks_of[e])
 
+    heated = heated_phrases(text, ctx.vessel_heads)
     for group in target_groups(text, ctx.vessel_heads):
         heads, cands, elsewhere, others, untracked, every = [], set(), set(), {}, [], set()
         for phrase in group:
             head = phrase[-1]
             alln = [e for e in sorted(ctx.tracks_of) if has_head(ctx, e, head) and target_ok(ctx, e)]
+            if not alln and tuple(phrase) in heated:
+                continue        # "Heat a wok": no wok tracked, the pan held may be it
             every |= set(alln)
             others.update({e: exclude[e] for e in alln if e in exclude and in_video(e)})
             mine = [e for e in alln if e not in exclude]
