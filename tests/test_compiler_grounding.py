@@ -1456,12 +1456,12 @@ def test_the_flour_poured_from_two_bags_goes_into_the_named_bowl_from_each(vocab
 # over the add 102-104 s; the pan put down at 99 s), step S02 200-210 s "Add the cheese."
 # (the cheese held 203-207 s over its add 204-206 s). S02 names no vessel; S01's pan is the
 # one vessel of the recipe's earlier steps and is not handled from 102 s to the cheese's add.
-def _earlier_step(vocab, pan_tracks):
+def _earlier_step(vocab, pan_tracks, extra=()):
     from analysis.compiler.grounding import ground
     from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
                                            StepSegment, Track)
     from analysis.compiler.worlds import build_world
-    tracks = [("pan", pan_tracks), ("oil bottle", [(101.0, 105.0)]), ("cheese", [(203.0, 207.0)])]
+    tracks = [("pan", pan_tracks), ("oil bottle", [(101.0, 105.0)]), ("cheese", [(203.0, 207.0)]), *extra]
     assocs = [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(sp)))
               for i, (n, sp) in enumerate(tracks)]
     cap = Capture("R", 0, ("v",), {"I01": "oil", "I02": "cheese"},
@@ -1485,8 +1485,12 @@ def test_an_add_whose_step_names_no_vessel_goes_into_the_earlier_steps_unmoved_v
     assert ev["how"].startswith("the vessel the text of earlier step S01 names (")
     assert ev["how"].endswith("bound at 102.0 s; the text of step S02 names none, and pan is not handled from "
                               "then to the add (not moved since)")
-    # the pan picked up between the two steps (150-152 s): where it went is another matter
+    # the pan picked up between the two steps (150-152 s): not this rule's (moved since), but
+    # the recipe's running vessel (next test) when it is the video's one pan, never put away
     adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)])
+    assert adds["I02"].evidence["c"]["how"].startswith("the recipe's running vessel")
+    # a second pan handled in the video: which one is not decided
+    adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)], [("small pan", [(160.0, 162.0)])])
     assert set(adds) == {"I01"}
     assert [d["reason"].split(":")[0] for d in g.dropped if d["kind"] == "add"] == ["target not decided"]
 
@@ -1772,3 +1776,29 @@ def test_a_heated_vessel_is_the_vessel_the_text_names(vocab):
     # an untracked wok heated is not invented while a pan is handled: the pan may be it
     _, g = _untracked_add(vocab, [("pan", 95.0, 101.0)], text="Heat a wok over high heat, then add the lettuce.")
     assert "wok" not in g.objects and not [p for p in g.planned if p.kind == "add"]
+
+
+# ------------------------------------------------ the recipe's running vessel (issue 34)
+# P05_R01: "Heat the oil in a pan" (S01), then "Add the cheese." (S02) names no vessel: the pan
+# (the video's one pan) was picked up at 150-152 s between the steps, set back, never put away.
+def test_an_add_whose_step_names_no_vessel_goes_into_the_recipes_running_vessel(vocab):
+    adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)])
+    assert {i: (p.action, p.roles.get("dst") or p.roles.get("c")) for i, p in adds.items()} == {
+        "I01": ("pour", "pan"), "I02": ("add_ingredient", "pan")}
+    ev = adds["I02"].evidence["c"]
+    assert ev["evidence"] == "step_text" and ev["track"] == "t0_1"     # its last track before the add
+    assert ev["how"] == (
+        "the recipe's running vessel: the texts of its earlier steps name vessels of one type (pan: pan), and "
+        "the add of S01 at 102.0 s in v went into pan by its text; pan is the one pan of v, standing from "
+        "152.00 s, not handled during the add, none of its 2 tracks there before it put away; the target rule "
+        "left this add open (no vessel named in the step text or handled during the event)")
+
+
+@pytest.mark.parametrize("pan, extra", [
+    ([(95.0, 99.0), (150.0, 152.0)], [("frying pan", [(160.0, 162.0)])]),   # two pans in the video
+    ([(95.0, 99.0), (150.0, 152.0), (204.5, 210.0)], []),                   # in the hand during the add
+])
+def test_the_running_vessel_is_one_pan_standing_through_the_add(vocab, pan, extra):
+    adds, g = _earlier_step(vocab, pan, extra)
+    # (a pan in the hand during the add is bound by the target rule's own fallback, if at all)
+    assert "I02" not in adds or not adds["I02"].evidence["c"]["how"].startswith("the recipe's running vessel")

@@ -57,7 +57,8 @@ def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
     g = _ground_once(world, recipes, vocab, activities, snippets, {})
     vessels = step_vessels(g.out.planned)
     adds = step_add_vessels(g.out.planned)
-    if any(k in vessels for k in g.open_adds) or any(k in adds for k in g.named_open):
+    if any(k in vessels for k in g.open_adds) or any(k in adds for k in g.named_open) or (
+            g.running_open and any(k[0] == r for k in adds for r, _, _ in g.running_open)):
         g = _ground_once(world, recipes, vocab, activities, snippets, vessels, adds)
     return g.out
 

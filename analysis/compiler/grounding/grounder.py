@@ -54,6 +54,7 @@ class GroundingContext:
         self.open_adds: set = set()        # (recipe, step, video) of adds left without a target
         self.step_add_vessels: dict = {}   # (recipe, step, video) -> its adds' vessels (first pass)
         self.named_open: set = set()       # steps with an add whose named vessel was left open
+        self.running_open: set = set()     # steps with an add left for the recipe's running vessel
         self.agreed_vessels: dict = {}     # add -> the one vessel of the several steps overlapping it
         self.text_vessels: dict = {}       # vessel noun -> the untracked entity the text names
         self.tracks_of: dict[str, list] = {}
