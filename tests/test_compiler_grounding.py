@@ -1773,9 +1773,17 @@ def test_a_heated_vessel_is_the_vessel_the_text_names(vocab):
                           text="Preheat the pan over medium heat, then add the lettuce.")
     assert not [p for p in g.planned if p.kind == "add"]
     assert "ambiguous vessel, 2 pan instances" in _checks(g)[0]["reason"]
-    # an untracked wok heated is not invented while a pan is handled: the pan may be it
+    # no wok tracked: the heated wok is the vessel the vocabulary types alike (a wok is a pan;
+    # P05_R06_S02's wok is tracked as "pan"), by the same rule; none is invented
     _, g = _untracked_add(vocab, [("pan", 95.0, 101.0)], text="Heat a wok over high heat, then add the lettuce.")
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert "wok" not in g.objects and [p.roles["c"] for p in adds] == ["pan"]
+    assert adds[0].evidence["c"]["how"].startswith("step text names 'wok'; no wok of the video is tracked during")
+    # nothing of that type tracked (a bowl): no vessel named, nothing invented
+    _, g = _untracked_add(vocab, [("bowl", 95.0, 101.0)], text="Heat a wok over high heat, then add the lettuce.")
     assert "wok" not in g.objects and not [p for p in g.planned if p.kind == "add"]
+    assert _checks(g)[0]["reason"].endswith("target not decided: no vessel named in the step text (a vessel held "
+                                            "while a food is added may be its source)")
 
 
 # ------------------------------------------------ the recipe's running vessel (issue 34)

@@ -52,8 +52,9 @@ def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
     """Ground one episode. An add whose target the evidence leaves open is bound, in a
     second pass, to its step's vessel (:func:`step_vessels`) when the first pass found
     one, or to the one vessel its step's other adds went into when its text names that
-    vessel's noun (:func:`~.open_adds.step_adds_vessel`): the pass is repeated whole, so
-    every rule sees the same bindings."""
+    vessel's noun (:func:`~.open_adds.step_adds_vessel`), or the recipe's running vessel
+    from its earlier steps' adds (:func:`~.running_vessel.running_vessel`): the pass is
+    repeated whole, so every rule sees the same bindings."""
     g = _ground_once(world, recipes, vocab, activities, snippets, {})
     vessels = step_vessels(g.out.planned)
     adds = step_add_vessels(g.out.planned)

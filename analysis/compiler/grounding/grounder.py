@@ -162,7 +162,12 @@ def bind_target(ctx, text: str, t0: float, t1: float, win: StepWindow | None,
             head = phrase[-1]
             alln = [e for e in sorted(ctx.tracks_of) if has_head(ctx, e, head) and target_ok(ctx, e)]
             if not alln and tuple(phrase) in heated:
-                continue        # "Heat a wok": no wok tracked, the pan held may be it
+                # "Heat a wok" with no wok tracked: a vessel the vocabulary types alike (the
+                # "pan" the annotators named it), else none (no untracked wok is invented)
+                leaf = ctx.vocab.data["noun_types"].get(head)
+                alln = [e for e in sorted(ctx.tracks_of) if ctx.w.objects.get(e) == leaf and target_ok(ctx, e)]
+                if not alln:
+                    continue
             every |= set(alln)
             others.update({e: exclude[e] for e in alln if e in exclude and in_video(e)})
             mine = [e for e in alln if e not in exclude]

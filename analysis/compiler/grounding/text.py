@@ -238,8 +238,8 @@ TEXT_VESSEL_ALIASES = {"baking sheet": "baking tray", "sheet pan": "baking tray"
 
 def heated_phrases(text: str, heads: frozenset | set) -> set[tuple[str, ...]]:
     """The target phrases of a step text that a heating verb's direct object gives ("Heat
-    a wok"): they name a vessel only when the episode tracks one of that noun (an untracked
-    "wok" may be the "pan" held during the add; :func:`bind_target` skips it then).
+    a wok"): with no vessel of that noun tracked, :func:`bind_target` reads them as the
+    vessels the vocabulary types alike (the wok tracked as "pan"), never an untracked one.
 
     >>> heated_phrases("Heat a wok over high heat, then add in the oil", {"wok"})
     {('wok',)}
