@@ -266,6 +266,14 @@ def target_groups(text: str, heads: frozenset | set = frozenset(), heated: bool 
     [[['heavy', 'bottomed', 'pan']]]
     >>> target_groups("Turn the heat to the lowest you can (a heat diffuser helps)", {"pan"})
     [[['lowest', 'you']]]
+
+    The instrument of a grinding or blending verb is where the food goes ("Grind coffee
+    beans using the electric coffee grinder"), when it is a vessel ("blend with the milk": no):
+
+    >>> target_groups("Grind coffee beans using the electric coffee grinder", {"grinder", "bowl"})
+    [[['electric', 'coffee', 'grinder']]]
+    >>> target_groups("Blend with the milk until smooth", {"grinder", "blender"})
+    []
     """
     low = text.lower()
     for said, meant in TEXT_VESSEL_ALIASES.items():
@@ -273,6 +281,7 @@ def target_groups(text: str, heads: frozenset | set = frozenset(), heated: bool 
     low = _MODAL.sub(r"\1 ;", low)     # "the lowest you can": a verb, never the noun can
     hits = [] if heated else [(m, False) for m in _TARGET_RE.finditer(low)]
     hits += [(m, True) for m in _HEAT_OBJECT_RE.finditer(low)] if heads else []
+    hits += [(m, True) for m in _INSTRUMENT_RE.finditer(low)] if heads and not heated else []
     out = []
     for m, obj in sorted(hits, key=lambda x: x[0].start()):
         group, kept = [], []
@@ -309,6 +318,12 @@ _MODAL = re.compile(r"\b(you|we|i|they|he|she)\s+(?:can(?:not|'t)?|could)\b")
 #: over high heat ... add in the oil"); "Heat the oil in a pan" names the pan by its "in"
 _HEAT_OBJECT_RE = re.compile(r"\b(?:pre-?heat|heat|warm)(?:s|ing)?\s+(?:up\s+)?(?:the|your|a|an)\s+"
                              r"([a-z][a-z0-9 ]*(?:-[a-z][a-z0-9 ]*)*)")
+
+
+#: the instrument a grinding or blending verb names ("Grind coffee beans using the electric
+#: coffee grinder", "blitz with a food processor") holds what it grinds: the food goes in it
+_INSTRUMENT_RE = re.compile(r"\b(?:grind|blend|blitz|whizz|pulse|pur[e\u00e9]e|liquidi[sz]e|mill)\w*\b[^.;]*?"
+                            r"\b(?:using|with)\s+(?:the\s+|your\s+|a\s+|an\s+)?([a-z][a-z0-9 ]*)")
 
 
 _PHRASE_END = {"and", "then", "with", "until", "for", "to", "in", "on", "over", "into", "onto",
