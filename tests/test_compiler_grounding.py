@@ -1456,7 +1456,7 @@ def test_the_flour_poured_from_two_bags_goes_into_the_named_bowl_from_each(vocab
 # over the add 102-104 s; the pan put down at 99 s), step S02 200-210 s "Add the cheese."
 # (the cheese held 203-207 s over its add 204-206 s). S02 names no vessel; S01's pan is the
 # one vessel of the recipe's earlier steps and is not handled from 102 s to the cheese's add.
-def _earlier_step(vocab, pan_tracks, extra=()):
+def _earlier_step(vocab, pan_tracks, extra=(), answers=()):
     from analysis.compiler.grounding import ground
     from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
                                            StepSegment, Track)
@@ -1470,8 +1470,8 @@ def _earlier_step(vocab, pan_tracks, extra=()):
                   (StepSegment("S01", "step", Span("v", 100.0, 110.0)),
                    StepSegment("S02", "step", Span("v", 200.0, 210.0))))
     recipe = Recipe("R", "P01", "test", {"S01": "Heat the oil in a pan.", "S02": "Add the cheese."}, (cap,))
-    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
-                        {"v": assocs}, [], [], {"R": recipe}, NO_CLASSES, vocab)
+    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}, {"id": "cupboard", "type": "cupboard"}],
+                        "counter", {"v": assocs}, list(answers), [], {"R": recipe}, NO_CLASSES, vocab)
     g = ground(world, {"R": recipe}, vocab)
     return {p.refs["ingredient"]: p for p in g.planned if p.kind == "add"}, g
 
@@ -1861,3 +1861,20 @@ def test_a_kind_binds_no_food_of_another_name_and_never_the_stack(vocab):
                           name="cereal")
     assert sorted((p.roles["o"], p.roles["c"]) for p in g.planned if p.kind == "add") == [
         ("wheat_bixie", "bowl"), ("wheat_bixie2", "bowl")]
+
+
+# P02-20240209-184316: "Preheat the pan ... add olive oil" (S01), then "Add the tomatoes" (S02):
+# the small frying pan is first taken out of the cupboard after the add (VQA take answer),
+# so the frying pan is the one pan out of storage: the running vessel.
+def test_a_pan_in_storage_through_the_add_leaves_the_running_vessel_one(vocab):
+    from analysis.compiler.readers import LocationAnswer
+    small = [("small frying pan", [(300.0, 303.0)])]
+    taken = [LocationAnswer("q1", "v", "take", 303.0, "cupboard")]     # keyed to the track's end
+    adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)], small, taken)
+    ev = adds["I02"].evidence["c"]
+    assert adds["I02"].roles["c"] == "pan" and ev["how"].startswith("the recipe's running vessel")
+    assert ev["how"].endswith("; frying_pan is in storage then (taken from cupboard (VQA/itinerary q1) at "
+                              "300.00 s, after the add)")
+    # nothing observes where the small pan was: two pans, the add stays open
+    adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)], small)
+    assert "I02" not in adds

@@ -17,8 +17,9 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
       "heavy bottomed pan", "the pan"), and an add of one of those steps went into a
       vessel of that type by its text (``ctx.step_add_vessels``, the first pass, evidence
       ``step_text``, any video of the episode), none into a vessel of another type;
-    * the add's video tracks exactly one vessel of that type (two pans: which one is not
-      decided, never by recency);
+    * the add's video tracks exactly one vessel of that type out of storage at the add (two
+      pans: which one is not decided, never by recency; one observed in storage through the
+      add, :func:`in_storage`, is not a candidate);
     * it is seen standing before the add in that video, is not in the hand during the add
       (it may be the food's source), and none of its tracks in the video up to the add is
       put away: into storage, an enclosed appliance (the dishwasher) or a sink, by its
@@ -64,6 +65,8 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
         return None, None                   # no earlier add in it by its text, or one elsewhere
     here = [e for e in sorted(ctx.tracks_of) if of_kind(e)
             and any(tr.assoc.video == win.video for tr in ctx.tracks_of[e])]
+    stored = {e: why_e for e in here if (why_e := in_storage(ctx, e, win.video, t0, t1))}
+    here = [e for e in here if e not in stored]
     if len(here) != 1 or here[0] in exclude:
         return None, None
     vessel = here[0]
@@ -77,10 +80,30 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
         return None, None                   # put away (emptied, cleared) at some point: not the running pot
     last = before[-1]
     t, step, v, vid = bound[-1]
+    away = "".join(f"; {e} is in storage then ({w})" for e, w in sorted(stored.items()))
     return vessel, {**track_ref(ctx, last), "evidence": "step_text",
                     "how": f"the recipe's running vessel: the texts of its earlier steps name vessels of one type "
                            f"({', '.join(sorted(nouns))}: {kind}), and the add of {step} at "
                            f"{local(ctx, vid, t):.1f} s in {vid} went into {v} by its text; {vessel} is the one "
                            f"{kind} of {win.video}, standing from {local(ctx, win.video, last.end):.2f} s, not "
                            f"handled during the add, none of its {len(before)} tracks there before it put away; "
-                           f"the target rule left this add open ({why})"}
+                           f"the target rule left this add open ({why}){away}"}
+
+
+def in_storage(ctx, ent, video, t0, t1) -> str | None:
+    """Why a vessel of ``video`` is in storage through the add ``[t0, t1]`` (no other vessel
+    of its type to tell apart: the small frying pan taken out of the cupboard only after the
+    saute's first adds, P02-20240209-184316), by an observed place: its last track before
+    the add put it away, or, with none before, its first track after the add takes it from
+    storage, an enclosed appliance or a sink. ``None`` when it may be out (tracked during
+    the add, or nothing observed)."""
+    trs = sorted((tr for tr in ctx.tracks_of[ent] if tr.assoc.video == video), key=lambda x: (x.start, x.track_id))
+    if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
+        return None
+    before = [tr for tr in trs if tr.end <= t0]
+    if before:
+        last = max(before, key=lambda x: (x.end, x.track_id))
+        why = put_away(ctx, last)
+        return f"{why} at {local(ctx, video, last.end):.2f} s" if why else None
+    why = put_away(ctx, trs[0], "src") if trs else None
+    return f"{why} at {local(ctx, video, trs[0].start):.2f} s, after the add" if why else None
