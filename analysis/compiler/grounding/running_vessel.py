@@ -91,12 +91,12 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
 
 
 def in_storage(ctx, ent, video, t0, t1) -> str | None:
-    """Why a vessel of ``video`` is in storage through the add ``[t0, t1]`` (no other vessel
-    of its type to tell apart: the small frying pan taken out of the cupboard only after the
-    saute's first adds, P02-20240209-184316), by an observed place: its last track before
-    the add put it away, or, with none before, its first track after the add takes it from
-    storage, an enclosed appliance or a sink. ``None`` when it may be out (tracked during
-    the add, or nothing observed)."""
+    """Why a vessel of ``video`` is in storage through the add ``[t0, t1]``, so it is no
+    candidate for the running vessel (the small frying pan taken out of the cupboard only
+    after the saute's first adds, P02-20240209-184316), by an observed place: its last
+    track before the add put it away, or, with none before, its first track after the add
+    takes it from storage, an enclosed appliance or a sink. ``None`` when it may be out
+    (tracked during the add, or nothing observed)."""
     trs = sorted((tr for tr in ctx.tracks_of[ent] if tr.assoc.video == video), key=lambda x: (x.start, x.track_id))
     if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
         return None

@@ -322,7 +322,8 @@ _HEAT_OBJECT_RE = re.compile(r"\b(?:pre-?heat|heat|warm)(?:s|ing)?\s+(?:up\s+)?(
 
 #: the instrument a grinding or blending verb names ("Grind coffee beans using the electric
 #: coffee grinder", "blitz with a food processor") holds what it grinds: the food goes in it
-_INSTRUMENT_RE = re.compile(r"\b(?:grind|blend|blitz|whizz|pulse|pur[e\u00e9]e|liquidi[sz]e|mill)\w*\b[^.;]*?"
+_INSTRUMENT_RE = re.compile(r"\b(?:grind(?:s|ing)?|blend(?:s|ed|ing)?|blitz(?:es|ed|ing)?|whizz(?:es|ed|ing)?|"
+                            r"puls(?:e|es|ed|ing)|pur[e\u00e9]e(?:s|d|ing)?|liquidi[sz](?:e|es|ed|ing)|mill(?:s|ed|ing)?)\b[^.;]*?"
                             r"\b(?:using|with)\s+(?:the\s+|your\s+|a\s+|an\s+)?([a-z][a-z0-9 ]*)")
 
 
