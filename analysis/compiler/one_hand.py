@@ -25,6 +25,19 @@ def worn(name: str) -> bool:
     return bool(ws) and ws[-1] in WORN_HEADS
 
 
+def _hand_to(t, cover, held, chosen, pick, blocked) -> None:
+    """The row decides where ``t`` goes and nothing decides where the held ``cover``'s
+    track went: ``t`` takes the hand from its own start, the other is dropped."""
+    c = cover[2]
+    held.remove(cover)
+    chosen.remove(c)
+    del pick[c.track_id]
+    blocked.append((c, t))
+    chosen.append(t)
+    pick[t.track_id] = t.start
+    held.append((t.start, t.end, t))
+
+
 def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: set | None = None,
                   weak: set | None = None):
     """``(selected, [(track, blocking track), ...], pick_time, juggled)`` under the
@@ -121,14 +134,7 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
             elif (t.track_id in placed and c.track_id not in placed and c.track_id not in needed
                   and c not in juggled.values()
                   and not any(h[2] is not c and h[0] < t.end and h[1] > t.start - OVERLAP_EPS for h in held)):
-                # the row decides where t goes, nothing decides where c went: t keeps the hand
-                held.remove(cover)
-                chosen.remove(c)
-                del pick[c.track_id]
-                blocked.append((c, t))
-                chosen.append(t)
-                pick[t.track_id] = t.start
-                held.append((t.start, t.end, t))
+                _hand_to(t, cover, held, chosen, pick, blocked)
             else:
                 blocked.append((t, c))
             continue

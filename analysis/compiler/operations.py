@@ -101,6 +101,19 @@ def vessel_row_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
     return changed
 
 
+def _blocked_why(tr, other, placed: set, needed: set) -> str:
+    """Why the one-hand model dropped ``tr`` for the held track ``other``."""
+    span = f"{other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s)"
+    if (other.start > tr.start + OVERLAP_EPS and tr.end >= other.end - OVERLAP_EPS
+            and other.track_id in placed - needed and tr.track_id not in placed):
+        return (f"held with track {span}, whose destination a row decides while none decides this one's: "
+                "that one keeps the hand (one-hand model)")
+    if tr.end <= other.end + OVERLAP_EPS:
+        return f"ends while track {span} is held (nested in it: the other hand; one-hand model)"
+    return (f"starts while track {span} is held and its grounded event comes before the hand is free "
+            f"(track {tr.start:.1f}-{tr.end:.1f}s; one-hand model)")
+
+
 def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpBuilder:
     """Emit every selected track and grounded event in time order."""
     text_vessel_places(world, grounding)
@@ -162,17 +175,8 @@ def build_operations(world: EpisodeWorld, grounding: Grounding, sim: Sim) -> OpB
                    file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id,
                    video=tr.assoc.video)
             continue
-        why = (f"held with track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s), whose "
-               "destination a row decides while none decides this one's: that one keeps the hand (one-hand model)"
-               if other.start > tr.start + OVERLAP_EPS and tr.end >= other.end - OVERLAP_EPS
-               and other.track_id in placed - needed and tr.track_id not in placed else
-               f"ends while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
-               "is held (nested in it: the other hand; one-hand model)" if tr.end <= other.end + OVERLAP_EPS else
-               f"starts while track {other.track_id} ({other.entity}, {other.start:.1f}-{other.end:.1f}s) "
-               f"is held and its grounded event comes before the hand is free (track {tr.start:.1f}-"
-               f"{tr.end:.1f}s; one-hand model)")
-        b.drop("track", f"track {tr.track_id} ({tr.entity})", why, tr.start, file="assoc_info.json",
-               association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
+        b.drop("track", f"track {tr.track_id} ({tr.entity})", _blocked_why(tr, other, placed, needed), tr.start,
+               file="assoc_info.json", association=tr.assoc.assoc_id, track=tr.track_id, video=tr.assoc.video)
     events = []
     for i, tr in enumerate(chosen):
         outer = juggled.get(tr.track_id)

@@ -52,12 +52,14 @@ def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
     """Ground one episode. An add whose target the evidence leaves open is bound, in a
     second pass, to its step's vessel (:func:`step_vessels`) when the first pass found
     one, or to the one vessel its step's other adds went into when its text names that
-    vessel's noun (:func:`~.open_adds.step_adds_vessel`): the pass is repeated whole, so
-    every rule sees the same bindings."""
+    vessel's noun (:func:`~.open_adds.step_adds_vessel`), or the recipe's running vessel
+    from its earlier steps' adds (:func:`~.running_vessel.running_vessel`): the pass is
+    repeated whole, so every rule sees the same bindings."""
     g = _ground_once(world, recipes, vocab, activities, snippets, {})
     vessels = step_vessels(g.out.planned)
     adds = step_add_vessels(g.out.planned)
-    if any(k in vessels for k in g.open_adds) or any(k in adds for k in g.named_open):
+    if any(k in vessels for k in g.open_adds) or any(k in adds for k in g.named_open) or (
+            g.running_open and any(k[0] == r for k in adds for r, _, _ in g.running_open)):
         g = _ground_once(world, recipes, vocab, activities, snippets, vessels, adds)
     return g.out
 

@@ -11,6 +11,8 @@ from .windows import Planned, StepWindow
 from .open_adds import later_handled_vessel, open_add_vessel, overlapping_steps_vessel, same_step_target, step_adds_vessel
 from .grounder import bind_target, drop, is_a, is_food, local, overlapping, track_ref, windows_at
 
+#: a name holding several instances of a food together (entities.STACK_WORDS)
+HEAP_WORDS = {"stack", "pile"}
 #: vessels a measured-out spice is tipped from ("plate2" held through the fennel seeds' add)
 SERVED_FROM_WORDS = {"bowl", "plate", "cup", "ramekin", "dish", "saucer"}
 
@@ -91,12 +93,36 @@ def source_check(ctx, check: str, what: str, reason: str, t: float, refs: dict):
 
 def ingredient_tracks(ctx, ing_words: set, t0: float, t1: float):
     out = []
+    members = kind_members(ctx, ing_words)
     for tr in overlapping(ctx, t0, t1):
         if is_cover(ctx, tr.entity):
             continue        # "lid curry powder" holds no curry powder: the jar does
-        if any(names_ingredient(ws, ing_words) for ws in ctx.name_words.get(tr.entity, [])):
+        if any(names_ingredient(ws, ing_words) or names_member(ws, members)
+               for ws in ctx.name_words.get(tr.entity, [])):
             out.append(tr)
     return out
+
+
+def kind_members(ctx, ing_words: set) -> list[list[str]]:
+    """The words of each curated member of the food kind an ingredient is named by alone
+    (``food_kinds`` of the vocabulary: "cereal" -> wheat bixie, weetabix, ...); none for an
+    ingredient named otherwise ("strawberry granola" is named by its own words)."""
+    kinds = ctx.vocab.data.get("food_kinds", {})
+    if len(ing_words) != 1 or next(iter(ing_words)) not in kinds:
+        return []
+    return [words(m) for m in kinds[next(iter(ing_words))]]
+
+
+def names_member(ws: list, members: list) -> bool:
+    """Whether a track name's words hold a kind member's words in a row ("rightmost stack
+    of wheat bixies", "box of wheat bixies": the member or a container of it)."""
+    return any(m and any(ws[i:i + len(m)] == m for i in range(len(ws) - len(m) + 1)) for m in members)
+
+
+def is_heap(ctx, ent: str) -> bool:
+    """A stack or pile of a food ("rightmost stack of wheat bixies"): several instances held
+    together, from which one is taken."""
+    return any(set(ws) & HEAP_WORDS for ws in main_words(ctx, ent))
 
 
 def is_cover(ctx, ent: str) -> bool:
@@ -184,6 +210,14 @@ def ground_add(ctx, rid, cap, ev, matches, refs, swap=None):
         strict = [tr for tr in mine if overlaps(tr.start, tr.end, t0, t1, 0.0)]
         if len({tr.entity for tr in strict}) == 1:
             mine, ents = strict, [strict[0].entity]
+    if len(ents) > 1:
+        # a stack or pile of the food held over the add is where the single instances
+        # tracked during it are taken from (a wheat bixie off the rightmost stack into the
+        # bowl): they are what goes in, never the stack
+        single = [tr for tr in mine if not is_heap(ctx, tr.entity)]
+        if single and len(single) < len(mine) and all(
+                is_food(ctx, tr.entity) and not is_a(ctx, tr.entity, "container") for tr in single):
+            mine, ents = single, sorted({tr.entity for tr in single})
     if len(ents) > 1:
         added = instances_added(ctx, mine, t0, t1)
         one_source = len(added) == 1 and (is_a(ctx, added[0][0], "container") or not is_food(ctx, added[0][0]))

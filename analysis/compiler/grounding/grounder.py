@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, _spelling, name_content, name_head, overlaps, target_groups, words)
+from .text import (EXCLUDED_TARGETS, LOOKBACK, MARGIN, SUBSTANCE_WORDS, TEXT_VESSEL_RULE, _spelling, heated_phrases, name_content, name_head, overlaps, target_groups, words)
 from .windows import Grounding, StepWindow, step_windows
 
 #: the rule binding the tracked vessel an add's text names by another noun (:func:`handled_vessel`)
@@ -57,6 +57,7 @@ class GroundingContext:
         self.open_adds: set = set()        # (recipe, step, video) of adds left without a target
         self.step_add_vessels: dict = {}   # (recipe, step, video) -> its adds' vessels (first pass)
         self.named_open: set = set()       # steps with an add whose named vessel was left open
+        self.running_open: set = set()     # steps with an add left for the recipe's running vessel
         self.agreed_vessels: dict = {}     # add -> the one vessel of the several steps overlapping it
         self.text_vessels: dict = {}       # vessel noun -> the untracked entity the text names
         self.activities: list = []         # the episode's activity rows (set by ``ground``)
@@ -158,11 +159,19 @@ def bind_target(ctx, text: str, t0: float, t1: float, win: StepWindow | None,
     def in_video(e):
         return any(tr.assoc.video == video for tr in ctx.tracks_of[e])
 
+    heated = heated_phrases(text, ctx.vessel_heads)
     for group in target_groups(text, ctx.vessel_heads):
         heads, cands, elsewhere, others, untracked, every = [], set(), set(), {}, [], set()
         for phrase in group:
             head = phrase[-1]
             alln = [e for e in sorted(ctx.tracks_of) if has_head(ctx, e, head) and target_ok(ctx, e)]
+            if not alln and tuple(phrase) in heated:
+                # "Heat a wok" with no wok tracked: a vessel the vocabulary types alike (the
+                # "pan" the annotators named it), else none (no untracked wok is invented)
+                leaf = ctx.vocab.data["noun_types"].get(head)
+                alln = [e for e in sorted(ctx.tracks_of) if ctx.w.objects.get(e) == leaf and target_ok(ctx, e)]
+                if not alln:
+                    continue
             every |= set(alln)
             others.update({e: exclude[e] for e in alln if e in exclude and in_video(e)})
             mine = [e for e in alln if e not in exclude]

@@ -5,6 +5,9 @@ of an earlier step of the same recipe when its own step text names none ("Heat t
 pan" ... "Add the onions"; docs/compiler.md, Adds)."""
 from __future__ import annotations
 
+import re
+
+from .running_vessel import running_vessel
 from .grounder import has_head, local, put_away, target_ok, track_ref
 from .text import overlaps, target_groups, words
 
@@ -68,10 +71,70 @@ def same_step_target(ctx, rid, win, target, tev, why, exclude):
 
 def open_add_vessel(ctx, rid, win, text, exclude, why, t0, t1):
     """The step's vessel (:func:`step_vessel`) or, agreeing with it or without it, the
-    vessel of an earlier step (:func:`earlier_step_vessel`, provenance ``step_text``)."""
+    vessel of an earlier step (:func:`earlier_step_vessel`, provenance ``step_text``);
+    with neither, for an add left between instances of the one noun its text names, the
+    instance another add of the step went into (:func:`same_noun_vessel`); else, its text
+    naming none, the recipe's running vessel (:func:`~.running_vessel.running_vessel`)."""
     sv = step_vessel(ctx, rid, win, text, exclude, why, t0, t1)
     ev = earlier_step_vessel(ctx, rid, win, why, t0, t1, text)
-    return ev if ev[0] is not None and ev[0] not in exclude and sv[0] in (None, ev[0]) else sv
+    got = ev if ev[0] is not None and ev[0] not in exclude and sv[0] in (None, ev[0]) else sv
+    if got[0] is None:
+        got = same_noun_vessel(ctx, rid, win, text, exclude, why, t0, t1)
+    return got if got[0] is not None else running_vessel(ctx, rid, win, exclude, why, t0, t1)
+
+
+#: the target rule's reason for an add left between instances of the noun the text names
+_AMBIGUOUS = re.compile(r"^step text '([^']+)': ambiguous vessel, \d+ .*\(([^()]*)\)$")
+
+
+def same_noun_vessel(ctx, rid, win, text, exclude, why, t0, t1):
+    """``(vessel, evidence)`` for an add the target rule leaves ambiguous between instances
+    of the one vessel noun its step text names for its adds, when the other adds of the
+    step (``ctx.step_add_vessels``, the first pass) went into one instance of that noun and
+    it is among the add's candidates: one text, one pan ("Place butter and pitted dates in
+    a pan and heat": the butter in the saucepan, the dates ambiguous between saucepan and
+    saucepan2). Not when the text names two vessel nouns, the other adds went into two
+    vessels, the vessel is one of the add's own objects, or a track of it between the
+    nearest such add and this one puts it away (storage, an enclosed appliance such as the
+    dishwasher, a sink: emptied or cleared). Evidence ``step_text``.
+
+    >>> from types import SimpleNamespace as N
+    >>> tr = N(start=5.0, end=9.0, assoc=N(video="v"), dst=None, dst_ref=None, dst_file=None, conflict=None)
+    >>> ctx = N(step_add_vessels={("R", "S01", "v"): [(20.0, "pan", {"how": "put down"}, "add R/I1")]},
+    ...         tracks_of={"pan": [tr]}, own_heads={"pan": {"pan"}, "pan2": {"pan"}}, named_open=set(),
+    ...         vocab=N(data={"noun_types": {"pan": "pan"}}), w=N(offsets={}, facts={}), vessel_heads={"pan", "bowl"})
+    >>> w = N(recipe="R", step="S01", video="v", row=False)
+    >>> why = ("step text 'pan': ambiguous vessel, 2 pan instances tracked during the add (50.00-52.00 s) "
+    ...        "or put down in the 60 s before it (pan tracked 51.00-60.00 s; pan2 put down at 30.00 s)")
+    >>> same_noun_vessel(ctx, "R", w, "Put butter and dates in a pan", set(), why, 50.0, 52.0)[0]
+    'pan'
+    >>> same_noun_vessel(ctx, "R", w, "Put butter in a pan, the dates in a bowl", set(), why, 50.0, 52.0)
+    (None, None)
+    """
+    m = _AMBIGUOUS.match(why)
+    if win is None or win.row or m is None:
+        return None, None
+    key = (rid, win.step, win.video)
+    ctx.named_open.add(key)                 # the second pass has the step's other adds
+    named = {ph[-1] for grp in target_groups(text, ctx.vessel_heads) for ph in grp if ph[-1] in ctx.vessel_heads}
+    cands = [x.split(" ", 1)[0] for x in m.group(2).split("; ")]
+    others = ctx.step_add_vessels.get(key, [])
+    if len(named) != 1 or len({v for _, v, _, _ in others}) != 1:
+        return None, None                   # two nouns, or no other add bound, or two vessels
+    t, vessel, vev, what = min(others, key=lambda x: abs(x[0] - t0))
+    if vessel not in cands or vessel in exclude or not has_head(ctx, vessel, named):
+        return None, None
+    lo, hi = min(t, t0), max(t, t0)
+    gone = [tr for tr in ctx.tracks_of.get(vessel, []) if tr.assoc.video == win.video
+            and lo < tr.end <= hi and put_away(ctx, tr)]
+    if gone:
+        return None, None                   # emptied or cleared between the two adds
+    return vessel, {**vev, "evidence": "step_text",
+                    "how": f"step text names one vessel noun for its adds ('{next(iter(named))}'); {what} of step "
+                           f"{win.step} at {local(ctx, win.video, t):.1f} s went into {vessel} ({vev.get('how')}), "
+                           f"one of this add's candidates ({', '.join(cands)}), and no track of {vessel} between "
+                           f"the two adds puts it away (storage, an enclosed appliance, a sink); the target rule "
+                           f"left this add open ({why})"}
 
 
 def step_vessel(ctx, rid, win, text, exclude, why, t0, t1):

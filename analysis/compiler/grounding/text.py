@@ -236,7 +236,18 @@ def target_phrases(text: str, heads: frozenset | set = frozenset()) -> list[list
 TEXT_VESSEL_ALIASES = {"baking sheet": "baking tray", "sheet pan": "baking tray"}
 
 
-def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[list[str]]]:
+def heated_phrases(text: str, heads: frozenset | set) -> set[tuple[str, ...]]:
+    """The target phrases of a step text that a heating verb's direct object gives ("Heat
+    a wok"): with no vessel of that noun tracked, :func:`bind_target` reads them as the
+    vessels the vocabulary types alike (the wok tracked as "pan"), never an untracked one.
+
+    >>> heated_phrases("Heat a wok over high heat, then add in the oil", {"wok"})
+    {('wok',)}
+    """
+    return {tuple(p) for g in target_groups(text, heads, heated=True) for p in g}
+
+
+def target_groups(text: str, heads: frozenset | set = frozenset(), heated: bool = False) -> list[list[list[str]]]:
     """Like :func:`target_phrases`, with alternatives kept together: "in a shallow
     saucepan or deep frying pan" -> ``[[["shallow", "saucepan"], ["deep", "frying", "pan"]]]``.
     A phrase also ends right after a word of ``heads`` (vessel nouns): "In a large bowl
@@ -245,12 +256,34 @@ def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[
 
     >>> target_groups("Place the chicken on a baking sheet and spray it", {"tray"})
     [[['baking', 'tray']]]
+
+    With ``heads``, the direct object of a heating verb is a target phrase when it is a
+    vessel ("Heat a wok", not "Heat the oil"), and a modal "can" ends a phrase:
+
+    >>> target_groups("Heat a wok over high heat, then add in the oil", {"wok", "pan"})
+    [[['wok']], [['high', 'heat']], [['oil']]]
+    >>> target_groups("Heat the oil in a heavy bottomed pan", {"wok", "pan"})
+    [[['heavy', 'bottomed', 'pan']]]
+    >>> target_groups("Turn the heat to the lowest you can (a heat diffuser helps)", {"pan"})
+    [[['lowest', 'you']]]
+
+    The instrument of a grinding or blending verb is where the food goes ("Grind coffee
+    beans using the electric coffee grinder"), when it is a vessel ("blend with the milk": no):
+
+    >>> target_groups("Grind coffee beans using the electric coffee grinder", {"grinder", "bowl"})
+    [[['electric', 'coffee', 'grinder']]]
+    >>> target_groups("Blend with the milk until smooth", {"grinder", "blender"})
+    []
     """
     low = text.lower()
     for said, meant in TEXT_VESSEL_ALIASES.items():
         low = re.sub(rf"\b{said}s?\b", meant, low)
+    low = _MODAL.sub(r"\1 ;", low)     # "the lowest you can": a verb, never the noun can
+    hits = [] if heated else [(m, False) for m in _TARGET_RE.finditer(low)]
+    hits += [(m, True) for m in _HEAT_OBJECT_RE.finditer(low)] if heads else []
+    hits += [(m, True) for m in _INSTRUMENT_RE.finditer(low)] if heads and not heated else []
     out = []
-    for m in _TARGET_RE.finditer(low):
+    for m, obj in sorted(hits, key=lambda x: x[0].start()):
         group, kept = [], []
         toks = m.group(1).split() + ["."]
         for i, w in enumerate(toks):
@@ -271,9 +304,27 @@ def target_groups(text: str, heads: frozenset | set = frozenset()) -> list[list[
                 group.append(words(" ".join(kept))[-3:])
                 kept = []
                 break
+        if obj:     # a heated object names the vessel only when it is one ("heat the oil": no)
+            group = [ph for ph in group if ph[-1] in heads]
         if group:
             out.append(group)
     return out
+
+
+#: a modal "can" after a pronoun ("the lowest you can", "if we can") is no tin
+_MODAL = re.compile(r"\b(you|we|i|they|he|she)\s+(?:can(?:not|'t)?|could)\b")
+#: the direct object of a heating verb names the step's vessel when it is a vessel noun
+#: ("Preheat the pan over medium low heat then add 2 tablespoons olive oil", "Heat a wok
+#: over high heat ... add in the oil"); "Heat the oil in a pan" names the pan by its "in"
+_HEAT_OBJECT_RE = re.compile(r"\b(?:pre-?heat|heat|warm)(?:s|ing)?\s+(?:up\s+)?(?:the|your|a|an)\s+"
+                             r"([a-z][a-z0-9 ]*(?:-[a-z][a-z0-9 ]*)*)")
+
+
+#: the instrument a grinding or blending verb names ("Grind coffee beans using the electric
+#: coffee grinder", "blitz with a food processor") holds what it grinds: the food goes in it
+_INSTRUMENT_RE = re.compile(r"\b(?:grind(?:s|ing)?|blend(?:s|ed|ing)?|blitz(?:es|ed|ing)?|whizz(?:es|ed|ing)?|"
+                            r"puls(?:e|es|ed|ing)|pur[e\u00e9]e(?:s|d|ing)?|liquidi[sz](?:e|es|ed|ing)|mill(?:s|ed|ing)?)\b[^.;]*?"
+                            r"\b(?:using|with)\s+(?:the\s+|your\s+|a\s+|an\s+)?([a-z][a-z0-9 ]*)")
 
 
 _PHRASE_END = {"and", "then", "with", "until", "for", "to", "in", "on", "over", "into", "onto",
