@@ -188,6 +188,8 @@ SOURCE_LIMITS = [
     ("several tracks of the ingredient", "instance: several tracked objects are the ingredient", "open"),
     ("tracked objects are named", "instance: several tracked objects are the ingredient", "open"),
     ("is tracked after the add", "instance: the tracked one is handled after the add", "one"),
+    ("is the ingredient's source", "instance: the tracked one is its source (fruit squeezed, jar scooped), "
+     "no container to pour from", "one"),
     ("already given a curated place", "instance: an earlier untracked add of it was curated", "one"),
     ("is not held without a container", "substance: no container of it is tracked (none is invented)", "none"),
     ("no vessel named", "vessel: the step text names none and no step operation decides one", "none"),

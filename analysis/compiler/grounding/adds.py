@@ -3,13 +3,13 @@ bound to tracked foods, source containers and vessels."""
 from __future__ import annotations
 
 import dataclasses
-import re
 
-from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, COVER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
+from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, StepWindow
 from .open_adds import later_handled_vessel, open_add_vessel, overlapping_steps_vessel, same_step_target, step_adds_vessel
 from .grounder import bind_target, drop, is_a, is_food, local, overlapping, track_ref, windows_at
+from .sources import SOURCE_NOT_ADDED, instances_added, is_cover, main_words, source_role
 
 #: a name holding several instances of a food together (entities.STACK_WORDS)
 HEAP_WORDS = {"stack", "pile"}
@@ -29,6 +29,7 @@ ADD_DROP_REASONS = {
     "several tracks of the ingredient overlap the add": "ambiguous_ingredient_track",
     "ingredient typed": "not_food",                                  # neither food nor substance
     "matching track": "not_food",                                    # the track is no food/supply/container
+    SOURCE_NOT_ADDED: "source_not_added",                            # the squeezed fruit, the scooped jar
     "target not decided": "target_not_decided",                      # the vessel is not decided
     # compiled, but its in() is no condition of its step unit's task (tasks._adds_left_out)
     "not a condition of its unit's task": "not_a_condition",
@@ -123,18 +124,6 @@ def is_heap(ctx, ent: str) -> bool:
     """A stack or pile of a food ("rightmost stack of wheat bixies"): several instances held
     together, from which one is taken."""
     return any(set(ws) & HEAP_WORDS for ws in main_words(ctx, ent))
-
-
-def is_cover(ctx, ent: str) -> bool:
-    """A lid or cap ("lid jar2", "cap pepper mill"): it closes a container, holds no food;
-    a lid it comes *with* does not make a container one ("jar of spices with green lid")."""
-    return is_a(ctx, ent, "lid") or any(set(ws) & COVER_WORDS for ws in main_words(ctx, ent))
-
-
-def main_words(ctx, ent: str) -> list[list[str]]:
-    """The words of each name of ``ent`` before a "with" clause, which describes the
-    object, not what it is or holds ("jar of spices with green lid": jar, spices)."""
-    return [words(re.split(r"\bwith\b", n.lower())[0]) for n in ctx.w.names.get(ent, [])]
 
 
 def names_ingredient(ws: list, ing_words: set) -> bool:
@@ -277,41 +266,6 @@ def swapped_row(ctx, rid, cap, ev, matches):
     return out[0] if len(out) == 1 else None
 
 
-def instances_added(ctx, mine, t0: float, t1: float) -> list[tuple]:
-    """The instances of an ingredient that one add row puts in, when several are
-    tracked during it: every food instance (or, with no food instance, every
-    container of it) with one track that overlaps the add for at least half of the
-    shorter of the two (track or add). A container named for the ingredient is the
-    source of its food instances ("packet of eggs" beside egg1..egg5), and an instance
-    handled mostly outside the add ("butter" put down 3 s into a 23 s add) is not one
-    of those it puts in. The tracks of one container are one candidate (issue 34: the
-    flour bag put down and picked up again while the flour goes in); it is poured from in
-    the one that holds it longest during the add. A food instance handled in several
-    tracks during the add is not one of them (which track put it in is not decided).
-    ``[(instance, its track), ...]`` in the order they are handled."""
-    def inside(tr):
-        return min(tr.end, t1) - max(tr.start, t0)
-
-    def share(tr):
-        return inside(tr) >= 0.5 * min(tr.end - tr.start, t1 - t0) and inside(tr) > 0
-    foods = {tr.entity for tr in mine if is_food(ctx, tr.entity) and not is_a(ctx, tr.entity, "container")}
-    pool = [tr for tr in mine if (tr.entity in foods) == bool(foods)]
-    out = []
-    for ent in sorted({tr.entity for tr in pool}):
-        trs = [tr for tr in pool if tr.entity == ent and share(tr)]
-        if len(trs) == 1 or (trs and not foods):
-            out.append((ent, sorted(trs, key=lambda x: (-inside(x), x.start))[0]))
-    return sorted(out, key=lambda x: (x[1].start, x[0]))
-
-
-def holds_named(ctx, ent: str, typ: str, ing_words: set) -> bool:
-    """A vessel named "<vessel> of <content>" for the ingredient holds it (issue 34:
-    every food add compiles): the "bowl of shredded lettuce" is the lettuce's source,
-    emptied into the vessel the add goes to, not a food itself."""
-    return ctx.vocab.is_a(typ, "vessel") and bool(
-        ctx.contents.get(ent, set()) & {_spelling(w) for w in ing_words})
-
-
 def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, siblings, swap=None, src_note=""):
     """Ground the add of one tracked instance ``ent`` (its tracks ``mine``);
     ``siblings``: the other instances the same add row puts in (never its target)."""
@@ -338,9 +292,9 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
     typ = ctx.w.objects[ent]
     leaf, _ = ingredient_type(ev.name, ctx.vocab)
     subst = ctx.vocab.is_a(leaf, "substance")
-    container = bool(ctx.tokens.get(ent, set()) & CONTAINER_WORDS) or ctx.vocab.is_a(typ, "sealable_container") \
-        or ctx.vocab.is_a(typ, "electric_container") or (ctx.vocab.is_a(typ, "vessel") and subst) \
-        or holds_named(ctx, ent, typ, matches[ev.ingredient_id])
+    container, why = source_role(ctx, ent, typ, ev.name, matches[ev.ingredient_id], subst, tr, t0, t1)
+    if why:     # the squeezed lemon, the scooped jar: its source, never what goes in
+        return drop(ctx, "add", what, why, t0, **refs)
     ev_ing = {"how": "ingredient of complete_recipes.json", **refs}
     if swap:
         ev_ing = {**ev_ing, "how": f"ingredient of complete_recipes.json; {swap}", "evidence": "swapped_add_times"}
