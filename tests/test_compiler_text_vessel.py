@@ -124,3 +124,32 @@ def test_another_recipes_vessel_is_not_counted(vocab):
     assert _vessels(g) == ["red_saucepan"]
     assert "not counted: saucepan2 (its tracks lie in another recipe's segments, none of this one's)" in \
         next(p.evidence["c"] for p in g.planned if p.kind == "add")["how"]
+
+
+def test_a_vessel_at_a_curated_place_stands_where_the_row_puts_the_food_added_into_it():
+    """operations.vessel_row_places: the ginger put down "on the hob" (a row deciding the gap
+    after its track) while it goes into the saucepan, whose last put-down before the add has
+    no observed destination: the row decides the saucepan's gap after that track."""
+    from types import SimpleNamespace as N
+
+    from analysis.compiler.operations import vessel_row_places
+    from analysis.compiler.row_audit import Decision
+
+    def assoc(aid, spans):
+        a = N(video="v", assoc_id=aid, tracks=[])
+        a.tracks = [N(track_id=f"{aid}t{i}", start=s, end=e, assoc=a, entity=ent, dst=dst, src=None)
+                    for i, (ent, s, e, dst) in enumerate(spans)]
+        return a
+    pan = assoc("p", [("saucepan", 10.0, 15.0, None), ("saucepan", 80.0, 90.0, None)])
+    ginger = assoc("g", [("ginger", 40.0, 43.0, None)])
+    row = Decision("3d_perception_object_location.json", "q200", "v", "g", 1, "ginger", "hob", "hob", 43.0, 99.0)
+    world = N(tracks=pan.tracks + ginger.tracks, objects={"hob": "hob", "saucepan": "pan", "ginger": "vegetable"},
+              row_places={("v", "g", 1): row})
+    add = N(action="add_ingredient", hold_track="gt0", roles={"o": "ginger", "c": "saucepan"}, time=41.0)
+    assert vessel_row_places(world, N(planned=[add])) == ["saucepan"]
+    d = world.row_places[("v", "p", 1)]
+    assert (d.entity, d.fixture, d.qid, d.g0, d.g1) == ("saucepan", "hob", "q200", 15.0, 80.0)
+    # the saucepan's put-down observed elsewhere (a row of its own): nothing changes
+    world.row_places = {("v", "g", 1): row}
+    pan.tracks[0].dst = "counter"
+    assert vessel_row_places(world, N(planned=[add])) == []
