@@ -1878,3 +1878,14 @@ def test_a_pan_in_storage_through_the_add_leaves_the_running_vessel_one(vocab):
     # nothing observes where the small pan was: two pans, the add stays open
     adds, g = _earlier_step(vocab, [(95.0, 99.0), (150.0, 152.0)], small)
     assert "I02" not in adds
+
+
+def test_the_only_vessel_of_the_texts_noun_is_not_the_only_one_of_its_kind_beside_a_wok(vocab):
+    # the text names a pan; the video tracks one "pan" (put down 92 s before) and a "wok",
+    # which the vocabulary types a pan too: either may be the one meant, so neither binds
+    assert vocab.data["noun_types"].get("wok") == "pan"
+    _, g = _untracked_add(vocab, [("pan", 10.0, 12.0), ("wok", 30.0, 32.0)], text="Add the lettuce to the pan.")
+    assert not [p for p in g.planned if p.kind == "add"]
+    assert _checks(g)[0]["reason"].endswith(
+        "step text names 'pan'; pan is the only pan by name, but v also tracks wok, typed pan too: which one "
+        "is meant is not decided")

@@ -395,6 +395,16 @@ def kitchen_vessel(ctx, ent: str, named: str, noun: str, t0: float, t1: float, v
     video must have been left there by an earlier one). Not when its last track before the
     event put it away (storage, an enclosed appliance, a sink), nor when it is first
     taken out of storage after the event: then it is not where the food goes."""
+    # the only one of its noun is not the only one of its kind when the event's video
+    # tracks another vessel the vocabulary types alike under another noun (a "wok" is a
+    # pan: "Preheat pan with olive oil" while the wok is handled, the "small pan" 22
+    # minutes before, P08-20240618-163547): which one the text means is not decided
+    kind = ctx.w.objects.get(ent)
+    mates = sorted(e for e in ctx.tracks_of if e != ent and ctx.w.objects.get(e) == kind and target_ok(ctx, e)
+                   and any(tr.assoc.video == video for tr in ctx.tracks_of[e]))
+    if mates:
+        return None, None, (f"step text names '{named}'; {ent} is the only {noun} by name, but {video} also "
+                            f"tracks {', '.join(mates)}, typed {kind} too: which one is meant is not decided")
     trs = sorted(ctx.tracks_of[ent], key=lambda x: (x.start, x.track_id))
     # the event's video's own tracks when it has any (an entity merged by name across
     # videos is not this video's evidence)
