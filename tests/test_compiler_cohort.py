@@ -346,9 +346,6 @@ def test_source_checks_catch_swapped_add_times_and_fixture_typing(compiled):
 
 
 @pytest.mark.e2e
-@pytest.mark.xfail(strict=True, reason="issue 18 target not met: 96 planner tasks, not 105; the "
-                   "evidence holds 141 units with an end state (docs/compiler.md, "
-                   "'The evidence count and the verdict')")
 def test_planner_suite_has_the_papers_105_tasks(compiled):
     a, _ = compiled
     suites = {s["suite"]: s for s in read_records(a / "cohort" / "suites.jsonl")}
@@ -361,7 +358,7 @@ def test_scale_and_observed_share(compiled):
     tasks = {t["task_id"]: t for t in read_records(a / "cohort" / "tasks.jsonl")}
     suites = {s["suite"]: s for s in read_records(a / "cohort" / "suites.jsonl")}
     planner, memory = suites["planner"], suites["memory"]
-    # the 105-task target is the xfail above; both tiers must be there
+    # the 105-task target is the test above; both tiers must be there
     assert len(planner["episode_ids"]) == 18
     assert {tasks[t]["tier"] for t in planner["task_ids"]} == {"terminal", "event"}
     assert len({e[:3] for e in planner["episode_ids"]}) == 4
