@@ -197,6 +197,14 @@ def _children(pid: int) -> list[str]:
         return []
 
 
+def _as_in_a_terminal():
+    """SIGINT's default disposition in the command, as in a terminal's foreground: a suite
+    started in the background (``cmd &``, nohup) passes SIGINT ignored to what it starts,
+    and Python then installs no Ctrl-C handler, so the signal would do nothing."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.e2e
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs /proc")
 def test_ctrl_c_during_verify_says_interrupted_not_failed():
@@ -215,7 +223,7 @@ def test_ctrl_c_during_verify_says_interrupted_not_failed():
     for _ in range(8):
         proc = subprocess.Popen([sys.executable, "-m", "analysis.verify"], cwd=REPO, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_as_in_a_terminal)
         deadline = time.monotonic() + 60
         while not _children(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.002)

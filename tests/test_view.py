@@ -169,8 +169,11 @@ def test_overview_cells_and_metrics_are_the_tables_own():
 
 def _serve_and_stop(argv: list[str], site: Path, cwd: Path = REPO, env=None) -> None:
     """Run a ``serve=true`` command, fetch the printed URL, stop it with Ctrl-C (exit 0)."""
+    # SIGINT's default disposition, as in a terminal's foreground: a suite started in the
+    # background (``cmd &``) passes it ignored, and Python then installs no Ctrl-C handler
     proc = subprocess.Popen([sys.executable, "-m", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         url = None
         for line in proc.stdout:
