@@ -36,6 +36,17 @@ from .sim import Sim
 from .worlds import EpisodeWorld, row_rule
 
 
+def _food_rows(world: EpisodeWorld, grounding: Grounding):
+    """``(add, food track, row)`` per food add whose food's track ends with it and whose gap
+    after that track an uncontested row decides, naming a fixture of the world."""
+    by_id = {t.track_id: t for t in world.tracks}
+    for p in grounding.planned:
+        tr = by_id.get(p.hold_track) if p.action == "add_ingredient" else None
+        d = world.row_places.get(gap_key(tr, after=True)) if tr is not None else None
+        if d is not None and d.fixture in world.objects:
+            yield p, tr, d
+
+
 def text_vessel_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
     """An untracked vessel the step text names (``grounding.TEXT_VESSEL_RULE``: its place
     curated, the work counter) stands where a row puts a food added into it: the food's
@@ -43,13 +54,9 @@ def text_vessel_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
     (VQA 200: the ginger put "on the hob", into the pot) names the vessel's fixture. All
     such rows must agree; the place stays curated (``ROW_RULE``, citing the row). Changes
     ``world.facts``; returns the vessels changed."""
-    by_id = {t.track_id: t for t in world.tracks}
     found: dict = {}
-    for p in grounding.planned:
-        tr = by_id.get(p.hold_track) if p.action == "add_ingredient" else None
-        d = world.row_places.get(gap_key(tr, after=True)) if tr is not None else None
-        if d is not None and d.fixture in world.objects:
-            found.setdefault(p.roles.get("c"), set()).add(d)
+    for p, _, d in _food_rows(world, grounding):
+        found.setdefault(p.roles.get("c"), set()).add(d)
     changed = []
     for ent, ds in sorted(found.items(), key=lambda kv: str(kv[0])):
         atom = next((a for a in world.facts if a[0] == "at" and a[1] == ent), None)
@@ -71,16 +78,12 @@ def vessel_row_places(world: EpisodeWorld, grounding: Grounding) -> list[str]:
     track's observed source, no row of its own), so its put-down yields to it (curated
     ``ROW_RULE``, citing the food's row). All such rows must agree. Adds
     ``world.row_places``; returns the vessels placed."""
-    by_id = {t.track_id: t for t in world.tracks}
     found: dict = {}
-    for p in grounding.planned:
-        tr = by_id.get(p.hold_track) if p.action == "add_ingredient" else None
-        d = world.row_places.get(gap_key(tr, after=True)) if tr is not None else None
+    for p, tr, d in _food_rows(world, grounding):
         ent = p.roles.get("c")
-        trs = [t for t in world.tracks if t.entity == ent and tr is not None and t.assoc.video == tr.assoc.video]
+        trs = [t for t in world.tracks if t.entity == ent and t.assoc.video == tr.assoc.video]
         before = [t for t in trs if t.end <= p.time]
-        if d is None or d.fixture not in world.objects or not before or any(
-                t.start <= p.time <= t.end for t in trs):
+        if not before or any(t.start <= p.time <= t.end for t in trs):
             continue
         last = max(before, key=lambda t: (t.end, t.track_id))
         nxt = [t for t in trs if t.start > last.end]
