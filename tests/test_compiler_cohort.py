@@ -507,6 +507,33 @@ def test_no_curated_put_down_walks_an_itinerary_chain_backwards(compiled):
 
 
 @pytest.mark.e2e
+def test_no_pick_up_labels_a_curated_place_observed(compiled):
+    # Whole cohort: a take's origin is observed only if the operation that last placed
+    # the object there was observed, or was a curated catch-up naming the row the origin
+    # cites (it follows that row). Was 1: fork4, P03-20240217-091657 at 115.4 s, set down
+    # on the counter by the curated other-hand rule, then picked up "last observed at
+    # counter_left_of_dishwasher" citing itinerary 258, which records one move,
+    # dishwasher to cupboard.
+    a, _ = compiled
+    takes = ("pick_up", "take_from_appliance", "take_from_storage", "take_out_of_container")
+    bad, checked = [], 0
+    for ep in read_records(a / "cohort" / "episodes.jsonl.gz"):
+        last = {}                   # entity -> (source, rule) of the op that placed it
+        for g in ep["groups"]:
+            for op in g["operations"]:
+                args, prov = op["args"], op["provenance"]["refs"].get("args", [])
+                if op["type"] in takes and prov and prov[-1]["source"] == "observed" \
+                        and args[0] in last:
+                    checked += 1
+                    src, rule = last[args[0]]
+                    if src == "curated" and prov[-1]["refs"].get("id", "?") not in (rule or ""):
+                        bad.append((ep["episode_id"], args, rule))
+                if op["type"].startswith("put") and prov:
+                    last[args[0]] = (prov[-1]["source"], op["provenance"]["refs"].get("rule"))
+    assert checked > 100 and bad == []
+
+
+@pytest.mark.e2e
 def test_vqa_answer_outside_the_itinerary_chain_is_a_conflict(compiled):
     # P03-20240218-190556: VQA 141 (take at 1801.07 s) names counter right of sink for
     # the butter package, a fixture itinerary 115 ("fridge -> counter left of hob ->

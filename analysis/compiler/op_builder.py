@@ -102,7 +102,14 @@ class OpBuilder:
                                               "track_source": p.get("source")}}
 
     def _curated_op(self, t, typ, args, rule) -> bool:
-        return self._try(t, typ, args, [cur(rule)] * len(args), extra={"rule": rule})
+        before = self.location(args[0]) if args[0] in self.objects else None
+        ok = self._try(t, typ, args, [cur(rule)] * len(args), extra={"rule": rule})
+        if ok and before is not None and self.location(args[0]) not in (before, (None, None)):
+            # the object now stands where a curated operation put it: a later pick-up's
+            # origin cites this rule, never the row of its last observed place (which
+            # would label the curated place observed)
+            self.place[args[0]] = cur(rule)
+        return ok
 
     def drop(self, kind: str, what: str, reason: str, t: float, **refs) -> None:
         self.out.dropped.append({"kind": kind, "what": what, "reason": reason, "time": t,
