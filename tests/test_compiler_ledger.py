@@ -187,6 +187,25 @@ def test_a_placement_is_expressed_by_the_put_down_not_by_an_add_citing_where_its
     assert got[0][1:] == ("expressed", {"task_id": "e/t000", "condition_id": "c2"})
 
 
+def test_a_food_put_down_at_a_fixture_is_expressed_by_its_add_into_the_vessel_standing_there():
+    # P09-20240622-150155, location 200: the ginger (track g1) "put" on the hob at 792 s
+    # went into the red saucepan standing on it; the add of that track cites it, and its
+    # in() expresses the row. The same add with the pan on another fixture does not.
+    row = Row("placement", "R/S01", "v", 792.0, ("q200",), "v/ginger/g1", "put-down of 'ginger' by q200",
+              ("ginger", "g1"), place="hob")
+    add = _op(791.0, "add_ingredient", ["ginger", "red_saucepan", "hob"], [{"id": "v/ginger/g1"}, {}, {}])
+    task = {"task_id": "e/t006", "tier": "terminal",
+            "conditions": [{"id": "c1", "kind": "atom", "atom": ["in", "ginger", "red_saucepan"]}],
+            "provenance": {"conditions": {"c1": {"refs": {"args": []}}}}}
+    infos = {"R/S01": {"groups": [0], "task": task, "why": None, "witnesses": {"c1": add}, "skipped": []}}
+    got = account([row], infos, [add], [0], {"e/t006"}, {}, [])
+    assert got[0][1:] == ("expressed", {"task_id": "e/t006", "condition_id": "c1"})
+    elsewhere = _op(791.0, "add_ingredient", ["ginger", "red_saucepan", "counter"], [{"id": "v/ginger/g1"}, {}, {}])
+    infos["R/S01"]["witnesses"] = {"c1": elsewhere}
+    got = account([row], infos, [elsewhere], [0], {"e/t006"}, {}, [])
+    assert got[0][1].startswith("no_operation")
+
+
 def test_every_condition_without_a_row_gets_a_closed_reason():
     step = lambda action, ev, **roles: NS(kind="step", action=action, evidence=ev, roles=roles)  # noqa: E731
     stir = _op(5.0, "stir", ["spoon", "mug"], [{}, {}], step("stir", {}))

@@ -59,8 +59,9 @@ REASONS = {
     "not_lasting": "the row's compiled end state does not hold at the unit's end",
     "no_end_state": "the row's compiled operation sets no end state a condition can hold "
                     "(a switch-off, a sampled hob or tap)",
-    "intermediate": "the unit moves the object again (or cuts it, or opens again what the row closed) "
-                    "after the row",
+    "intermediate": "after the row, the unit moves the object again, or handles an object of its type "
+                    "named otherwise in a later video (annotators name objects per video: it may be "
+                    "this one), or cuts it, or opens again what the row closed",
     "move_may_precede_unit": "an itinerary's final 'to' whose move may precede the unit",
     "evidence_before_unit": "the object's track lies mostly before the unit",
     "argument_not_observed": "an argument of the end state is curated",
@@ -291,6 +292,12 @@ def _from_row(op, row: Row) -> bool:
             and op.action["args"][1:2] == [row.place]):
         # the compiled put-down of the row's own track, at the row's place, cites another
         # row that agrees (a location answer where the itinerary says the same): both rest on it
+        return True
+    if (row.kind == "placement" and op.action["type"] == "add_ingredient" and row.track in ids[1]
+            and op.action["args"][-1] == row.place):
+        # the row puts the food down at a fixture, and the compiled add of its own track puts
+        # it into the vessel standing there (location 200 of P09-20240622-150155: the ginger
+        # "on the hob", into the red saucepan on it): the add's in() is that end state
         return True
     p = getattr(op, "planned", None)
     r = getattr(p, "refs", None) or {}

@@ -65,8 +65,10 @@ def same_step_target(ctx, rid, win, target, tev, why, exclude):
     prev = ctx.step_targets.get((rid, win.step, win.video))
     if prev is None or prev[0] in exclude:
         return None, None
+    # the earlier add's reason is dated: what it says held at that add, not at this one
     return prev[0], {**prev[1], "how": f"target of an earlier add of the same step {win.step} "
-                                        f"at {prev[2]:.1f}s ({prev[1].get('how')})"}
+                                        f"(one step text, one target), bound at {prev[2]:.1f} s "
+                                        f"because, at that add: {prev[1].get('how')}"}
 
 
 def open_add_vessel(ctx, rid, win, text, exclude, why, t0, t1):
