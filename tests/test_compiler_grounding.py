@@ -300,6 +300,16 @@ def test_a_vessel_put_down_before_the_segment_binds_with_what_was_checked(vocab)
     assert ev["how"] == ("step text names 'bowl'; no bowl of the video is tracked during the step segment "
                          "(100.00-110.00 s); the only bowl of the video put down in the 60 s before it: "
                          "put down at 75.00 s (25.0 s before it), not picked up again before it ends")
+    # another bowl put down 4 s before it, just outside the window (P02-20240211-104948:
+    # the cereal's bowl2 put down 56.8 s before the add, the other bowl 61.2 s before): two
+    # bowls set out together, which the window's edge does not tell apart
+    stirs, drops = _stir_episode(vocab, [("large bowl", [(70.0, 75.0)]), ("bowl2", [(30.0, 38.0)])])
+    assert not stirs and ("step text 'bowl': ambiguous vessel, bowl put down at 75.00 s in the 60 s before "
+                          "the step segment (100.00-110.00 s), and in the 60 s before that bowl2 put down at "
+                          "38.00 s (not picked up again)") in drops[0]["reason"]
+    # ... but one put down more than 60 s before it is not in play
+    stirs, drops = _stir_episode(vocab, [("large bowl", [(70.0, 75.0)]), ("bowl2", [(5.0, 14.0)])])
+    assert [p.roles["c"] for p in stirs] == ["bowl"] and not drops
     # put down 61 s before the segment: no evidence that the stir happens in it
     stirs, drops = _stir_episode(vocab, [("large bowl", [(30.0, 39.0)])])
     assert not stirs and len(drops) == 1

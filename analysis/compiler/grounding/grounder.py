@@ -301,7 +301,8 @@ def vessel_at(ctx, named: str, noun: str, cands: list, t0: float, t1: float, vid
     1. the one candidate tracked during the event, when no other was put down
        recently (a vessel just put down is as likely the one stirred as one held
        meanwhile, which may be a source: the "bowl of flour");
-    2. with none tracked during the event, the one candidate put down recently.
+    2. with none tracked during the event, the one candidate put down recently, when no
+       other was put down in the ``LOOKBACK`` s before that (two set out together).
 
     Anything else is dropped with the reason: two candidates are never told apart by
     which was handled last, and a vessel last put down longer ago, or first picked up
@@ -365,13 +366,20 @@ def vessel_at(ctx, named: str, noun: str, cands: list, t0: float, t1: float, vid
                [put(e, tr) for e, tr in sorted(recent.items())]
         return None, None, (f"step text '{named}': ambiguous {role}, {len(qual)} {noun} instances tracked "
                             f"during {seg} or put down in the {LOOKBACK:.0f} s before it ({'; '.join(qual)})")
-    if len(recent) == 1:
+    # a candidate put down just outside the window, in the same minute as the recent one,
+    # is no less likely (two bowls set out together): the window's edge decides nothing
+    near = {e: tr for e, tr in rest.items() for r in recent.values() if r.end - tr.end <= LOOKBACK}
+    if len(recent) == 1 and not near:
         e, tr = next(iter(recent.items()))
         return e, {"how": f"step text names '{named}'; no {noun} of the video is tracked during {seg}; "
                           f"the only {noun} of the video put down in the {LOOKBACK:.0f} s before it: "
                           f"put down at {local(ctx, video, tr.end):.2f} s ({t0 - tr.end:.1f} s before it), "
                           f"not picked up again before it ends{excl}", "evidence": "step_text",
                    **track_ref(ctx, tr)}, ""
+    if near:
+        return None, None, (f"step text '{named}': ambiguous {role}, {put(*next(iter(recent.items())))} in the "
+                            f"{LOOKBACK:.0f} s before {seg}, and in the {LOOKBACK:.0f} s before that "
+                            f"{'; '.join(put(e, tr) for e, tr in sorted(near.items()))} (not picked up again)")
     if recent:
         return None, None, (f"step text '{named}': ambiguous {role}, {len(recent)} {noun} instances put down "
                             f"in the {LOOKBACK:.0f} s before {seg} and not tracked during it "
