@@ -69,3 +69,31 @@ def test_one_pan_binds_and_a_vessel_of_another_type_leaves_the_reason_as_it_was(
     # a bowl beside the pan is not of the type the earlier text names: still the one pan
     adds, dropped = _kitchen(vocab, [("bowl", [(160.0, 162.0)])])
     assert adds["I02"].roles["c"] == "pan" and not dropped
+
+
+def test_with_no_earlier_add_bound_two_pans_are_named_and_one_pan_is_not_bound():
+    # "Heat oil in a pan" (S01, its add bound nowhere), "Add the onion" (S02, 50-52 s): the
+    # recipe's type is a pan, two pans stand out of storage: open, both named; with one pan,
+    # nothing says the recipe's pan is the tracked one (no earlier add went into it): no binding
+    from types import SimpleNamespace as N
+
+    from analysis.compiler.grounding.running_vessel import running_vessel
+
+    def ctx(pans):
+        trs = {p: [N(start=5.0, end=9.0, offset=0.0, track_id=f"t{p}", dst=None, dst_ref=None, dst_file=None,
+                     src=None, src_ref=None, conflict=None, assoc=N(video="v", assoc_id=p, name="pan"))]
+               for p in pans}
+        return N(recipes={"R": N(steps={"S01": "Heat oil in a pan", "S02": "Add the onion"})}, step_add_vessels={},
+                 tracks_of=trs, w=N(objects={p: "pan" for p in pans}, offsets={}, facts={}),
+                 vocab=N(data={"noun_types": {"pan": "pan"}}, is_a=lambda t, k: k == "vessel"),
+                 own_heads={p: {"pan"} for p in pans}, vessel_heads={"pan"}, running_open=set(), running_left={})
+
+    win = N(recipe="R", step="S02", video="v", row=False)
+    two = ctx(["pan", "pan2"])
+    assert running_vessel(two, "R", win, set(), "no vessel named in the step text", 50.0, 52.0) == (None, None)
+    assert two.running_left == {("R", 50.0, 52.0): (
+        "the step text names no vessel; the recipe's running vessel (pan: the type the texts of its earlier steps "
+        "name, pan) is not decided: ambiguous vessel, 2 pan instances of v out of storage at the add (pan, pan2)")}
+    one = ctx(["pan"])
+    assert running_vessel(one, "R", win, set(), "no vessel named in the step text", 50.0, 52.0) == (None, None)
+    assert one.running_left == {}

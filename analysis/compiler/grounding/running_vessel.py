@@ -26,8 +26,8 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
       observed destination or the observed origin of its next track.
 
     Else ``(None, None)``: the add stays open; with two or more vessels of the type out of
-    storage, ``ctx.running_left[(rid, t0, t1)]`` says so, naming them (the add's dropped
-    reason: the rows leave it open). Evidence ``step_text``, citing the vessel's last track
+    storage (an earlier add in one of them or none), ``ctx.running_left[(rid, t0, t1)]``
+    says so, naming them (the add's dropped reason: the rows leave it open). Evidence ``step_text``, citing the vessel's last track
     before the add.
 
     >>> from types import SimpleNamespace as N
@@ -70,8 +70,8 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
 
     bound = sorted((t, s, v, vid) for (r, s, vid), adds in ctx.step_add_vessels.items() if r == rid and s in earlier
                    for t, v, ev, _ in adds if ev.get("evidence") == "step_text")
-    if not bound or not all(of_kind(v) for _, _, v, _ in bound):
-        return None, None                   # no earlier add in it by its text, or one elsewhere
+    if not all(of_kind(v) for _, _, v, _ in bound):
+        return None, None                   # an earlier add into a vessel of another type
     here = [e for e in sorted(ctx.tracks_of) if of_kind(e)
             and any(tr.assoc.video == win.video for tr in ctx.tracks_of[e])]
     stored = {e: why_e for e in here if (why_e := in_storage(ctx, e, win.video, t0, t1))}
@@ -83,8 +83,8 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
             f"the step text names no vessel; the recipe's running vessel ({kind}: the type the texts of its "
             f"earlier steps name, {', '.join(sorted(nouns))}) is not decided: ambiguous vessel, {len(here)} "
             f"{kind} instances of {win.video} out of storage at the add ({', '.join(here)})")
-    if len(here) != 1 or here[0] in exclude:
-        return None, None
+    if not bound or len(here) != 1 or here[0] in exclude:
+        return None, None                   # no earlier add in it by its text, or not one vessel
     vessel = here[0]
     trs = sorted((tr for tr in ctx.tracks_of[vessel] if tr.assoc.video == win.video), key=lambda x: x.start)
     if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
