@@ -390,6 +390,7 @@ def add_target(ctx, rid, ev, win, ttext, own, what, refs, same_step=True, during
     if target is None and step_adds and not agreed:  # the vessel its segment handles after it
         target, tev = later_handled_vessel(ctx, win, ttext, own, why, *(during or (t0, t1)))
     if target is None:
+        why = ctx.running_left.get((rid, *(during or (t0, t1))), why)     # its candidates, if named
         drop(ctx, "add", what, f"target not decided: {why}", t0, **refs)
         ctx.undecided_adds.append((ev.span.video, t0, t1))
         return None, None
@@ -567,7 +568,7 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
     if target is None and what not in ctx.agreed_vessels:
         target, tev = open_add_vessel(ctx, rid, win, ttext, set(), why, t0, t1)
     if target is None:
-        check(f"target not decided: {why}")
+        check(f"target not decided: {ctx.running_left.get((rid, t0, t1), why)}")
         return
     if tracked:
         place = WHERE_IT_STANDS

@@ -25,8 +25,10 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
       put away: into storage, an enclosed appliance (the dishwasher) or a sink, by its
       observed destination or the observed origin of its next track.
 
-    Else ``(None, None)``: the add stays open. Evidence ``step_text``, citing the vessel's
-    last track before the add.
+    Else ``(None, None)``: the add stays open; with two or more vessels of the type out of
+    storage (an earlier add in one of them or none), ``ctx.running_left[(rid, t0, t1)]``
+    says so, naming them (the add's dropped reason: the rows leave it open). Evidence ``step_text``, citing the vessel's last track
+    before the add.
 
     >>> from types import SimpleNamespace as N
     >>> tr = N(start=5.0, end=9.0, offset=0.0, track_id="t1", assoc=N(video="v", assoc_id="a", name="pan"),
@@ -35,13 +37,20 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
     ...         step_add_vessels={("R", "S01", "u"): [(3.0, "pan_u", {"evidence": "step_text"}, "add R/I1")]},
     ...         tracks_of={"pan": [tr]}, w=N(objects={"pan": "pan", "pan_u": "pan"}, offsets={}, facts={}),
     ...         vocab=N(data={"noun_types": {"pan": "pan"}}, is_a=lambda t, k: k == "vessel"),
-    ...         own_heads={"pan": {"pan"}, "pan_u": {"pan"}}, vessel_heads={"pan"}, running_open=set())
+    ...         own_heads={"pan": {"pan"}, "pan_u": {"pan"}}, vessel_heads={"pan"}, running_open=set(),
+    ...         running_left={})
     >>> w = N(recipe="R", step="S02", video="v", row=False)
     >>> running_vessel(ctx, "R", w, set(), "no vessel named in the step text", 50.0, 52.0)[0]
     'pan'
     >>> tr.end = 51.0                         # in the hand during the add: it may be the source
     >>> running_vessel(ctx, "R", w, set(), "no vessel named in the step text", 50.0, 52.0)
     (None, None)
+    >>> tr.end = 9.0; ctx.tracks_of["pan2"] = [tr]                  # a second pan out of storage
+    >>> ctx.w.objects["pan2"] = "pan"; ctx.own_heads["pan2"] = {"pan"}
+    >>> running_vessel(ctx, "R", w, set(), "no vessel named in the step text", 50.0, 52.0)
+    (None, None)
+    >>> ctx.running_left[("R", 50.0, 52.0)].endswith("ambiguous vessel, 2 pan instances of v out of storage at the add (pan, pan2)")
+    True
     """
     if win is None or win.row or not why.startswith("no vessel named"):
         return None, None
@@ -61,14 +70,21 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
 
     bound = sorted((t, s, v, vid) for (r, s, vid), adds in ctx.step_add_vessels.items() if r == rid and s in earlier
                    for t, v, ev, _ in adds if ev.get("evidence") == "step_text")
-    if not bound or not all(of_kind(v) for _, _, v, _ in bound):
-        return None, None                   # no earlier add in it by its text, or one elsewhere
+    if not all(of_kind(v) for _, _, v, _ in bound):
+        return None, None                   # an earlier add into a vessel of another type
     here = [e for e in sorted(ctx.tracks_of) if of_kind(e)
             and any(tr.assoc.video == win.video for tr in ctx.tracks_of[e])]
     stored = {e: why_e for e in here if (why_e := in_storage(ctx, e, win.video, t0, t1))}
     here = [e for e in here if e not in stored]
-    if len(here) != 1 or here[0] in exclude:
-        return None, None
+    if len(here) >= 2:
+        # the rows leave it open: its reason names the candidates (``ctx.running_left``, read
+        # where the add is dropped), never one of them by recency or ID
+        ctx.running_left[(rid, t0, t1)] = (
+            f"the step text names no vessel; the recipe's running vessel ({kind}: the type the texts of its "
+            f"earlier steps name, {', '.join(sorted(nouns))}) is not decided: ambiguous vessel, {len(here)} "
+            f"{kind} instances of {win.video} out of storage at the add ({', '.join(here)})")
+    if not bound or len(here) != 1 or here[0] in exclude:
+        return None, None                   # no earlier add in it by its text, or not one vessel
     vessel = here[0]
     trs = sorted((tr for tr in ctx.tracks_of[vessel] if tr.assoc.video == win.video), key=lambda x: x.start)
     if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
