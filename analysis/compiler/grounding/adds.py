@@ -307,6 +307,9 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
             drop(ctx, "add", what, f"ingredient typed {leaf}", t0, **refs)
             return
         sub = ingredient_entity(ev.name, ctx.vocab)
+        first, n = sub, 2           # the whole food is tracked too: what this holds is a portion
+        while ctx.tracks_of.get(sub):
+            sub, n = f"{first}_{n}", n + 1
         if generic == "vessel":
             # with no track of the spice, a bowl or plate held through its add is its
             # source or where it goes: its source only when the step text names another
