@@ -554,6 +554,23 @@ def test_no_object_starts_in_two_places(compiled):
 
 
 @pytest.mark.e2e
+def test_a_food_another_step_takes_out_between_a_scattered_steps_segments_is_no_end_state(compiled):
+    # P04-20240414-162242, P04_R05 S04 "Pour sufficient dosa batter on the hot pan ...":
+    # its segments hold both dosas; S05 "... remove it from the pan" lifts the dosa pan
+    # (573.1-716.6 s) between them, so the first batter and its ghee are no end state of
+    # S04 (an outside reviewer's draw: contradicted by the S05 rows); the second one is.
+    a, _ = compiled
+    task = next(t for t in read_records(a / "cohort" / "tasks.jsonl")
+                if t["episode_id"] == "P04-20240414-162242" and t["provenance"]["refs"].get("step") == "P04_R05_S04")
+    atoms = [c["atom"] for c in task["contract"]["conditions"] if c["kind"] == "atom"]
+    assert atoms == [["in", "instant_dosa_mix_2", "dosa_pan"]]
+    ledger = [d for d in read_records(a / "cohort" / "dropped.jsonl") if d["kind"] == "ledger"
+              and d["episode_id"] == "P04-20240414-162242" and d["refs"]["unit"] == "P04_R05/P04_R05_S04"]
+    assert sorted(d["refs"].get("atom", [None])[1] for d in ledger if d["refs"]["code"] == "intermediate") == [
+        "ghee", "instant_dosa_mix"]
+
+
+@pytest.mark.e2e
 def test_vqa_answer_outside_the_itinerary_chain_is_a_conflict(compiled):
     # P03-20240218-190556: VQA 141 (take at 1801.07 s) names counter right of sink for
     # the butter package, a fixture itinerary 115 ("fridge -> counter left of hob ->

@@ -167,6 +167,43 @@ def _track_span(op) -> tuple[float, float] | None:
     return r["start"] + off, r["end"] + off
 
 
+#: a step text that takes a food out of its vessel ("remove it from the pan", "transfer
+#: to a plate", "drain"; serving carries the vessel, its food still in it)
+REMOVING = re.compile(r"\b(?:remove|take \w+ out|take out|transfer|drain|empty|tip|scoop out|lift out)\b",
+                      re.IGNORECASE)
+
+
+def _emptied_between(world, atom, op, until: float, spans, others) -> bool:
+    """Whether ``in(f, v)``, set by the add ``op``, may be undone before ``until`` (the
+    unit's end) by another step: ``v`` is handled by a track that starts after the add and
+    before ``until``, lies mostly outside the unit's own ``spans``, and overlaps a segment
+    of another step of the recipe (``others``: ``(start, end, text)``) whose text takes
+    food out (:data:`REMOVING`). P04_R05's S05 "remove it from the pan" lifts the dosa pan
+    between the two dosas of the scattered S04: the first dosa is no end state of S04.
+    Handling inside the unit's own spans is the unit's own, and another step that adds
+    or stirs takes nothing out.
+
+    >>> from types import SimpleNamespace as NS
+    >>> w = NS(tracks=[NS(entity="pan", start=50.0, end=60.0), NS(entity="pan", start=12.0, end=14.0)])
+    >>> add, spans = NS(time=11.0), [(10.0, 20.0), (80.0, 90.0)]
+    >>> _emptied_between(w, ("in", "dosa", "pan"), add, 90.0, spans, [(45.0, 65.0, "Remove it from the pan")])
+    True
+    >>> _emptied_between(w, ("in", "dosa", "pan"), add, 90.0, spans, [(45.0, 65.0, "Add the onions")])
+    False
+    >>> _emptied_between(w, ("in", "dosa", "pan"), add, 40.0, [(10.0, 40.0)], [])    # its own stir
+    False
+    """
+    v = atom[2]
+    for tr in world.tracks:
+        if tr.entity != v or not op.time + 1e-6 < tr.start < until:
+            continue
+        inside = sum(max(0.0, min(tr.end, b) - max(tr.start, a)) for a, b in spans)
+        if inside < (tr.end - tr.start) / 2 and any(a < tr.end and tr.start < b and REMOVING.search(text)
+                                                    for a, b, text in others):
+            return True
+    return False
+
+
 def _before_unit(op, spans) -> bool:
     """Whether the track behind ``op`` lies mostly before its unit: more than half of it
     precedes the start of the unit's own span (``spans``: ``(start, end)`` in episode time,

@@ -49,7 +49,7 @@ one task (the first); the second is rejected (``duplicate_condition_set``).
 from __future__ import annotations
 
 from .evidence import (_add_row, _arg_refs, _atom_keep, _before_unit, _cond_prov, _cut_later,
-                       _event_keep, _may_move_renamed, _move_may_precede, _moves_again)
+                       _emptied_between, _event_keep, _may_move_renamed, _move_may_precede, _moves_again)
 from .grounding import name_head, title_of, words
 
 END_PREDICATES = {"in", "at", "open", "powered", "running", "capped", "covered"}
@@ -200,11 +200,12 @@ def _reopened(world, atom, op, until: float, rows) -> bool:
     return False
 
 
-def _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen=()) -> list[tuple]:
+def _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen=(), others=()) -> list[tuple]:
     """Every atom the unit's own groups last established and that still holds at the
     unit's end, as ``(rank, operation index, atom, kept arguments)``; the others go to
     ``skip`` with their reason code. ``reopen``: the rows that may undo a close
-    (:func:`reopen_rows`)."""
+    (:func:`reopen_rows`); ``others``: the recipe's other step segments (``(start, end,
+    text)``), which may take an added food out (:func:`_emptied_between`)."""
     atoms = []
     for atom in sorted(a for a in end if by.get(a) is not None):
         if atom[0] not in END_PREDICATES:
@@ -212,6 +213,9 @@ def _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen=()) -
         if atom[0] == "at" and (_moves_again(world, atom, by[atom], until)
                                 or _may_move_renamed(world, atom, by[atom], until)
                                 or _cut_later(world, atom, by[atom], until, sim.vocab)):
+            skip(atom, "intermediate")
+            continue
+        if atom[0] == "in" and _emptied_between(world, atom, by[atom], until, spans, others):
             skip(atom, "intermediate")
             continue
         if (atom[0] == "covered" and _moves_again(world, atom, by[atom], until)
@@ -374,7 +378,10 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         # sink, used and put back there, is dropped below: it gives free credit)
         until, since, spans = _unit_spans(u, mine, groups, segments)
         info["spans"] = spans
-        atoms = _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen)
+        # the recipe's other steps, whose texts may take food out between this one's segments
+        others = [(x.start, x.end, x.instruction) for x in segments if u[0] == "step" and x.kind == "step"
+                  and x.recipe == u[1] and tuple(x.steps) != u[2]]
+        atoms = _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen, others)
         # no free credit: an end state that already holds when the task starts (an object
         # used and put back where it was), or in the episode's initial world (an object an
         # earlier unit took out and this one puts back: a planner that never took it out
