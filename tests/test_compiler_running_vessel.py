@@ -173,6 +173,11 @@ def test_the_step_handles_a_pan_only_when_the_add_lies_within_its_segments():
     c.tracks_of["pan2"].append(tr(295.0, 296.0, "q3"))
     assert handled_in_step(c, "R", win, ["pan", "pan2"], 50.0, 52.0) is None
     c.tracks_of["pan2"].pop()
+    # handled only in a segment away from the add's (another, 60-70 s, comes between)
+    far = ctx((40.0, 45.0), (60.0, 70.0), (290.0, 310.0))
+    assert handled_in_step(far, "R", win, ["pan", "pan2"], 50.0, 52.0) is None
+    far.tracks_of["pan"].append(tr(61.0, 62.0, "p3"))
+    assert handled_in_step(far, "R", win, ["pan", "pan2"], 50.0, 52.0)[0] == "pan"
     # first seen after the add (its only track 301-303 s): not in use then
     late = ctx((40.0, 45.0), (290.0, 310.0))
     late.tracks_of["pan"].pop(0)

@@ -137,7 +137,8 @@ def in_storage(ctx, ent, video, t0, t1) -> str | None:
 def handled_in_step(ctx, rid, win, cands, t0, t1):
     """``(vessel, candidates, why)`` when, of two or more running-vessel candidates, the
     add's own step singles one out: it is the only one tracked during the step segments of
-    the add's step in the add's video (the step the add belongs to handles the pan it cooks
+    the add's step in the add's video, among them the segment holding the add or the one
+    just before or after it (the step the add belongs to handles the pan it cooks
     in: P02_R01_S05's mushrooms, its segments coinciding with the frying pan's tracks, the
     small frying pan not handled in them), it is seen before the add (a pan first seen
     after it was not in use then), and no add of another step or recipe went into it by
@@ -156,6 +157,11 @@ def handled_in_step(ctx, rid, win, cands, t0, t1):
     if len(hit) != 1:
         return None                         # none or several handled in the step: not decided
     vessel, got = next(iter(hit.items()))
+    over = [x for x in segs if overlaps(x[0], x[1], t0, t1, MARGIN)]
+    near = over + [y for y in segs if y[1] < t0 and y not in over][-1:] + [
+        y for y in segs if y[0] > t1 and y not in over][:1]
+    if not any((a, b) in near for _, a, b in got):
+        return None                         # handled only in segments away from the add's
     if not any(tr.end <= t0 for tr in ctx.tracks_of[vessel] if tr.assoc.video == win.video):
         return None                         # first seen after the add: not in use then
     other = sorted(f"{r}/{s}" for (r, s, vid), adds in ctx.step_add_vessels.items()
