@@ -20,16 +20,16 @@ def vocab():
     return Vocabulary.load()
 
 
-def _kitchen(vocab, extra=()):
+def _kitchen(vocab, extra=(), pan=((95.0, 99.0), (150.0, 152.0))):
     """Synthetic video ``v``: "Heat the oil in a pan." (S01, the oil poured at 102-104 s, the
     bottle tracked 101-105 s), then "Add the cheese." (S02, the cheese added at 204-206 s,
     tracked 203-207 s, names no vessel); the pan is put down at 99 s, picked up and set back
-    at 150-152 s; ``extra``: more named tracks."""
+    at 150-152 s (``pan``: its tracks); ``extra``: more named tracks."""
     from analysis.compiler.grounding import ground
     from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
                                            StepSegment, Track)
     from analysis.compiler.worlds import build_world
-    tracks = [("pan", [(95.0, 99.0), (150.0, 152.0)]), ("oil bottle", [(101.0, 105.0)]),
+    tracks = [("pan", list(pan)), ("oil bottle", [(101.0, 105.0)]),
               ("cheese", [(203.0, 207.0)]), *extra]
     assocs = [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(sp)))
               for i, (n, sp) in enumerate(tracks)]
@@ -97,3 +97,91 @@ def test_with_no_earlier_add_bound_two_pans_are_named_and_one_pan_is_not_bound()
     one = ctx(["pan"])
     assert running_vessel(one, "R", win, set(), "no vessel named in the step text", 50.0, 52.0) == (None, None)
     assert one.running_left == {}
+
+
+#: the cheese's step S02 is the segment 200-210 s; the cheese is added at 204-206 s
+_ADD = ("target not decided: the step text names no vessel; the recipe's running vessel (pan: the type the texts "
+        "of its earlier steps name, pan) is not decided: ambiguous vessel, 2 pan instances of v out of storage "
+        "at the add (frying_pan, pan)")
+
+
+def test_of_two_pans_the_one_its_own_step_handles_binds(vocab):
+    # the pan is handled again at 207-209 s, inside S02 (after the add: not its source); the
+    # frying pan stands out of storage from 162 s but S02 never handles it: the pan binds
+    adds, dropped = _kitchen(vocab, [("frying pan", [(160.0, 162.0)])],
+                             pan=((95.0, 99.0), (150.0, 152.0), (207.0, 209.0)))
+    assert adds["I02"].roles["c"] == "pan" and not dropped
+    how = adds["I02"].evidence["c"]["how"]
+    assert adds["I02"].evidence["c"]["evidence"] == "step_text"
+    assert "the add of S01 at 102.0 s in v went into pan by its text" in how
+    assert "standing from 152.00 s" in how
+    assert how.endswith("of the pans out of storage then (frying_pan, pan), pan is the only one tracked during the "
+                        "segments of the add's step S02 (200.00-210.00 s: t0_2 207.00-209.00 s), seen before the "
+                        "add, and no add of another step went into it by its text")
+
+
+def test_the_step_handling_both_pans_or_none_leaves_the_add_open(vocab):
+    # both handled inside S02: not decided
+    adds, dropped = _kitchen(vocab, [("frying pan", [(160.0, 162.0), (208.0, 209.5)])],
+                             pan=((95.0, 99.0), (150.0, 152.0), (207.0, 208.0)))
+    assert set(adds) == {"I01"} and dropped == [_ADD]
+    # neither handled inside S02 (the frying pan at 211-212 s is after the segment)
+    adds, dropped = _kitchen(vocab, [("frying pan", [(160.0, 162.0), (211.0, 212.0)])])
+    assert set(adds) == {"I01"} and dropped == [_ADD]
+
+
+def test_the_pan_its_step_handles_is_not_bound_when_first_seen_after_the_add(vocab):
+    # the frying pan's first track is 207-209 s, inside S02 but after the add (204-206 s): it
+    # was not in use then (P06-20240510-104642's saucepan), so the add stays open
+    adds, dropped = _kitchen(vocab, [("frying pan", [(207.0, 209.0)])])
+    assert set(adds) == {"I01"} and dropped == [_ADD]
+
+
+def test_the_pan_its_step_handles_is_not_bound_against_the_earlier_step_text_binding(vocab):
+    # S01's oil went into the pan by its text; S02 handles only the frying pan (201-203 s,
+    # before the add): the recipe's pan by text and the step's disagree, so it stays open
+    adds, dropped = _kitchen(vocab, [("frying pan", [(160.0, 162.0), (201.0, 203.0)])])
+    assert set(adds) == {"I01"} and adds["I01"].roles["dst"] == "pan" and dropped == [_ADD]
+
+
+def test_the_step_handles_a_pan_only_when_the_add_lies_within_its_segments():
+    # P01-20240204-121042: the biscuits added at 748 s (crushed in the food processor) while
+    # the step's one segment is 1353-1360 s, where the saucepan is handled: no binding
+    from types import SimpleNamespace as N
+
+    from analysis.compiler.grounding.running_vessel import handled_in_step
+
+    def tr(a, b, tid):
+        return N(start=a, end=b, track_id=tid, assoc=N(video="v"))
+
+    def ctx(*segs):
+        return N(segments=[("v", "R", "S02", "step", *x) for x in segs] + [("v", "R", "S02", "prep", 100.0, 120.0)],
+                 tracks_of={"pan": [tr(5.0, 9.0, "p1"), tr(301.0, 303.0, "p2")], "pan2": [tr(6.0, 8.0, "q1")]},
+                 step_add_vessels={}, w=N(offsets={}))
+
+    win = N(step="S02", video="v")
+    assert handled_in_step(ctx((290.0, 310.0)), "R", win, ["pan", "pan2"], 50.0, 52.0) is None
+    # the add lies between the step's two segments (40-45 s, 290-310 s): the step's own time
+    got = handled_in_step(ctx((40.0, 45.0), (290.0, 310.0)), "R", win, ["pan", "pan2"], 50.0, 52.0)
+    assert got[:2] == ("pan", ["pan", "pan2"])
+    assert "(40.00-45.00 s, 290.00-310.00 s: p2 301.00-303.00 s)" in got[2]
+    # the prep segment (100-120 s) is no step segment: pan2 handled there is not counted
+    c = ctx((40.0, 45.0), (290.0, 310.0))
+    c.tracks_of["pan2"].append(tr(105.0, 110.0, "q2"))
+    assert handled_in_step(c, "R", win, ["pan", "pan2"], 50.0, 52.0)[0] == "pan"
+    # handled in a step segment too: both, not decided
+    c.tracks_of["pan2"].append(tr(295.0, 296.0, "q3"))
+    assert handled_in_step(c, "R", win, ["pan", "pan2"], 50.0, 52.0) is None
+    c.tracks_of["pan2"].pop()
+    # handled only in a segment away from the add's (another, 60-70 s, comes between)
+    far = ctx((40.0, 45.0), (60.0, 70.0), (290.0, 310.0))
+    assert handled_in_step(far, "R", win, ["pan", "pan2"], 50.0, 52.0) is None
+    far.tracks_of["pan"].append(tr(61.0, 62.0, "p3"))
+    assert handled_in_step(far, "R", win, ["pan", "pan2"], 50.0, 52.0)[0] == "pan"
+    # first seen after the add (its only track 301-303 s): not in use then
+    late = ctx((40.0, 45.0), (290.0, 310.0))
+    late.tracks_of["pan"].pop(0)
+    assert handled_in_step(late, "R", win, ["pan", "pan2"], 50.0, 52.0) is None
+    # a later step's add went into it by its text: another step's vessel
+    c.step_add_vessels = {("R", "S03", "v"): [(400.0, "pan", {"evidence": "step_text"}, "add R/I3")]}
+    assert handled_in_step(c, "R", win, ["pan", "pan2"], 50.0, 52.0) is None

@@ -6,7 +6,7 @@ standing there, never put away (docs/compiler.md, Adds)."""
 from __future__ import annotations
 
 from .grounder import local, put_away, target_ok, track_ref
-from .text import overlaps, target_groups
+from .text import MARGIN, overlaps, target_groups
 
 
 def running_vessel(ctx, rid, win, exclude, why, t0, t1):
@@ -38,7 +38,7 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
     ...         tracks_of={"pan": [tr]}, w=N(objects={"pan": "pan", "pan_u": "pan"}, offsets={}, facts={}),
     ...         vocab=N(data={"noun_types": {"pan": "pan"}}, is_a=lambda t, k: k == "vessel"),
     ...         own_heads={"pan": {"pan"}, "pan_u": {"pan"}}, vessel_heads={"pan"}, running_open=set(),
-    ...         running_left={})
+    ...         running_left={}, segments=[])
     >>> w = N(recipe="R", step="S02", video="v", row=False)
     >>> running_vessel(ctx, "R", w, set(), "no vessel named in the step text", 50.0, 52.0)[0]
     'pan'
@@ -83,6 +83,12 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
             f"the step text names no vessel; the recipe's running vessel ({kind}: the type the texts of its "
             f"earlier steps name, {', '.join(sorted(nouns))}) is not decided: ambiguous vessel, {len(here)} "
             f"{kind} instances of {win.video} out of storage at the add ({', '.join(here)})")
+    own = None
+    if bound and len(here) >= 2:
+        own = handled_in_step(ctx, rid, win, here, t0, t1)
+        if own is None:
+            return None, None               # the step's segments do not single one out
+        here = [own[0]]
     if not bound or len(here) != 1 or here[0] in exclude:
         return None, None                   # no earlier add in it by its text, or not one vessel
     vessel = here[0]
@@ -97,11 +103,14 @@ def running_vessel(ctx, rid, win, exclude, why, t0, t1):
     last = before[-1]
     t, step, v, vid = bound[-1]
     away = "".join(f"; {e} is in storage then ({w})" for e, w in sorted(stored.items()))
+    if own is not None:
+        ctx.running_left.pop((rid, t0, t1), None)       # decided: no longer the drop's reason
+        away += f"; of the {kind}s out of storage then ({', '.join(own[1])}), {own[2]}"
     return vessel, {**track_ref(ctx, last), "evidence": "step_text",
                     "how": f"the recipe's running vessel: the texts of its earlier steps name vessels of one type "
                            f"({', '.join(sorted(nouns))}: {kind}), and the add of {step} at "
                            f"{local(ctx, vid, t):.1f} s in {vid} went into {v} by its text; {vessel} is the one "
-                           f"{kind} of {win.video}, standing from {local(ctx, win.video, last.end):.2f} s, not "
+                           f"{kind} of {win.video}{' its step handles' if own else ''}, standing from {local(ctx, win.video, last.end):.2f} s, not "
                            f"handled during the add, none of its {len(before)} tracks there before it put away; "
                            f"the target rule left this add open ({why}){away}"}
 
@@ -123,3 +132,49 @@ def in_storage(ctx, ent, video, t0, t1) -> str | None:
         return f"{why} at {local(ctx, video, last.end):.2f} s" if why else None
     why = put_away(ctx, trs[0], "src") if trs else None
     return f"{why} at {local(ctx, video, trs[0].start):.2f} s, after the add" if why else None
+
+
+def handled_in_step(ctx, rid, win, cands, t0, t1):
+    """``(vessel, candidates, why)`` when, of two or more running-vessel candidates, the
+    add's own step singles one out: it is the only one tracked during the step segments of
+    the add's step in the add's video, among them the segment holding the add or the one
+    just before or after it (the step the add belongs to handles the pan it cooks
+    in: P02_R01_S05's mushrooms, its segments coinciding with the frying pan's tracks, the
+    small frying pan not handled in them), it is seen before the add (a pan first seen
+    after it was not in use then), and no add of another step or recipe went into it by
+    its text (the saucepan boiling another step's potatoes). ``None`` otherwise: the add
+    stays open, its candidates named."""
+    segs = sorted((a, b) for v, r, s, k, a, b in ctx.segments
+                  if v == win.video and r == rid and s == win.step and k == "step")
+    if not segs or not overlaps(t0, t1, segs[0][0], max(b for _, b in segs), MARGIN):
+        return None                         # the add lies outside its step's segments there
+    hit = {}
+    for e in cands:
+        trs = sorted((tr for tr in ctx.tracks_of[e] if tr.assoc.video == win.video), key=lambda x: x.start)
+        got = [(tr, a, b) for tr in trs for a, b in segs if overlaps(tr.start, tr.end, a, b, 0.0)]
+        if got:
+            hit[e] = got
+    if len(hit) != 1:
+        return None                         # none or several handled in the step: not decided
+    vessel, got = next(iter(hit.items()))
+    over = [x for x in segs if overlaps(x[0], x[1], t0, t1, MARGIN)]
+    near = over + [y for y in segs if y[1] < t0 and y not in over][-1:] + [
+        y for y in segs if y[0] > t1 and y not in over][:1]
+    if not any((a, b) in near for _, a, b in got):
+        return None                         # handled only in segments away from the add's
+    if not any(tr.end <= t0 for tr in ctx.tracks_of[vessel] if tr.assoc.video == win.video):
+        return None                         # first seen after the add: not in use then
+    other = sorted(f"{r}/{s}" for (r, s, vid), adds in ctx.step_add_vessels.items()
+                   if vid == win.video and (r, s) != (rid, win.step)
+                   for _, v, ev, _ in adds if v == vessel and ev.get("evidence") == "step_text"
+                   and (r != rid or s > win.step))
+    earlier = {v for (r, s, vid), adds in ctx.step_add_vessels.items() if r == rid and vid == win.video
+               and s < win.step for _, v, ev, _ in adds if ev.get("evidence") == "step_text"}
+    if other or earlier & set(cands) - {vessel}:
+        return None                         # another step's vessel by its text, or the recipe's is another
+    segs_s = ", ".join(f"{local(ctx, win.video, a):.2f}-{local(ctx, win.video, b):.2f} s" for a, b in segs)
+    trs_s = ", ".join(f"{tr.track_id} {local(ctx, win.video, tr.start):.2f}-{local(ctx, win.video, tr.end):.2f} s"
+                      for tr, _, _ in got)
+    return vessel, cands, (f"{vessel} is the only one tracked during the segments of the add's step "
+                           f"{win.step} ({segs_s}: {trs_s}), seen before the add, and no add of another "
+                           f"step went into it by its text")
