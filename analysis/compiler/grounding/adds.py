@@ -327,10 +327,14 @@ def ground_instance(ctx, rid, ev, matches, refs, what, ent, mine, generic, sibli
             src_ev = {**src_ev, "how": f"the only container held through the whole add, a {ent} with no "
                                        f"content in its name, while the step text names {target} as the target"}
         ctx.out.objects.setdefault(sub, leaf)
-        ctx.out.facts.setdefault(("in", sub, ent), {"source": "observed", "refs": {
-            **track_ref(ctx, tr), "ingredient": ev.ingredient_id, "recipe": rid,
-            "how": ("the add row: the ingredient leaves it (held through the add)" if generic
-                    else "the track's name names the ingredient it holds")}})
+        seen = {**track_ref(ctx, tr), "ingredient": ev.ingredient_id, "recipe": rid,
+                "how": ("the add row: the ingredient leaves it (held through the add)" if generic
+                        else "the track's name names the ingredient it holds")}
+        # a bowl, plate or cup is seen holding it only at the add (the spice measured out on
+        # it during the video): since the start is curated; a jar or a named container observed
+        ctx.out.facts.setdefault(("in", sub, ent), {"source": "curated", "refs": {
+            "rule": "content_of_a_vessel_held_through_its_add", "seen": seen}} if generic == "vessel"
+            else {"source": "observed", "refs": seen})
         if generic != "vessel":
             target, tev = add_target(ctx, rid, ev, win, ttext, {ent} | siblings, what, refs, during=during)
         if target is None:
