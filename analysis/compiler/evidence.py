@@ -173,7 +173,15 @@ REMOVING = re.compile(r"\b(?:remove|take \w+ out|take out|transfer|drain|empty|t
                       re.IGNORECASE)
 
 
-def _emptied_between(world, atom, op, until: float, spans, others) -> bool:
+#: the unit's own step text taking the food it added out again ("Mix well and pour the
+#: mixture onto a baking tray", "drain", "transfer to a plate"): "remove" alone is not,
+#: "remove the pan from the heat" carries the vessel, its food still in it
+OWN_REMOVING = re.compile(r"\b(?:pour (?:the |this )?(?:mixture|batter|contents|it|them)\b|transfer|drain|"
+                          r"tip (?:out|it|them)\b|scoop out|lift out|take (?:it |them )?out|remove (?:it|them)\b)",
+                          re.IGNORECASE)
+
+
+def _emptied_between(world, atom, op, until: float, spans, others, own: str = "") -> bool:
     """Whether ``in(f, v)``, set by the add ``op``, may be undone before ``until`` (the
     unit's end) by another step: ``v`` is handled by a track that starts after the add and
     before ``until``, lies mostly outside the unit's own ``spans``, and overlaps a segment
@@ -192,11 +200,19 @@ def _emptied_between(world, atom, op, until: float, spans, others) -> bool:
     False
     >>> _emptied_between(w, ("in", "dosa", "pan"), add, 40.0, [(10.0, 40.0)], [])    # its own stir
     False
+    >>> _emptied_between(w, ("in", "oil", "pan"), add, 40.0, [(10.0, 40.0)], [], "Mix and pour the mixture out")
+    True
+
+    The unit's ``own`` step text counts too when it takes the food out again
+    (:data:`OWN_REMOVING`: P07_R07 S02 "Mix well and pour the mixture onto a baking tray"
+    lifts the bowl the oil went into), for a track anywhere after the add.
     """
     v = atom[2]
     for tr in world.tracks:
         if tr.entity != v or not op.time + 1e-6 < tr.start < until:
             continue
+        if own and OWN_REMOVING.search(own):
+            return True
         inside = sum(max(0.0, min(tr.end, b) - max(tr.start, a)) for a, b in spans)
         if inside < (tr.end - tr.start) / 2 and any(a < tr.end and tr.start < b and REMOVING.search(text)
                                                     for a, b, text in others):

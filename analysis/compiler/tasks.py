@@ -200,12 +200,12 @@ def _reopened(world, atom, op, until: float, rows) -> bool:
     return False
 
 
-def _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen=(), others=()) -> list[tuple]:
+def _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen=(), others=(), own="") -> list[tuple]:
     """Every atom the unit's own groups last established and that still holds at the
     unit's end, as ``(rank, operation index, atom, kept arguments)``; the others go to
     ``skip`` with their reason code. ``reopen``: the rows that may undo a close
     (:func:`reopen_rows`); ``others``: the recipe's other step segments (``(start, end,
-    text)``), which may take an added food out (:func:`_emptied_between`)."""
+    text)``) and its ``own`` step text, which may take an added food out (:func:`_emptied_between`)."""
     atoms = []
     for atom in sorted(a for a in end if by.get(a) is not None):
         if atom[0] not in END_PREDICATES:
@@ -215,7 +215,7 @@ def _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen=(), o
                                 or _cut_later(world, atom, by[atom], until, sim.vocab)):
             skip(atom, "intermediate")
             continue
-        if atom[0] == "in" and _emptied_between(world, atom, by[atom], until, spans, others):
+        if atom[0] == "in" and _emptied_between(world, atom, by[atom], until, spans, others, own):
             skip(atom, "intermediate")
             continue
         if (atom[0] == "covered" and _moves_again(world, atom, by[atom], until)
@@ -381,7 +381,9 @@ def unit_tasks(episode_id: str, world, groups, group_recs, builder, op_group, ac
         # the recipe's other steps, whose texts may take food out between this one's segments
         others = [(x.start, x.end, x.instruction) for x in segments if u[0] == "step" and x.kind == "step"
                   and x.recipe == u[1] and tuple(x.steps) != u[2]]
-        atoms = _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen, others)
+        own = " ".join(sorted({x.instruction for x in segments if u[0] == "step" and x.kind == "step"
+                               and x.recipe == u[1] and tuple(x.steps) == u[2]}))
+        atoms = _end_atoms(end, by, world, until, since, spans, sim, ops, skip, reopen, others, own)
         # no free credit: an end state that already holds when the task starts (an object
         # used and put back where it was), or in the episode's initial world (an object an
         # earlier unit took out and this one puts back: a planner that never took it out
