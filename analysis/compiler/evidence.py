@@ -183,7 +183,7 @@ OWN_REMOVING = re.compile(r"\b(?:pour (?:the |this )?(?:mixture|batter|contents|
 
 def _emptied_between(world, atom, op, until: float, spans, others, own: str = "") -> bool:
     """Whether ``in(f, v)``, set by the add ``op``, may be undone before ``until`` (the
-    unit's end) by another step: ``v`` is handled by a track that starts after the add and
+    unit's end) by a step that takes food out: by another step when ``v`` is handled by a track that starts after the add and
     before ``until``, lies mostly outside the unit's own ``spans``, and overlaps a segment
     of another step of the recipe (``others``: ``(start, end, text)``) whose text takes
     food out (:data:`REMOVING`). P04_R05's S05 "remove it from the pan" lifts the dosa pan

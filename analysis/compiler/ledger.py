@@ -61,8 +61,8 @@ REASONS = {
                     "(a switch-off, a sampled hob or tap)",
     "intermediate": "after the row, the unit moves the object again, or handles an object of its type "
                     "named otherwise in a later video (annotators name objects per video: it may be "
-                    "this one), or cuts it, or opens again what the row closed, or another step whose "
-                    "text takes food out handles the vessel the row added to",
+                    "this one), or cuts it, or opens again what the row closed, or a step whose text "
+                    "takes food out handles the vessel the row added to",
     "move_may_precede_unit": "an itinerary's final 'to' whose move may precede the unit",
     "evidence_before_unit": "the object's track lies mostly before the unit",
     "argument_not_observed": "an argument of the end state is curated",
