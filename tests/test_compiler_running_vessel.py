@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compiler.readers import ClassTable
 from analysis.compiler.vocabulary import Vocabulary
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
@@ -25,27 +24,9 @@ def _kitchen(vocab, extra=(), pan=((95.0, 99.0), (150.0, 152.0))):
     bottle tracked 101-105 s), then "Add the cheese." (S02, the cheese added at 204-206 s,
     tracked 203-207 s, names no vessel); the pan is put down at 99 s, picked up and set back
     at 150-152 s (``pan``: its tracks); ``extra``: more named tracks."""
-    from analysis.compiler.grounding import ground
-    from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
-                                           StepSegment, Track)
-    from analysis.compiler.worlds import build_world
-    tracks = [("pan", list(pan)), ("oil bottle", [(101.0, 105.0)]),
-              ("cheese", [(203.0, 207.0)]), *extra]
-    assocs = [Association("v", f"a{i}", n, n, tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in enumerate(sp)))
-              for i, (n, sp) in enumerate(tracks)]
-    cap = Capture("R", 0, ("v",), {"I01": "oil", "I02": "cheese"},
-                  (IngredientEvent("I01", "oil", "add", Span("v", 102.0, 104.0)),
-                   IngredientEvent("I02", "cheese", "add", Span("v", 204.0, 206.0))),
-                  (StepSegment("S01", "step", Span("v", 100.0, 110.0)),
-                   StepSegment("S02", "step", Span("v", 200.0, 210.0))))
-    recipe = Recipe("R", "P01", "test", {"S01": "Heat the oil in a pan.", "S02": "Add the cheese."}, (cap,))
-    world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"},
-                                            {"id": "cupboard", "type": "cupboard"}],
-                        "counter", {"v": assocs}, [], [], {"R": recipe}, ClassTable({}, {}, {}), vocab)
-    g = ground(world, {"R": recipe}, vocab)
-    adds = {p.refs["ingredient"]: p for p in g.planned if p.kind == "add"}
-    dropped = [d["reason"] for d in g.dropped if d["kind"] == "add"]
-    return adds, dropped
+    from test_compiler_grounding import _earlier_step      # the same synthetic kitchen
+    adds, g = _earlier_step(vocab, list(pan), extra)
+    return adds, [d["reason"] for d in g.dropped if d["kind"] == "add"]
 
 
 def test_two_pans_out_of_storage_leave_the_add_open_naming_both(vocab):
