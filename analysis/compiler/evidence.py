@@ -207,11 +207,11 @@ def _emptied_between(world, atom, op, until: float, spans, others, own: str = ""
     (:data:`OWN_REMOVING`: P07_R07 S02 "Mix well and pour the mixture onto a baking tray"
     lifts the bowl the oil went into), for a track anywhere after the add.
     """
-    v = atom[2]
+    v, own_takes = atom[2], bool(own and OWN_REMOVING.search(own))
     for tr in world.tracks:
         if tr.entity != v or not op.time + 1e-6 < tr.start < until:
             continue
-        if own and OWN_REMOVING.search(own):
+        if own_takes:
             return True
         inside = sum(max(0.0, min(tr.end, b) - max(tr.start, a)) for a, b in spans)
         if inside < (tr.end - tr.start) / 2 and any(a < tr.end and tr.start < b and REMOVING.search(text)
