@@ -53,13 +53,15 @@ def ground(world, recipes, vocab, activities=(), snippets=()) -> Grounding:
     second pass, to its step's vessel (:func:`step_vessels`) when the first pass found
     one, or to the one vessel its step's other adds went into when its text names that
     vessel's noun (:func:`~.open_adds.step_adds_vessel`), or the recipe's running vessel
-    from its earlier steps' adds (:func:`~.running_vessel.running_vessel`): the pass is
-    repeated whole, so every rule sees the same bindings."""
+    from its earlier steps' adds (:func:`~.running_vessel.running_vessel`), or the recipe's
+    named vessel that brackets it (:func:`~.bracketing_vessel.bracketing_vessel`, second pass
+    only: the first pass's bindings stay those of the other rules): the pass is repeated
+    whole, so every rule sees the same bindings."""
     g = _ground_once(world, recipes, vocab, activities, snippets, {})
     vessels = step_vessels(g.out.planned)
     adds = step_add_vessels(g.out.planned)
     if any(k in vessels for k in g.open_adds) or any(k in adds for k in g.named_open) or (
-            g.running_open and any(k[0] == r for k in adds for r, _, _ in g.running_open)):
+            g.running_open and any(k[0] == r for k in adds for r, _, _ in g.running_open)) or g.bracket_open:
         g = _ground_once(world, recipes, vocab, activities, snippets, vessels, adds)
     return g.out
 
@@ -102,6 +104,7 @@ def _ground_once(world, recipes, vocab, activities, snippets, vessels, adds=None
     g = GroundingContext(world, recipes, vocab)
     g.step_vessels = vessels
     g.step_add_vessels = adds or {}
+    g.second_pass = adds is not None
     g.activities = list(activities)     # an add's activity row corroborates its vessel
     ground_adds(g)
     add_steps = {(p.step.recipe, p.step.step, p.step.video, p.step.start)

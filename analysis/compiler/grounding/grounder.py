@@ -59,6 +59,8 @@ class GroundingContext:
         self.named_open: set = set()       # steps with an add whose named vessel was left open
         self.running_open: set = set()     # steps with an add left for the recipe's running vessel
         self.running_left: dict = {}       # (recipe, start, end) of an add -> why its running vessel is open
+        self.bracket_open: set = set()     # adds left for the bracketing vessel (bound in the second pass)
+        self.second_pass = False           # set by ``ground`` on its second pass
         self.agreed_vessels: dict = {}     # add -> the one vessel of the several steps overlapping it
         self.text_vessels: dict = {}       # vessel noun -> the untracked entity the text names
         self.activities: list = []         # the episode's activity rows (set by ``ground``)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from .bracketing_vessel import bracketing_vessel
 from .running_vessel import running_vessel
 from .grounder import has_head, local, put_away, target_ok, track_ref
 from .text import overlaps, target_groups, words
@@ -76,13 +77,16 @@ def open_add_vessel(ctx, rid, win, text, exclude, why, t0, t1):
     vessel of an earlier step (:func:`earlier_step_vessel`, provenance ``step_text``);
     with neither, for an add left between instances of the one noun its text names, the
     instance another add of the step went into (:func:`same_noun_vessel`); else, its text
-    naming none, the recipe's running vessel (:func:`~.running_vessel.running_vessel`)."""
+    naming none, the recipe's running vessel (:func:`~.running_vessel.running_vessel`), else the
+    recipe's named vessel that brackets the add (:func:`~.bracketing_vessel.bracketing_vessel`)."""
     sv = step_vessel(ctx, rid, win, text, exclude, why, t0, t1)
     ev = earlier_step_vessel(ctx, rid, win, why, t0, t1, text)
     got = ev if ev[0] is not None and ev[0] not in exclude and sv[0] in (None, ev[0]) else sv
     if got[0] is None:
         got = same_noun_vessel(ctx, rid, win, text, exclude, why, t0, t1)
-    return got if got[0] is not None else running_vessel(ctx, rid, win, exclude, why, t0, t1)
+    if got[0] is None:
+        got = running_vessel(ctx, rid, win, exclude, why, t0, t1)
+    return got if got[0] is not None else bracketing_vessel(ctx, rid, win, exclude, why, t0, t1)
 
 
 #: the target rule's reason for an add left between instances of the noun the text names
