@@ -182,6 +182,8 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
 #: A reason matching none is a gap of the compiler (the builder's refusals, an ``in()`` in
 #: another unit's task, an add not listed).
 SOURCE_LIMITS = [
+    ("the recipe's last step naming one", "vessel: the step text names none; the one vessel the recipe last named "
+     "is refused (in the hand during the add, or another vessel handled around it)", "one"),
     ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks", "conflict"),
     ("overlapping_steps", "step: segments of several steps overlap the add, the text decides none", "open"),
     ("several tracked objects match", "instance: several tracked objects are the ingredient", "open"),
@@ -227,7 +229,10 @@ def candidates(reason: str, during: int | None = None) -> str | None:
     """What the rows leave for an add with this dropped ``reason`` (:data:`SOURCE_LIMITS`):
     ``open``, ``conflict``, ``none``, ``one``, or ``None`` (a gap of the compiler). A vessel tracked only in
     other videos is open only when the reason lists two or more of them; where the text names
-    no vessel, ``during`` (the vessels tracked during the add, when known) are the candidates.
+    no vessel, or a substance is refused for want of a tracked container of it, ``during``
+    (the vessels tracked during the add, when known) are the candidates; the one vessel the
+    recipe last named, refused (:func:`analysis.compiler.grounding.bracketing_vessel.bracketing_vessel`),
+    is one candidate, and two that bracket the add are open.
 
     >>> candidates("target not decided: step text names 'pot'; such vessels are tracked in another video (pot, pot2), none in v")
     'open'
@@ -237,9 +242,20 @@ def candidates(reason: str, during: int | None = None) -> str | None:
     'none'
     >>> [candidates("target not decided: no vessel named in the step text", n) for n in (0, 1, 2)]
     ['none', 'one', 'open']
+    >>> [candidates("source check add_without_track: ...; a substance (x) is not held without a container", n)
+    ...  for n in (0, 1, 2)]
+    ['none', 'one', 'open']
+    >>> candidates("target not decided: the step text names no vessel; of the vessels the text of S02, the recipe's "
+    ...            "last step naming one, names (mortar), one candidate: mortar (the one mortar of v) is in the hand "
+    ...            "during the add: it may be the food's source")
+    'one'
     """
     kind = next((k for pat, _, k in SOURCE_LIMITS if pat in (reason or "")), None)
-    if kind == "none" and "no vessel named" in reason and during:
+    if kind == "one" and "bracket the add, not decided" in reason:
+        return "open"                       # two vessels the recipe last named qualify
+    if kind == "none" and ("no vessel named" in reason or "is not held without a container" in reason) and during:
+        # the vessels tracked during the add are the candidates (a substance: the rule
+        # refusing it acts before its vessel is chosen, so one tracked is one refused)
         return "open" if during >= 2 else "one"
     if kind == "open" and "tracked in another video (" in reason:
         listed = reason.split("tracked in another video (", 1)[1].split(")", 1)[0]
