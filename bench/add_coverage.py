@@ -182,7 +182,7 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
 #: A reason matching none is a gap of the compiler (the builder's refusals, an ``in()`` in
 #: another unit's task, an add not listed).
 SOURCE_LIMITS = [
-    ("the recipe's last step naming one", "vessel: the step text names none; the one vessel the recipe last named "
+    ("no vessel; of the vessels the text of", "vessel: the step text names none; the one vessel the recipe last named "
      "is refused (in the hand during the add, or another vessel handled around it)", "one"),
     ("add_time_matches_other_ingredient", "times: the add row's span holds another ingredient's tracks", "conflict"),
     ("overlapping_steps", "step: segments of several steps overlap the add, the text decides none", "open"),

@@ -85,6 +85,21 @@ def test_only_the_vessel_the_recipe_last_named_is_a_candidate(vocab):
     assert adds["I01"].roles["c"] == "frying_pan" and not dropped
 
 
+def test_with_no_vessel_named_before_the_add_the_next_step_naming_one_decides(vocab):
+    # P03_R01_S05 "Fry the onion" before S07 "Add the paste to the pan": the video's one
+    # pan, set down before the add and picked up next after it, is where the onion went
+    steps = {"S01": "Chop the onion.", "S02": "Pound the garlic in a pestle and mortar.", "S03": "Add the cheese.",
+             "S04": "Add the paste to the pan."}
+    adds, dropped = _kitchen(vocab, [("frying pan", [(95.0, 99.0), (215.0, 220.0)])], steps)
+    assert "I01" not in adds                        # S02 names the mortar (none tracked): the pan is not it
+    del steps["S02"]
+    adds, dropped = _kitchen(vocab, [("frying pan", [(95.0, 99.0), (215.0, 220.0)])], steps)
+    assert adds["I01"].roles["c"] == "frying_pan" and not dropped
+    assert adds["I01"].evidence["c"]["how"].startswith(
+        "the recipe's named vessel bracketing the add: the text of S04, the recipe's first step naming a vessel, "
+        "after the add's, names 'pan' (pan), and frying_pan is the one pan of v")
+
+
 def test_the_first_pass_only_notes_the_add_and_a_vessel_not_seen_after_it_is_no_candidate():
     from analysis.compiler.grounding.bracketing_vessel import bracketing_vessel
 

@@ -17,10 +17,11 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
     the running vessel left it open) when
 
     * a vessel noun the text of the recipe's last step before the add's that names one
-      (any word of it that is a vessel head: "mortar" in "pestle and mortar") names exactly
-      one vessel tracked in the add's video (:func:`~.grounder.has_head`): the recipe goes
-      on in the vessel it last named (P05_R04_S04's salad, after S03's "beat the eggs in a
-      bowl", is never the frying pan of S02 stirred before and after it);
+      (any word of it that is a vessel head: "mortar" in "pestle and mortar"), or with none
+      before it the first step after it that names one, names exactly one vessel tracked in
+      the add's video (:func:`~.grounder.has_head`): the recipe goes on in the vessel it last
+      named (P05_R04_S04's salad, after S03's "beat the eggs in a bowl", is never the frying
+      pan of S02 stirred before and after it);
     * that vessel is not in the hand during the add (it may be the food's source), has a track
       before the add, whose observed destination is not storage, an enclosed appliance or a
       sink, and a track after it, not taken from one (it stood out through the add);
@@ -61,11 +62,14 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
     if win is None or win.row or not why.startswith("no vessel named"):
         return None, None
     steps = ctx.recipes[rid].steps
-    said = [(s, sorted({w for w in words(steps[s]) if w in ctx.vessel_heads})) for s in sorted(steps) if s < win.step]
+    said = [(s, sorted({w for w in words(steps[s]) if w in ctx.vessel_heads})) for s in sorted(steps) if s != win.step]
     said = [(s, ws) for s, ws in said if ws]
+    earlier = [x for x in said if x[0] < win.step]
     if not said:
         return None, None
-    step, nouns = said[-1]                  # the vessel the recipe last named
+    # the vessel the recipe last named; with none named yet, the one it names next ("Fry the
+    # onion" goes on in the pan of "Add the paste to the pan")
+    step, nouns = earlier[-1] if earlier else said[0]
     if not ctx.second_pass:
         ctx.bracket_open.add((rid, win.step, win.video))
         return None, None
@@ -104,8 +108,9 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
                                f"({local(ctx, video, lo):.2f}-{local(ctx, video, hi):.2f} s)")
             else:
                 ok.append((e, n, before[-1], after[0]))
-    head = (f"the step text names no vessel; of the vessels the text of {step}, the recipe's last step "
-            f"naming one, names ({', '.join(nouns)}), ")
+    which = "last step naming one" if earlier else "first step naming one, after the add's"
+    head = (f"the step text names no vessel; of the vessels the text of {step}, the recipe's {which}, "
+            f"names ({', '.join(nouns)}), ")
     if len(ok) != 1:
         if ok or refused:
             said = [f"{e} ({n}) brackets the add" for e, n, _, _ in ok] + refused
@@ -115,8 +120,8 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
     vessel, n, last, nxt = ok[0]
     ctx.running_left.pop((rid, t0, t1), None)
     return vessel, {**track_ref(ctx, last), "evidence": "step_text",
-                    "how": f"the recipe's named vessel bracketing the add: the text of {step}, the recipe's last "
-                           f"step naming a vessel, names '{n}' ({', '.join(nouns)}), and {vessel} is the one {n} "
+                    "how": f"the recipe's named vessel bracketing the add: the text of {step}, the recipe's "
+                           f"{which.replace('one', 'a vessel')}, names '{n}' ({', '.join(nouns)}), and {vessel} is the one {n} "
                            f"of {video}; it is put down "
                            f"at {local(ctx, video, last.end):.2f} s ({last.track_id}) and picked up next at "
                            f"{local(ctx, video, nxt.start):.2f} s ({nxt.track_id}), not handled during the add, "
