@@ -2,9 +2,9 @@
 brackets an add. A recipe whose earlier steps name vessels of several types ("a large pan of
 salted water", "pound in a pestle and mortar") goes on in one of them when a later step
 names none ("Add most of the remaining cheese"): the add goes into the one vessel of its
-video that such a noun names, set down just before the add and picked up next just after
-it, with no other vessel of a type the recipe names handled in between (P05_R03_S06: the
-video's one mortar, standing from 753.14 s to 827.48 s, the cheese added at 772 and 822 s;
+video that the noun the recipe last named names, set down just before the add and picked up
+next just after it, with no other vessel handled in between (P05_R03_S06: the video's one
+mortar, standing from 753.14 s to 827.48 s, the cheese added at 772 and 822 s;
 docs/compiler.md, Adds)."""
 from __future__ import annotations
 
