@@ -121,8 +121,8 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
     ctx.running_left.pop((rid, t0, t1), None)
     return vessel, {**track_ref(ctx, last), "evidence": "step_text",
                     "how": f"the recipe's named vessel bracketing the add: the text of {step}, the recipe's "
-                           f"{which.replace('one', 'a vessel')}, names '{n}' ({', '.join(nouns)}), and {vessel} is the one {n} "
-                           f"of {video}; it is put down "
+                           f"{which.replace('one', 'a vessel')}, names '{n}' ({', '.join(nouns)}), and {vessel} "
+                           f"is the one {n} of {video}; it is put down "
                            f"at {local(ctx, video, last.end):.2f} s ({last.track_id}) and picked up next at "
                            f"{local(ctx, video, nxt.start):.2f} s ({nxt.track_id}), not handled during the add, "
                            f"not put away, and no other vessel of {video} is handled in between; the target rule "
