@@ -514,6 +514,20 @@ def test_an_ambiguous_row_moves_its_candidates_only_when_no_compiled_track_answe
     rule = f"{AMB_SETTLE_RULE}:3d_perception_object_location.json q1"
     assert moved == [("take_from_storage", ["cup", "cupboard"], 13.0, rule), ("put_on", ["cup", "table"], 13.0, rule),
                      ("take_from_storage", ["mug", "cupboard"], 13.0, rule), ("put_on", ["mug", "table"], 13.0, rule)]
+    # the cup taken again at 12.5 s (a track of its own, compiled once the bowl is down): it
+    # is caught up to the table before that pick-up, and the catch-up's rule names the
+    # ambiguous row as well as the track not compiled (P01-20240203-130505: itinerary 446)
+    from analysis.compiler.worlds import AMB_RULE
+    cup2 = Association("v", "a2", "cup", "cup", (Track("c1", 10.02, 10.5), Track("c2", 12.5, 14.0)))
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [bowl, mug, cup2]},
+                        [LocationAnswer("q1", "v", "put", 10.0, "table")], [], {}, ClassTable({}, {}, {}), vocab,
+                        offsets={"v": 0.0})
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    cup_ops = [(o.action["type"], o.action["args"][1], o.provenance["refs"].get("rule")) for o in b.out.ops
+               if o.action["args"][:1] == ["cup"]]
+    caught = f"moved_in_a_track_not_compiled:c1;{AMB_RULE}:3d_perception_object_location.json q1"
+    assert cup_ops == [("pick_up", "counter", caught), ("put_on", "table", caught), ("pick_up", "table", None),
+                       ("put_on", "counter", None)]
 
 
 def test_an_untracked_text_vessel_stands_where_the_row_puts_the_food_added_into_it():

@@ -12,7 +12,7 @@ from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Planned
 from .one_hand import OVERLAP_EPS
 from .provenance import cur, evidence_prov, obs, track_prov
 from .sim import Sim
-from .worlds import ROW_RULE, EpisodeWorld, row_rule
+from .worlds import AMB_RULE, ROW_RULE, EpisodeWorld, row_rule
 
 
 #: a catch-up (:meth:`OpBuilder.settle`) to the fixture of an ambiguous row, which names no one
@@ -234,6 +234,10 @@ class OpBuilder:
         if dst != f:
             moves = self.unseen_moves(ent)
             rule = f"moved_in_a_track_not_compiled:{moves[-1].track_id}" if moves else prov["refs"]["rule"]
+            if moves and str(prov["refs"].get("rule", "")).startswith(AMB_RULE):
+                # the place is an ambiguous row's (only where no other candidate's compiled
+                # track answers it: ``forced``): the operations say so, not only the place
+                rule += f";{prov['refs']['rule']}"
             typ, put = TAKE_FROM.get(self.kind(f)), PUT_INTO.get(self.kind(dst))
             if typ is None or put is None or put == "throw_away" or not self.goto(t, f):
                 return
