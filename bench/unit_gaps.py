@@ -185,7 +185,9 @@ def episode_gaps(src, suite: str, episode: str, videos: list[str], offsets: dict
             items.append(("add", rs[0].what if rs else iid, _status(rs, drops)))
             lefts.append(left("add", rs))
         for aid in sorted(c.get("placements", ())):
-            rs = [r for r in mine if r.kind == "placement" and r.key[0] == aid]
+            # the put-downs that last (one the unit moves again is no end state: the ledger's
+            # ``intermediate``, never the strict count's)
+            rs = [r for r in mine if r.kind == "placement" and r.key[0] == aid and r.moved is None]
             items.append(("placement", rs[-1].what if rs else aid, _status(rs, drops)))
             lefts.append(left("placement", rs))
         for what in sorted(c.get("contents", ())):

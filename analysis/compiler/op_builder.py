@@ -12,9 +12,13 @@ from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Planned
 from .one_hand import OVERLAP_EPS
 from .provenance import cur, evidence_prov, obs, track_prov
 from .sim import Sim
-from .worlds import ROW_RULE, EpisodeWorld, row_rule
+from .worlds import AMB_RULE, ROW_RULE, EpisodeWorld, row_rule
 
 
+#: a catch-up (:meth:`OpBuilder.settle`) to the fixture of an ambiguous row, which names no one
+#: object: only where no other candidate's compiled track answers the row
+#: (``<AMB_SETTLE_RULE>:<file> <question>``)
+AMB_SETTLE_RULE = "moved_where_an_ambiguous_row_puts_one_of_its_candidates_after_a_track_not_compiled"
 #: fixture kind -> the action that takes an item from it / puts an item on or in it
 TAKE_FROM = {"surface": "pick_up", "storage": "take_from_storage", "enclosed_appliance": "take_from_appliance",
              "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}
@@ -63,6 +67,11 @@ class OpBuilder:
         self.held_aside: dict[str, str] = {}    # outer object -> where it was set down
         # the places rows decide (an ambiguous row's for each candidate where no other does)
         self.places = {**world.amb_places, **world.row_places}
+        # an ambiguous row's candidate decisions, and each association's tracks (:meth:`forced`)
+        self.amb_rows: dict = {}
+        for d in world.amb_places.values():
+            self.amb_rows.setdefault((d.file, d.qid), []).append(d)
+        self.assoc_tracks = {(tr.assoc.video, tr.assoc.assoc_id): tr.assoc.tracks for tr in world.tracks}
         self.picked_from: dict[str, str] = {}   # entity -> fixture of its last pick-up
 
     # ----------------------------------------------------------------- helpers
@@ -180,7 +189,8 @@ class OpBuilder:
         if moves and (got[0] is None or got[1]["source"] == "curated"):
             # a curated fallback yields to the row that decides the place (issue 34)
             d = self.places.get(gap_key(tr, after=False))
-            if d is not None:
+            if d is not None and (not d.ambiguous or self.forced(d)):
+                # an ambiguous row only where no other candidate's compiled track answers it
                 return d.fixture, cur(row_rule(d))
         d = self.w.amb_places.get(gap_key(tr, after=False))
         if not moves and d is not None and (self.place.get(tr.entity) or {}).get("source") == "curated":
@@ -224,6 +234,10 @@ class OpBuilder:
         if dst != f:
             moves = self.unseen_moves(ent)
             rule = f"moved_in_a_track_not_compiled:{moves[-1].track_id}" if moves else prov["refs"]["rule"]
+            if moves and str(prov["refs"].get("rule", "")).startswith(AMB_RULE):
+                # the place is an ambiguous row's (only where no other candidate's compiled
+                # track answers it: ``forced``): the operations say so, not only the place
+                rule += f";{prov['refs']['rule']}"
             typ, put = TAKE_FROM.get(self.kind(f)), PUT_INTO.get(self.kind(dst))
             if typ is None or put is None or put == "throw_away" or not self.goto(t, f):
                 return
@@ -249,12 +263,17 @@ class OpBuilder:
         follows the row that decides it (issue 34) instead of keeping the place of an
         earlier put-down. ``False`` when the object is held or inside a container, or the
         move is not executable."""
+        if d.ambiguous and not self.forced(d):
+            # the row does not say which candidate it saw, and another candidate's compiled
+            # track answers it: moving this one would place it by curation alone (issue 34:
+            # P03-20240216-185832, itinerary 218's knife4 beside knife5)
+            return True
         ent = tr.entity
         f, cont = self.location(ent)
         if ("holding", ent) in self.facts or ("hand-empty",) not in self.facts or f is None \
                 or (cont and cont != f) or d.fixture not in self.objects:
             return False
-        rule = f"{SETTLE_RULE}:{d.file} {d.qid}"
+        rule = f"{AMB_SETTLE_RULE if d.ambiguous else SETTLE_RULE}:{d.file} {d.qid}"
         if f != d.fixture:
             typ, put = TAKE_FROM.get(self.kind(f)), PUT_INTO.get(self.kind(d.fixture))
             if typ is None or put is None or put == "throw_away":
@@ -276,6 +295,24 @@ class OpBuilder:
                               track=tr.track_id, how=f"{tr.dst_how} (a track not compiled put it here)",
                               **(tr.dst_extra or {})) if own else cur(rule)
         self.place_time[ent] = t
+        return True
+
+    def forced(self, d) -> bool:
+        """Whether the ambiguous row of candidate decision ``d`` needs the catch-up of
+        ``d``'s object (:meth:`settle`): every other candidate of the row with a gap of its
+        own (``EpisodeWorld.amb_places``) has a track bounding that gap the builder does not
+        compile, so no compiled put-down or pick-up answers the row (itinerary 78 of
+        P03-20240216-084005: both spoons' tracks dropped, and the row says one went to the
+        cupboard). ``False`` when a row gives no other candidate a gap of its own (an
+        unambiguous row decides the others' gaps)."""
+        others = [e for e in self.amb_rows.get((d.file, d.qid), ()) if e.entity != d.entity]
+        if not others:
+            return False
+        for e in others:
+            tracks = self.assoc_tracks.get((e.video, e.assoc), ())
+            k = e.gap - 1 if e.side == "after" else e.gap
+            if 0 <= k < len(tracks) and tracks[k].track_id in self.compiled:
+                return False
         return True
 
     def _put_into(self, t, ent, dst, typ, rule) -> bool:

@@ -43,6 +43,8 @@ from .readers import FRAME, TWO_FRAMES, Association, Itinerary, LocationAnswer
 VQA_FILE = "3d_perception_object_location.json"
 #: ``compiled_tracks.SETTLE_RULE`` (a curated move to the place a row decides)
 SETTLE_PREFIX = "moved_where_a_row_puts_it_after_a_track_not_compiled"
+#: ``op_builder.AMB_SETTLE_RULE`` (the same catch-up to an ambiguous row's fixture)
+AMB_SETTLE_PREFIX = "moved_where_an_ambiguous_row_puts_one_of_its_candidates_after_a_track_not_compiled"
 ITIN_FILE = "object_motion_object_movement_itinerary.json"
 TAKE_TYPES = frozenset({"pick_up", "take_from_storage", "take_from_appliance", "pick_up_from_appliance",
                         "take_from_sink", "take_out_of_container"})
@@ -313,7 +315,7 @@ def audit_rows(ds: list[Decision], rows: Counter, facts: dict, group_recs: list,
             args = refs.get("args", [])
             key = _track_key(args[0] if args else None)
             side = "origin" if op["type"] in TAKE_TYPES else "destination"
-            if side == "origin" and str(refs.get("rule", "")).startswith(SETTLE_PREFIX):
+            if side == "origin" and str(refs.get("rule", "")).startswith((SETTLE_PREFIX, AMB_SETTLE_PREFIX)):
                 # the compiled world catching up with a row (compiled_tracks.SETTLE_RULE): the
                 # take claims no place of the row's gap; the put-down that follows does
                 continue
