@@ -225,7 +225,7 @@ def unit_rows(recipes, activities, assocs, answers, itineraries, snippets, video
             hits = {h for h in hits if h[0].name} or hits
             if len({a.assoc_id for a, _, _ in hits}) != 1:
                 continue        # ambiguous (or none): no row that decides a placement
-            for a, t, phrase in sorted(hits, key=lambda h: h[1].start):
+            for a, t, phrase in sorted(hits, key=lambda h: (h[1].start, h[1].track_id, h[0].assoc_id)):
                 u = owner(spans, v, t.end)
                 if u is None:
                     continue
