@@ -12,6 +12,11 @@ plan depends on the request, not on arrival order, so runs with several threads 
 same faults as serial runs. Every request is counted (``server.requests``) and its
 ``Authorization`` header kept (``server.auth``) so tests can check key handling.
 
+``reply(body) -> str`` gives the reply content (default :func:`reply_for`); a test that
+only needs a model to answer, not a mix of accepted and rejected actions, passes
+:func:`empty_plan`: every group then ends after one call instead of up to
+``max_planner_calls`` (tests/test_documented_commands.py).
+
 ``GET /v1/models`` (the runs' preflight, :mod:`.preflight`) lists ``models`` when given
 (``server.model_requests`` counts these requests apart from the chat requests); with
 ``models=None`` (the default) the server serves every model name and, like a server
@@ -32,7 +37,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-__all__ = ["LoopbackServer", "FAULTS", "reply_for"]
+__all__ = ["LoopbackServer", "FAULTS", "reply_for", "empty_plan"]
 
 FAULTS = ("429", "500", "503", "slow", "malformed", "truncated", "reset", "nousage", "401")
 
@@ -61,13 +66,24 @@ def reply_for(body: dict) -> str:
     return json.dumps({"actions": [{"type": hint, "args": args[:2]}], "query": None})
 
 
+def empty_plan(body: dict) -> str:
+    """The reply of a model that proposes nothing (the group ends as ``empty_plan``).
+
+    >>> empty_plan({"messages": [{"role": "user", "content": "Objects: glass"}]})
+    '{"actions": [], "query": null}'
+    """
+    return '{"actions": [], "query": null}'
+
+
 class LoopbackServer:
     """``start()`` / ``stop()``; ``url`` is the ``base_url`` (ends in ``/v1``)."""
 
     def __init__(self, fault: Callable[[dict, int], str | None] | None = None,
                  slow_seconds: float = 2.0, delay: float = 0.0, retry_after: str = "0",
-                 models: tuple[str, ...] | list[str] | None = None):
+                 models: tuple[str, ...] | list[str] | None = None,
+                 reply: Callable[[dict], str] | None = None):
         self.fault = fault or (lambda body, attempt: None)
+        self.reply = reply or reply_for
         self.models = None if models is None else list(models)
         self.model_requests = 0
         self.slow_seconds = slow_seconds
@@ -147,7 +163,7 @@ class LoopbackServer:
                     self.connection.shutdown(socket.SHUT_RDWR)
                     self.close_connection = True
                     return
-                content = reply_for(body)
+                content = server.reply(body)
                 prompt = " ".join(m["content"] for m in body["messages"])
                 out = {"id": "cmpl-" + sha[:12], "object": "chat.completion", "created": 0,
                        "model": body.get("model"),
