@@ -6,7 +6,8 @@ import dataclasses
 
 from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
-from .windows import Planned, StepWindow
+from .windows import Planned, prep_windows_at
+from .named_food import tracked_food_named
 from .open_adds import later_handled_vessel, open_add_vessel, overlapping_steps_vessel, same_step_target, step_adds_vessel
 from .grounder import bind_target, drop, is_a, is_food, local, overlapping, track_ref, windows_at
 from .sources import SOURCE_NOT_ADDED, instances_added, is_cover, main_words, source_role
@@ -469,30 +470,6 @@ def step_of_add(ctx, rid, ev, matches, refs, what):
     return True, (steps[0] if steps else None)
 
 
-def prep_windows_at(ctx, video, t0, t1, rid, ing_words=frozenset()):
-    """The step an add belongs to when no step segment overlaps it but a *prep*
-    segment of its recipe does (the flour weighed into the bowl minutes before the
-    "Mix the flour ... in a large bowl" step segment, which the step window, built
-    from prep segments that end at most 30 s before its step segment, leaves out):
-    the unit of that step (its task) holds the add, so its text names the add's
-    vessel. Prep segments of several steps overlapping the add: the one step whose
-    text names the ingredient ("Heat the oil in a heavy bottomed pan" for the oil, not
-    "Add the onions"), as for overlapping step segments. One window, spanning every
-    segment of that step in the video; ``[]`` unless one step is left."""
-    hits = {s[2] for s in ctx.segments if s[0] == video and s[1] == rid and s[3] == "prep"
-            and overlaps(s[4], s[5], t0, t1, 0.0)}
-    if len(hits) > 1:
-        hits = {h for h in hits if set(words(ctx.recipes[rid].steps.get(h, ""))) & set(ing_words)}
-    if len(hits) != 1:
-        return []
-    step = hits.pop()
-    spans = tuple(sorted((s[4], s[5]) for s in ctx.segments if s[0] == video and s[1] == rid
-                         and s[2] == step))
-    seg = [sp for sp in spans if overlaps(sp[0], sp[1], t0, t1, 0.0)][0]
-    return [StepWindow(rid, step, ctx.recipes[rid].steps.get(step, ""), video, seg[0], seg[1], seg[0],
-                       0, spans)]
-
-
 def add_untracked(ctx, rid, ev, matches, refs, what):
     """An add no track names the ingredient for (and no track of another ingredient
     overlaps): the add row observes that the ingredient went into something then. When
@@ -520,6 +497,11 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         check(f"ingredient typed {leaf}: not compiled")
         return
     sub = ingredient_entity(ev.name, ctx.vocab)
+    # the tracked food the name names ("sourdough baguette": the baguette), else a refusal:
+    # never a second, curated entity of an object the world has (named_food.py)
+    sub, why = tracked_food_named(ctx, ev, sub, t0)
+    if why:
+        return check(why)
     portion = ""
     if sub in ctx.out.objects and sub not in ctx.w.objects:
         # an earlier add without a track already put a curated portion of it in (P04_R05's

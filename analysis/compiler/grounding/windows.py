@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .text import MARGIN
+from .text import MARGIN, overlaps, words
 
 @dataclass
 class StepWindow:
@@ -81,3 +81,27 @@ def step_windows(world, recipes) -> list[StepWindow]:
         seen[k] = seen.get(k, 0) + 1
     out.sort(key=lambda w: (w.video, w.start, w.end, w.step))
     return out
+
+
+def prep_windows_at(ctx, video, t0, t1, rid, ing_words=frozenset()):
+    """The step an add belongs to when no step segment overlaps it but a *prep*
+    segment of its recipe does (the flour weighed into the bowl minutes before the
+    "Mix the flour ... in a large bowl" step segment, which the step window, built
+    from prep segments that end at most 30 s before its step segment, leaves out):
+    the unit of that step (its task) holds the add, so its text names the add's
+    vessel. Prep segments of several steps overlapping the add: the one step whose
+    text names the ingredient ("Heat the oil in a heavy bottomed pan" for the oil, not
+    "Add the onions"), as for overlapping step segments. One window, spanning every
+    segment of that step in the video; ``[]`` unless one step is left."""
+    hits = {s[2] for s in ctx.segments if s[0] == video and s[1] == rid and s[3] == "prep"
+            and overlaps(s[4], s[5], t0, t1, 0.0)}
+    if len(hits) > 1:
+        hits = {h for h in hits if set(words(ctx.recipes[rid].steps.get(h, ""))) & set(ing_words)}
+    if len(hits) != 1:
+        return []
+    step = hits.pop()
+    spans = tuple(sorted((s[4], s[5]) for s in ctx.segments if s[0] == video and s[1] == rid
+                         and s[2] == step))
+    seg = [sp for sp in spans if overlaps(sp[0], sp[1], t0, t1, 0.0)][0]
+    return [StepWindow(rid, step, ctx.recipes[rid].steps.get(step, ""), video, seg[0], seg[1], seg[0],
+                       0, spans)]
