@@ -190,6 +190,11 @@ SOURCE_LIMITS = [
     ("several tracks of the ingredient", "instance: several tracked objects are the ingredient", "open"),
     ("tracked objects are named", "instance: several tracked objects are the ingredient", "open"),
     ("is tracked after the add", "instance: the tracked one is handled after the add", "one"),
+    # grounding/named_food.py: the ingredient's head noun names tracked foods
+    ("tracked foods (", "instance: several tracked objects are the ingredient", "open"),
+    ("two of whose tracks overlap", "instance: several tracked objects are the ingredient", "open"),
+    (", tracked after the add (", "instance: the tracked one is handled after the add", "one"),
+    ("which an earlier add already put in", "instance: an earlier add of it put the tracked one in", "one"),
     ("is the ingredient's source", "instance: the tracked one is its source (fruit squeezed, jar scooped), "
      "no container to pour from", "one"),
     ("already given a curated place", "instance: an earlier untracked add of it was curated", "one"),
@@ -218,6 +223,12 @@ def source_limit(reason: str) -> str | None:
     'vessel: two or more of the named noun qualify'
     >>> source_limit("jar is not in the hand at 2944.63s (its track was not selected or not executable)") is None
     True
+    >>> candidates("no track named for the ingredient overlaps the add; 'red onions' names 3 tracked foods (onion, "
+    ...            "red_onion, spring_onion): which one went in is not observed, and a curated entity ...")
+    'open'
+    >>> candidates("...; 'red onions' names the tracked red_onion, tracked after the add (971.66 s in v): what went in "
+    ...            "may not be the tracked one, and a curated entity of it would place one object twice: not compiled")
+    'one'
     >>> candidates("target not decided: step text names 'pot', ...; red_saucepan (a pan; handled 729.12-736.14 s), "
     ...            "handled in the step's segments ..., may be the pot it means: no untracked pot is created")
     'open'

@@ -390,7 +390,7 @@ def _bench():
 def test_calibration_bench_is_seeded_and_uses_the_committed_structure():
     tc = _bench()
     sizes, P = tc.committed_structure()
-    assert (len(sizes), int(sizes.sum()), P) == (18, 111, 6)   # Table 2's planner suite
+    assert (len(sizes), int(sizes.sum()), P) == (18, 108, 6)   # Table 2's planner suite
     dz = next(d for d in tc.DESIGNS if d["name"] == "power-gcr")
     runs = [tc.run_design(dz, sizes, P, n_sims=3, B=200, rng=np.random.default_rng(5),
                           n_pilot=2) for _ in range(2)]
@@ -410,7 +410,7 @@ def test_calibration_bench_command_prints_its_table():
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert "6 planners, 18 episodes, 111 tasks" in r.stdout
+    assert "6 planners, 18 episodes, 108 tasks" in r.stdout
     row = next(line for line in r.stdout.splitlines() if line.startswith("| null-typical"))
     assert row.split(" | ")[4] == "none"      # identical planners: no true difference
     bad = subprocess.run([*cmd[:2], "--designs", "nope"], capture_output=True, text=True,
