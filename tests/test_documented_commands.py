@@ -1,6 +1,6 @@
 """Every command shown in README.md and docs/*.md runs as written, and the repository's
-`git status --porcelain` is unchanged after each (about 12 minutes of one worker on a quiet
-2-core machine, most of it the subsets, compiles and tables). Each doc
+`git status --porcelain` is unchanged after each (about 5 minutes of one worker on a quiet
+2-core machine, most of it the subsets, chat runs, compiles and tables). Each doc
 section is its own test (:func:`command_plan`), so that the two pytest-xdist workers share
 them; the longest section takes about a quarter of the whole.
 
@@ -277,20 +277,22 @@ def command_plan() -> list[tuple[int, str, str, list[tuple]]]:
     return plan
 
 
-#: About how long each section takes, in seconds on one worker of a quiet 2-core machine
-#: (the sections' shares of a --durations run under load, scaled to the 738 s the whole
-#: file took unsplit on the quiet machine); the rest a few seconds. The longest are
-#: queued first (tests/conftest.py), so that the two workers share them.
+#: About how long each section takes, in seconds on one worker (a -n 0 --durations run of
+#: this file on the 2-core machine with light other load, the stand-in model proposing
+#: nothing); the rest a few seconds. The longest are queued first (tests/conftest.py), so
+#: that the two workers share them.
 SECTION_SECONDS = {
-    ("README.md", "Your own model (chat planners) on both suites"): 195,
-    ("README.md", "Several configurations side by side, and two runs task by task"): 160,
-    ("README.md", "Commands"): 150,
-    ("docs/llm.md", "Running a model"): 105,
-    ("README.md", "Tables and figures"): 45,
-    ("docs/llm.md", "A real model (issue 14 item 9)"): 30,
-    ("docs/compiler.md", "Counts of the committed cohort"): 20,
-    ("docs/runtime.md", "Runs (`python -m analysis.run`)"): 13,
-    ("README.md", "ego2world-analysis"): 12,
+    ("README.md", "Commands"): 75,
+    ("README.md", "Your own model (chat planners) on both suites"): 50,
+    ("README.md", "Several configurations side by side, and two runs task by task"): 35,
+    ("docs/llm.md", "Running a model"): 35,
+    ("README.md", "Tables and figures"): 20,
+    ("docs/performance.md", "Tables and verification"): 20,
+    ("docs/compiler.md", "Counts of the committed cohort"): 17,
+    ("docs/llm.md", "A real model (issue 14 item 9)"): 13,
+    ("docs/planners.md", "A complete minimal planner"): 10,
+    ("docs/runtime.md", "Runs (`python -m analysis.run`)"): 9,
+    ("README.md", "ego2world-analysis"): 8,
 }
 PLAN = command_plan()
 
