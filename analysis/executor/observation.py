@@ -116,11 +116,27 @@ def observe_region(
     # a frozenset is already atoms as tuples (facts_of): no copy of a whole world per call
     initial = initial_facts if isinstance(initial_facts, frozenset) else \
         frozenset(tuple(a) for a in initial_facts)
+    before = {a[1] for a in initial if len(a) == 3 and a[0] == "at" and a[2] == region}
+    return _observe(region, anchor, before, current_facts, openable)
+
+
+def _observe(region, anchor, before, current_facts, openable) -> RegionObservation:
+    """:func:`observe_region` given the entities ``before`` at ``region`` in the initial
+    facts (an :class:`Observer` computes them once per region, not once per call)."""
     current = current_facts if isinstance(current_facts, frozenset) else \
         frozenset(tuple(a) for a in current_facts)
     anchor_set = set(anchor)
-    before = {a[1] for a in initial if len(a) == 3 and a[0] == "at" and a[2] == region}
-    now = {a[1] for a in current if len(a) == 3 and a[0] == "at" and a[2] == region}
+    # one pass over the world: what stands at the region, and every containment (the
+    # visible containers are known only once the region's objects are)
+    now: set = set()
+    inside: list = []
+    for a in current:
+        if len(a) == 3:
+            if a[0] == "at":
+                if a[2] == region:
+                    now.add(a[1])
+            elif a[0] == "in":
+                inside.append(a)
     added = now - before
     removed = before - now
     visible = (anchor_set - removed) | added
@@ -131,8 +147,8 @@ def observe_region(
             if openable(ent):
                 open_state[ent] = ("open", ent) in current
     contents: dict[str, tuple[str, ...]] = {}
-    for a in current:
-        if len(a) == 3 and a[0] == "in" and a[2] in visible:
+    for a in inside:
+        if a[2] in visible:
             contents.setdefault(a[2], ())
             contents[a[2]] = tuple(sorted(contents[a[2]] + (a[1],)))
     return RegionObservation(
@@ -170,11 +186,16 @@ class Observer:
         self.regions = frozenset(fixtures) | frozenset(
             a[2] for a in self.initial_facts if len(a) == 3 and a[0] == "at"
         ) | frozenset(self.anchors)
+        self._before: dict[str, frozenset] = {}  # region -> entities at it initially
 
     def is_region(self, region: str) -> bool:
         """A region is a fixture of the world (or one with an anchor)."""
         return region in self.regions
 
     def observe(self, region: str, world) -> RegionObservation:
-        return observe_region(region, self.anchors.get(region, ()), self.initial_facts,
-                              facts_of(world), self._openable)
+        before = self._before.get(region)
+        if before is None:
+            before = self._before[region] = frozenset(
+                a[1] for a in self.initial_facts if len(a) == 3 and a[0] == "at" and a[2] == region)
+        return _observe(region, self.anchors.get(region, ()), before, facts_of(world),
+                        self._openable)
