@@ -493,7 +493,7 @@ def test_an_ambiguous_row_moves_its_candidates_only_when_no_compiled_track_answe
     # table), so each is moved there once the hand frees at 13 s, and the rule says the
     # row is ambiguous (itinerary 78 of P03-20240216-084005: spoon and metal spoon)
     from analysis.compiler.grounding import ground
-    from analysis.compiler.op_builder import AMB_SETTLE_RULE
+    from analysis.compiler.compiled_tracks import AMB_SETTLE_RULE
     from analysis.compiler.operations import build_operations
     from analysis.compiler.readers import ClassTable
     from analysis.compiler.sim import Sim

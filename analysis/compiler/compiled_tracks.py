@@ -38,6 +38,39 @@ OUT_RULE = "out_on_the_work_counter_after_a_track_not_compiled"
 SETTLE_RULE = "moved_where_a_row_puts_it_after_a_track_not_compiled"
 
 
+#: the same catch-up to the fixture of an ambiguous row, which names no one object: only where
+#: no other candidate's compiled track answers the row (``<AMB_SETTLE_RULE>:<file> <question>``)
+AMB_SETTLE_RULE = "moved_where_an_ambiguous_row_puts_one_of_its_candidates_after_a_track_not_compiled"
+
+
+class AmbiguousRows:
+    """An episode's ambiguous rows (``EpisodeWorld.amb_places``: one decision per candidate
+    object and gap) and each association's tracks, to tell which row needs a catch-up."""
+
+    def __init__(self, world: EpisodeWorld):
+        self.rows: dict = {}
+        for d in world.amb_places.values():
+            self.rows.setdefault((d.file, d.qid), []).append(d)
+        self.assoc_tracks = {(tr.assoc.video, tr.assoc.assoc_id): tr.assoc.tracks for tr in world.tracks}
+
+    def forced(self, d, compiled: set) -> bool:
+        """Whether the row of candidate decision ``d`` needs the catch-up of ``d``'s object:
+        every other candidate of the row with a gap of its own has a track bounding that gap
+        that is not ``compiled`` (track IDs), so no compiled put-down or pick-up answers the
+        row (itinerary 78 of P03-20240216-084005: both spoons' tracks dropped, and the row
+        says one went to the cupboard). ``False`` when a row gives no other candidate a gap
+        of its own (an unambiguous row decides the others' gaps)."""
+        others = [e for e in self.rows.get((d.file, d.qid), ()) if e.entity != d.entity]
+        if not others:
+            return False
+        for e in others:
+            tracks = self.assoc_tracks.get((e.video, e.assoc), ())
+            k = e.gap - 1 if e.side == "after" else e.gap
+            if 0 <= k < len(tracks) and tracks[k].track_id in compiled:
+                return False
+        return True
+
+
 def gap_key(tr, after: bool) -> tuple:
     """``(video, association, gap)`` of the gap before (or after) ``tr`` among its
     association's tracks: the key of ``EpisodeWorld.row_places``."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .compiled_tracks import SETTLE_RULE, gap_key
+from .compiled_tracks import AMB_SETTLE_RULE, SETTLE_RULE, AmbiguousRows, gap_key
 from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Planned
 from .one_hand import OVERLAP_EPS
 from .provenance import cur, evidence_prov, obs, track_prov
@@ -15,10 +15,6 @@ from .sim import Sim
 from .worlds import AMB_RULE, ROW_RULE, EpisodeWorld, row_rule
 
 
-#: a catch-up (:meth:`OpBuilder.settle`) to the fixture of an ambiguous row, which names no one
-#: object: only where no other candidate's compiled track answers the row
-#: (``<AMB_SETTLE_RULE>:<file> <question>``)
-AMB_SETTLE_RULE = "moved_where_an_ambiguous_row_puts_one_of_its_candidates_after_a_track_not_compiled"
 #: fixture kind -> the action that takes an item from it / puts an item on or in it
 TAKE_FROM = {"surface": "pick_up", "storage": "take_from_storage", "enclosed_appliance": "take_from_appliance",
              "surface_appliance": "pick_up_from_appliance", "sink": "take_from_sink"}
@@ -67,11 +63,7 @@ class OpBuilder:
         self.held_aside: dict[str, str] = {}    # outer object -> where it was set down
         # the places rows decide (an ambiguous row's for each candidate where no other does)
         self.places = {**world.amb_places, **world.row_places}
-        # an ambiguous row's candidate decisions, and each association's tracks (:meth:`forced`)
-        self.amb_rows: dict = {}
-        for d in world.amb_places.values():
-            self.amb_rows.setdefault((d.file, d.qid), []).append(d)
-        self.assoc_tracks = {(tr.assoc.video, tr.assoc.assoc_id): tr.assoc.tracks for tr in world.tracks}
+        self.amb_rows = AmbiguousRows(world)    # which ambiguous rows need a catch-up (:meth:`forced`)
         self.picked_from: dict[str, str] = {}   # entity -> fixture of its last pick-up
 
     # ----------------------------------------------------------------- helpers
@@ -299,21 +291,8 @@ class OpBuilder:
 
     def forced(self, d) -> bool:
         """Whether the ambiguous row of candidate decision ``d`` needs the catch-up of
-        ``d``'s object (:meth:`settle`): every other candidate of the row with a gap of its
-        own (``EpisodeWorld.amb_places``) has a track bounding that gap the builder does not
-        compile, so no compiled put-down or pick-up answers the row (itinerary 78 of
-        P03-20240216-084005: both spoons' tracks dropped, and the row says one went to the
-        cupboard). ``False`` when a row gives no other candidate a gap of its own (an
-        unambiguous row decides the others' gaps)."""
-        others = [e for e in self.amb_rows.get((d.file, d.qid), ()) if e.entity != d.entity]
-        if not others:
-            return False
-        for e in others:
-            tracks = self.assoc_tracks.get((e.video, e.assoc), ())
-            k = e.gap - 1 if e.side == "after" else e.gap
-            if 0 <= k < len(tracks) and tracks[k].track_id in self.compiled:
-                return False
-        return True
+        ``d``'s object (:meth:`settle`): :meth:`AmbiguousRows.forced` over the tracks compiled."""
+        return self.amb_rows.forced(d, self.compiled)
 
     def _put_into(self, t, ent, dst, typ, rule) -> bool:
         self.open_(t, dst)

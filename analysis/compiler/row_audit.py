@@ -43,7 +43,7 @@ from .readers import FRAME, TWO_FRAMES, Association, Itinerary, LocationAnswer
 VQA_FILE = "3d_perception_object_location.json"
 #: ``compiled_tracks.SETTLE_RULE`` (a curated move to the place a row decides)
 SETTLE_PREFIX = "moved_where_a_row_puts_it_after_a_track_not_compiled"
-#: ``op_builder.AMB_SETTLE_RULE`` (the same catch-up to an ambiguous row's fixture)
+#: ``compiled_tracks.AMB_SETTLE_RULE`` (the same catch-up to an ambiguous row's fixture)
 AMB_SETTLE_PREFIX = "moved_where_an_ambiguous_row_puts_one_of_its_candidates_after_a_track_not_compiled"
 ITIN_FILE = "object_motion_object_movement_itinerary.json"
 TAKE_TYPES = frozenset({"pick_up", "take_from_storage", "take_from_appliance", "pick_up_from_appliance",

@@ -1,7 +1,8 @@
-"""Grounding: the tracked food an untracked add names under another name ("sourdough
-baguette" for the tracked "baguette"), so that an add no track overlaps never creates a
-second, curated entity of an object the world already has (issue 34: one object placed
-twice, a task resting on the duplicate)."""
+"""Grounding (paper section 3, entity bindings): the tracked food an untracked add names
+under another name ("sourdough baguette" for the tracked "baguette"), so that an add no
+track overlaps never creates a second, curated entity of an object the world already has
+(issue 34: one object placed twice, a task resting on the duplicate; docs/compiler.md,
+Adds)."""
 from __future__ import annotations
 
 from .grounder import is_food, local
