@@ -126,6 +126,18 @@ def test_each_transient_fault_is_retried(server, tmp_path, fault):
     assert parse_plan(out.text).actions == [{"type": "wash", "args": ["cup"]}]
 
 
+def test_the_stand_in_model_answers_what_its_reply_function_gives(server, tmp_path):
+    # tests/test_documented_commands.py runs the docs' chat commands against a stand-in
+    # that proposes nothing (one call a group); the default stand-in proposes the hint
+    from analysis.planners.llm.testserver import empty_plan
+    msg = [{"role": "user", "content": "Action hints: wash\nObjects: cup"}]
+    for kw, actions in (({}, [{"type": "wash", "args": ["cup"]}]), ({"reply": empty_plan}, [])):
+        srv = server(**kw)
+        c = ChatClient(ClientSettings(**settings(srv.url, tmp_path, cache_dir=None)))
+        out = c.complete(msg)
+        assert parse_plan(out.text).actions == actions and srv.requests == 1
+
+
 def test_retry_after_is_honoured_and_backoff_is_seeded(server, tmp_path):
     srv = server(fault=lambda body, n: "429" if n < 2 else None, retry_after="3")
     waits = []
