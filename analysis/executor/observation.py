@@ -116,8 +116,12 @@ def observe_region(
     # a frozenset is already atoms as tuples (facts_of): no copy of a whole world per call
     initial = initial_facts if isinstance(initial_facts, frozenset) else \
         frozenset(tuple(a) for a in initial_facts)
-    before = {a[1] for a in initial if len(a) == 3 and a[0] == "at" and a[2] == region}
-    return _observe(region, anchor, before, current_facts, openable)
+    return _observe(region, anchor, _at(initial, region), current_facts, openable)
+
+
+def _at(facts, region: str) -> frozenset:
+    """The entities ``facts`` put at ``region``."""
+    return frozenset(a[1] for a in facts if len(a) == 3 and a[0] == "at" and a[2] == region)
 
 
 def _observe(region, anchor, before, current_facts, openable) -> RegionObservation:
@@ -195,7 +199,6 @@ class Observer:
     def observe(self, region: str, world) -> RegionObservation:
         before = self._before.get(region)
         if before is None:
-            before = self._before[region] = frozenset(
-                a[1] for a in self.initial_facts if len(a) == 3 and a[0] == "at" and a[2] == region)
+            before = self._before[region] = _at(self.initial_facts, region)
         return _observe(region, self.anchors.get(region, ()), before, facts_of(world),
                         self._openable)

@@ -8,7 +8,7 @@ mortar, standing from 753.14 s to 827.48 s, the cheese added at 772 and 822 s;
 docs/compiler.md, Adds)."""
 from __future__ import annotations
 
-from .grounder import has_head, local, put_away, target_ok, track_ref
+from .grounder import has_head, local, put_away, target_ok, track_ref, video_tracks
 from .text import overlaps, words
 
 
@@ -75,10 +75,7 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
         return None, None
     video = win.video
 
-    def trs_of(e):
-        return sorted((tr for tr in ctx.tracks_of[e] if tr.assoc.video == video), key=lambda x: (x.start, x.track_id))
-
-    here = [e for e in sorted(ctx.tracks_of) if target_ok(ctx, e) and trs_of(e)]
+    here = [e for e in sorted(ctx.tracks_of) if target_ok(ctx, e) and video_tracks(ctx, e, video)]
     named = {}                              # the one vessel of the video a noun names
     for n in nouns:
         of_n = [e for e in here if has_head(ctx, e, n)]
@@ -88,7 +85,7 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
         return None, None
     ok, refused = [], []
     for e, n in sorted(named.items()):
-        trs = trs_of(e)
+        trs = video_tracks(ctx, e, video)
         before = [tr for tr in trs if tr.end <= t0]
         after = [tr for tr in trs if tr.start >= t1]
         if e in exclude:
@@ -101,7 +98,8 @@ def bracketing_vessel(ctx, rid, win, exclude, why, t0, t1):
             refused.append(f"{e} (the one {n} of {video}) is put away between its tracks around the add")
         else:
             lo, hi = before[-1].end, after[0].start
-            busy = sorted({o for o in here if o != e for tr in trs_of(o) if tr.end > lo and tr.start < hi})
+            busy = sorted({o for o in here if o != e
+                           for tr in video_tracks(ctx, o, video) if tr.end > lo and tr.start < hi})
             if busy:
                 refused.append(f"{e} (the one {n} of {video}) is refused: another vessel ({', '.join(busy)}) is "
                                f"handled between its tracks "

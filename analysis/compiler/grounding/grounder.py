@@ -127,6 +127,11 @@ def local(ctx, video: str, t: float) -> float:
     return round(t - ctx.w.offsets.get(video, 0.0), 5)
 
 
+def video_tracks(ctx, ent: str, video: str) -> list:
+    """The tracks of entity ``ent`` in ``video``, in time order (ties by track ID)."""
+    return sorted((tr for tr in ctx.tracks_of[ent] if tr.assoc.video == video), key=lambda x: (x.start, x.track_id))
+
+
 def drop(ctx, kind, what, reason, t, **refs):
     ctx.out.dropped.append({"kind": kind, "what": what, "reason": reason, "time": t,
                              "refs": {k: v for k, v in sorted(refs.items()) if v is not None}})

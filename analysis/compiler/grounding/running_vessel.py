@@ -5,7 +5,7 @@ chickpeas and spinach"): the add goes into the one vessel of that type its video
 standing there, never put away (docs/compiler.md, Adds)."""
 from __future__ import annotations
 
-from .grounder import local, put_away, target_ok, track_ref
+from .grounder import local, put_away, target_ok, track_ref, video_tracks
 from .text import MARGIN, overlaps, target_groups
 
 
@@ -122,7 +122,7 @@ def in_storage(ctx, ent, video, t0, t1) -> str | None:
     track before the add put it away, or, with none before, its first track after the add
     takes it from storage, an enclosed appliance or a sink. ``None`` when it may be out
     (tracked during the add, or nothing observed)."""
-    trs = sorted((tr for tr in ctx.tracks_of[ent] if tr.assoc.video == video), key=lambda x: (x.start, x.track_id))
+    trs = video_tracks(ctx, ent, video)
     if any(overlaps(tr.start, tr.end, t0, t1, 0.0) for tr in trs):
         return None
     before = [tr for tr in trs if tr.end <= t0]
