@@ -791,12 +791,12 @@ def test_an_untracked_add_of_a_food_tracked_earlier_goes_in_from_where_it_stands
     _, g = _untracked_add(vocab, [("ginger", [(50.0, 52.0), (120.0, 122.0)]), ("mortar", 103.0, 105.0)],
                           text="Add the ginger to the mortar.", name="ginger")
     assert not [p for p in g.planned if p.kind == "add"]
-    assert "ginger is tracked after the add (120.00 s in v)" in _checks(g)[0]["reason"]
+    assert "'ginger' names the tracked ginger, tracked after the add (120.00 s in v)" in _checks(g)[0]["reason"]
     # two tracked gingers (two associations): which one went in is not observed
     _, g = _untracked_add(vocab, tracks + [("ginger", 60.0, 62.0)], text="Add the ginger to the mortar.",
                           name="ginger")
     assert not [p for p in g.planned if p.kind == "add"]
-    assert "2 tracked objects are named 'ginger' (ginger, ginger_2)" in _checks(g)[0]["reason"]
+    assert "'ginger' names 2 tracked foods (ginger, ginger_2): which one went in" in _checks(g)[0]["reason"]
 
 
 def test_tracks_named_for_another_ingredient_still_stop_an_untracked_add(vocab):

@@ -14,8 +14,10 @@ from analysis.compiler.vocabulary import Vocabulary
 from test_compiler_grounding import _checks
 
 MORTAR = ("mortar", 103.0, 105.0)
-#: HD-EPIC's noun class of the onions (a vegetable: a food)
-NOUNS = ClassTable({"onion": "vegetables"}, {"onion": "onion", "red onion": "onion", "spring onion": "onion"}, {})
+#: HD-EPIC's noun classes of the onions, garlic and celery (vegetables: foods)
+NOUNS = ClassTable({"onion": "vegetables", "garlic": "vegetables", "celery": "vegetables"},
+                   {"onion": "onion", "red onion": "onion", "spring onion": "onion", "garlic": "garlic",
+                    "garlic clove": "garlic", "clove:garlic": "garlic", "celery": "celery"}, {})
 
 
 def _untracked_add(vocab, tracks, text, name):
@@ -97,3 +99,42 @@ def test_an_add_naming_no_tracked_food_still_gets_its_curated_entity(vocab):
                           name="red onions")
     assert _adds(g) == [("add_ingredient", {"o": "red_onions", "c": "mortar"}, "counter")]
     assert g.facts[("at", "red_onions", "counter")]["source"] == "curated"
+
+
+def test_an_ingredient_tracked_under_its_own_name_is_one_of_the_tracked_foods_it_names(vocab):
+    # P04-20240415-175615 P04_R06_I19 "garlic": the entity id garlic is tracked (50-52 s), and
+    # so is a "garlic clove" (60-62 s): its id alone never decides which went in (one rule
+    # with a food tracked under another name: several named, refused)
+    _, g = _untracked_add(vocab, [("garlic", 50.0, 52.0), ("garlic clove", 60.0, 62.0), MORTAR],
+                          text="Add the garlic to the mortar.", name="garlic")
+    assert _adds(g) == []
+    assert [c["check"] for c in _checks(g)] == ["add_without_track"]
+    assert "'garlic' names 2 tracked foods (garlic, garlic_clove): which one went in" in _checks(g)[0]["reason"]
+    # the garlic alone: it goes in from where it stands
+    from analysis.compiler.grounding import WHERE_IT_STANDS
+    _, g = _untracked_add(vocab, [("garlic", 50.0, 52.0), MORTAR], text="Add the garlic to the mortar.",
+                          name="garlic")
+    assert _adds(g) == [("add_ingredient", {"o": "garlic", "c": "mortar"}, WHERE_IT_STANDS)]
+
+
+def test_an_ingredient_tracked_under_its_own_name_after_the_add_is_refused(vocab):
+    # the garlic clove is tracked after the add (120 s), the garlic before: two named, and
+    # the one handled later is as likely what went in (P04's "few cloves of garlic")
+    _, g = _untracked_add(vocab, [("garlic", 50.0, 52.0), ("garlic clove", 120.0, 122.0), MORTAR],
+                          text="Add the garlic to the mortar.", name="garlic")
+    assert _adds(g) == []
+    assert "'garlic' names 2 tracked foods" in _checks(g)[0]["reason"]
+    # the garlic itself handled again at 120 s: refused by the same rule as another name's
+    _, g = _untracked_add(vocab, [("garlic", [(50.0, 52.0), (120.0, 122.0)]), MORTAR],
+                          text="Add the garlic to the mortar.", name="garlic")
+    assert _adds(g) == []
+    assert "'garlic' names the tracked garlic, tracked after the add (120.00 s in v)" in _checks(g)[0]["reason"]
+
+
+def test_an_ingredient_tracked_under_its_own_name_keeps_its_overlapping_tracks_one_food(vocab):
+    # P08's celery: a 0.4 s track inside another while it is cut (50-56 s, 52-52.4 s) is its
+    # pieces; under its own name it is the food, and it goes in
+    from analysis.compiler.grounding import WHERE_IT_STANDS
+    _, g = _untracked_add(vocab, [("celery", [(50.0, 56.0), (52.0, 52.4)]), MORTAR],
+                          text="Add the celery to the mortar.", name="celery")
+    assert _adds(g) == [("add_ingredient", {"o": "celery", "c": "mortar"}, WHERE_IT_STANDS)]

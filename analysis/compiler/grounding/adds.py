@@ -497,8 +497,9 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         check(f"ingredient typed {leaf}: not compiled")
         return
     sub = ingredient_entity(ev.name, ctx.vocab)
-    # the tracked food the name names ("sourdough baguette": the baguette), else a refusal:
-    # never a second, curated entity of an object the world has (named_food.py)
+    # the tracked food the name names ("sourdough baguette": the baguette; "garlic": the
+    # tracked garlic), else a refusal: never a second, curated entity of an object the
+    # world has, never one of several tracked foods by its id alone (named_food.py)
     sub, why = tracked_food_named(ctx, ev, sub, t0)
     if why:
         return check(why)
@@ -512,26 +513,11 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         while sub in ctx.w.objects or sub in ctx.out.objects:
             sub, n = f"{first}_{n}", n + 1
         portion = f"; another portion of {first} (an earlier add without a track put one in)"
+    # tracked under its own name (another video of the episode, the ginger chopped before it
+    # is pounded): the one such food goes in from wherever the world has it then, by the
+    # rule of a food tracked under another name (tracked_food_named: several named, or the
+    # one tracked after the add, and the add is refused)
     tracked = sub in ctx.w.objects
-    if tracked:
-        # the food the add row names is tracked under its own name, but not during the
-        # add (another video of the episode, the ginger chopped before it is pounded):
-        # the one such entity goes in from wherever the world has it then, when no
-        # track of it follows (what went in is not handled again); never a place curated anew
-        again = [tr for tr in ctx.w.tracks if tr.entity == sub and tr.start >= t0 - 1e-6]
-        if sub in ctx.w.fixture_ids or not ctx.vocab.is_a(ctx.w.objects[sub], "food"):
-            check(f"an object {sub} is already in the world and is no food: not compiled")
-            return
-        alike = sorted(e for e, ws in ctx.name_words.items()
-                       if e not in ctx.w.fixture_ids and any(w == words(ev.name) for w in ws))
-        if len(alike) > 1:
-            check(f"{len(alike)} tracked objects are named {ev.name!r} ({', '.join(alike)}): which one "
-                  "went in is not observed: not compiled")
-            return
-        if again:
-            check(f"{sub} is tracked after the add ({local(ctx, again[0].assoc.video, again[0].start):.2f} s "
-                  f"in {again[0].assoc.video}): the tracked one may not be what went in: not compiled")
-            return
     # a food tracked during the add under another name ("wheat bixie" for cereal) may
     # be the ingredient itself: a second, curated entity of it would duplicate it
     foods = sorted({tr.entity for tr in overlapping(ctx, t0, t1, 0.0) if is_food(ctx, tr.entity)})
