@@ -7,7 +7,7 @@ Hand-checkable: video "v", step S01 100-110 s "Add the <name> to the mortar.", t
 104-106 s, the mortar handled 103-105 s (the vessel), the food tracks as given."""
 import pytest
 
-from analysis.compiler.grounding.named_food import names_food
+from analysis.compiler.grounding.named_food import is_plural, names_food
 from analysis.compiler.grounding.text import words
 from analysis.compiler.readers import ClassTable
 from analysis.compiler.vocabulary import Vocabulary
@@ -15,14 +15,16 @@ from test_compiler_grounding import _checks
 
 MORTAR = ("mortar", 103.0, 105.0)
 #: HD-EPIC's noun classes of the onions, garlic and celery (vegetables: foods)
-NOUNS = ClassTable({"onion": "vegetables", "garlic": "vegetables", "celery": "vegetables"},
+NOUNS = ClassTable({"onion": "vegetables", "garlic": "vegetables", "celery": "vegetables", "carrot": "vegetables"},
                    {"onion": "onion", "red onion": "onion", "spring onion": "onion", "garlic": "garlic",
-                    "garlic clove": "garlic", "clove:garlic": "garlic", "celery": "celery"}, {})
+                    "garlic clove": "garlic", "clove:garlic": "garlic", "celery": "celery", "carrot": "carrot",
+                    "baby carrot": "carrot"}, {})
 
 
-def _untracked_add(vocab, tracks, text, name):
+def _untracked_add(vocab, tracks, text, name, other=None):
     """The grounding of the add of ``name`` (104-106 s) in step S01 (100-110 s, ``text``);
-    a track is (name, start, end), or (name, [(start, end), ...]) for one object's several."""
+    a track is (name, start, end), or (name, [(start, end), ...]) for one object's several;
+    ``other``: the name of a second add row (I02, 20-22 s, before the step)."""
     from analysis.compiler.grounding import ground
     from analysis.compiler.readers import (Association, Capture, IngredientEvent, Recipe, Span,
                                            StepSegment, Track)
@@ -30,7 +32,9 @@ def _untracked_add(vocab, tracks, text, name):
     assocs = [Association("v", f"a{i}", x[0], x[0], tuple(Track(f"t{i}_{k}", a, b) for k, (a, b) in
                                                          enumerate(x[1] if len(x) == 2 else [x[1:]])))
               for i, x in enumerate(tracks)]
-    cap = Capture("R", 0, ("v",), {"I01": name}, (IngredientEvent("I01", name, "add", Span("v", 104.0, 106.0)),),
+    more = (IngredientEvent("I02", other, "add", Span("v", 20.0, 22.0)),) if other else ()
+    cap = Capture("R", 0, ("v",), {"I01": name, **({"I02": other} if other else {})},
+                  (IngredientEvent("I01", name, "add", Span("v", 104.0, 106.0)),) + more,
                   (StepSegment("S01", "step", Span("v", 100.0, 110.0)),))
     recipe = Recipe("R", "P01", "test", {"S01": text}, (cap,))
     world = build_world("v", "P01", ["v"], [{"id": "counter", "type": "counter"}], "counter",
@@ -138,3 +142,72 @@ def test_an_ingredient_tracked_under_its_own_name_keeps_its_overlapping_tracks_o
     _, g = _untracked_add(vocab, [("celery", [(50.0, 56.0), (52.0, 52.4)]), MORTAR],
                           text="Add the celery to the mortar.", name="celery")
     assert _adds(g) == [("add_ingredient", {"o": "celery", "c": "mortar"}, WHERE_IT_STANDS)]
+
+
+# ----------------------------------------------------- a plural ingredient's tracked pieces
+# P02-20240209-184316 P02_R01_I01 "onions": onion and onion2, each chopped and put down
+# before the add, never handled again; P05-20240427-145526 "carrots": carrot1 and carrot2
+CARROTS = [("carrot1", 50.0, 52.0), ("carrot2", 53.0, 55.0), MORTAR]
+CARROTS_TEXT = "Add the carrots to the mortar."
+
+
+def _refusal(g):
+    assert _adds(g) == [] and [c["check"] for c in _checks(g)] == ["add_without_track"]
+    return _checks(g)[0]["reason"]
+
+
+def test_a_plural_ingredient_binds_every_piece_its_head_noun_names(vocab):
+    from analysis.compiler.grounding import WHERE_IT_STANDS
+    _, g = _untracked_add(vocab, CARROTS, text=CARROTS_TEXT, name="carrots")
+    assert _adds(g) == [("add_ingredient", {"o": "carrot1", "c": "mortar"}, WHERE_IT_STANDS),
+                        ("add_ingredient", {"o": "carrot2", "c": "mortar"}, WHERE_IT_STANDS)]
+    adds = [p for p in g.planned if p.kind == "add"]
+    assert [p.what for p in adds] == ["add I01 (carrots): carrot1", "add I01 (carrots): carrot2"]
+    assert {p.evidence["o"]["evidence"] for p in adds} == {"plural_ingredient_all_pieces"}
+    # each piece cites its own last track (carrot2: 53-55 s)
+    assert [(p.evidence["o"]["last_track"]["name"], p.evidence["o"]["last_track"]["end"]) for p in adds] == [
+        ("carrot1", 52.0), ("carrot2", 55.0)]
+    assert not [f for f in g.facts if f[0] == "at" and f[1] in ("carrot1", "carrot2", "carrots")]
+    assert _checks(g) == []
+
+
+def test_a_plural_name_is_told_from_a_singular_and_a_mass_noun():
+    assert is_plural("finger chillies") and is_plural("chicken breasts") and is_plural("mangoes")
+    assert not is_plural("mango") and not is_plural("broccoli") and not is_plural("asparagus")
+
+
+def test_the_pieces_are_refused_when_the_ingredient_is_singular(vocab):
+    _, g = _untracked_add(vocab, CARROTS, text="Add the carrot to the mortar.", name="carrot")
+    assert "names 2 tracked foods (carrot1, carrot2): which one went in is not observed (the ingredient is " \
+           "named in the singular)" in _refusal(g)
+
+
+def test_the_pieces_are_refused_when_one_is_handled_at_or_after_the_add(vocab):
+    _, g = _untracked_add(vocab, [("carrot1", 50.0, 52.0), ("carrot2", [(53.0, 55.0), (120.0, 121.0)]), MORTAR],
+                          text=CARROTS_TEXT, name="carrots")
+    assert "(carrot2 is tracked at or after the add)" in _refusal(g)
+
+
+def test_the_pieces_are_refused_when_their_names_differ_or_a_track_names_several(vocab):
+    # a baby carrot is not a piece of the same food as a carrot
+    _, g = _untracked_add(vocab, [("carrot", 50.0, 52.0), ("baby carrot", 53.0, 55.0), MORTAR],
+                          text=CARROTS_TEXT, name="carrots")
+    assert "(the tracks name them by different words (not the pieces of one food))" in _refusal(g)
+    # a track named "carrots" is several at once, or their pack (P02's "tomatoes")
+    _, g = _untracked_add(vocab, [("carrots", 40.0, 45.0), ("carrot1", 50.0, 52.0), MORTAR],
+                          text=CARROTS_TEXT, name="carrots")
+    assert "(a track names several at once (carrot))" in _refusal(g)
+
+
+def test_the_pieces_are_refused_when_there_are_more_than_five(vocab):
+    many = [(f"carrot{i}", 40.0 + 2 * i, 41.0 + 2 * i) for i in range(1, 7)] + [MORTAR]
+    _, g = _untracked_add(vocab, many, text=CARROTS_TEXT, name="carrots")
+    assert "names 6 tracked foods" in _refusal(g) and "(more than 5 pieces)" in _refusal(g)
+
+
+def test_the_pieces_are_refused_when_another_add_row_names_them(vocab):
+    # an earlier "carrot" add (20-22 s): which piece went in by which row is not observed
+    _, g = _untracked_add(vocab, CARROTS, text=CARROTS_TEXT, name="carrots", other="carrot")
+    reasons = [c["reason"] for c in _checks(g)]
+    assert any("(another add row (I02, 'carrot') names them too)" in r for r in reasons)
+    assert not [p for p in g.planned if p.kind == "add" and p.hold in ("carrot1", "carrot2")]

@@ -500,9 +500,10 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
     # the tracked food the name names ("sourdough baguette": the baguette; "garlic": the
     # tracked garlic), else a refusal: never a second, curated entity of an object the
     # world has, never one of several tracked foods by its id alone (named_food.py)
-    sub, why = tracked_food_named(ctx, ev, sub, t0)
+    pieces, why = tracked_food_named(ctx, ev, sub, t0)
     if why:
         return check(why)
+    sub = pieces[0]
     portion = ""
     if sub in ctx.out.objects and sub not in ctx.w.objects:
         # an earlier add without a track already put a curated portion of it in (P04_R05's
@@ -513,6 +514,7 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
         while sub in ctx.w.objects or sub in ctx.out.objects:
             sub, n = f"{first}_{n}", n + 1
         portion = f"; another portion of {first} (an earlier add without a track put one in)"
+        pieces = [sub]
     # tracked under its own name (another video of the episode, the ginger chopped before it
     # is pounded): the one such food goes in from wherever the world has it then, by the
     # rule of a food tracked under another name (tracked_food_named: several named, or the
@@ -558,7 +560,18 @@ def add_untracked(ctx, rid, ev, matches, refs, what):
     ev_ing = {"how": "ingredient of complete_recipes.json (the add row: no track names it)", **refs}
     if win is not None:
         ctx.step_targets.setdefault((rid, win.step, win.video), (target, tev, t0))
-    ctx.out.planned.append(Planned(
-        "add", round(t0, 3), "add_ingredient", {"o": sub, "c": target}, {"o": ev_ing, "c": tev},
-        {**refs, "step": win.step if win else None}, hold=sub, hold_track=None, step=win,
-        title=title_of(text) if text else f"Add {ev.name}", what=what, pickup=place))
+    for i, ent in enumerate(pieces):
+        # a plural ingredient's pieces (named_food.all_pieces): each goes in, in turn, from
+        # where it stands, its evidence the rule and its own last track
+        ev_o = ev_ing if len(pieces) == 1 else {
+            **ev_ing, "evidence": "plural_ingredient_all_pieces", "how": (
+                f"ingredient of complete_recipes.json (the add row: no track names it); {ev.name!r} is "
+                f"plural and names {len(pieces)} tracked pieces ({', '.join(pieces)}), each last handled "
+                "before the add in its video, never put away, never tracked again, named by no other add: "
+                "all of them went in"),
+            "last_track": track_ref(ctx, max(ctx.tracks_of[ent], key=lambda x: (x.end, x.track_id)))}
+        ctx.out.planned.append(Planned(
+            "add", round(t0 + 0.01 * i, 3), "add_ingredient", {"o": ent, "c": target}, {"o": ev_o, "c": tev},
+            {**refs, "step": win.step if win else None}, hold=ent, hold_track=None, step=win,
+            title=title_of(text) if text else f"Add {ev.name}", what=what if len(pieces) == 1 else f"{what}: {ent}",
+            pickup=place))
