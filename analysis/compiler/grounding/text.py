@@ -435,7 +435,9 @@ def ingredient_type(name: str, vocab) -> tuple[str, str]:
     >>> from analysis.compiler.vocabulary import Vocabulary
     >>> v = Vocabulary.load()
     >>> ingredient_type("medjool dates", v), ingredient_type("tortilla wraps", v)
-    (('fruit', 'noun_types:date'), ('other_food', 'ingredient:food_default'))
+    (('fruit', 'noun_types:date'), ('bread', 'noun_types:tortilla'))
+    >>> ingredient_type("puff pastry", v)
+    ('other_food', 'ingredient:food_default')
     >>> [ingredient_type(n, v)[0] for n in ("red bell pepper", "green chilli", "finger chillies",
     ...                                     "coriander", "black pepper", "chilli powder", "chicken stock cube")]
     ['vegetable', 'vegetable', 'vegetable', 'herb', 'spice', 'other_substance', 'other_food']
