@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from .compiled_tracks import AMB_SETTLE_RULE, SETTLE_RULE, AmbiguousRows, gap_key
 from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Planned
 from .one_hand import OVERLAP_EPS
-from .provenance import cur, evidence_prov, obs, track_prov
+from .provenance import cur, disputed_prov, evidence_prov, obs, track_prov
 from .sim import Sim
 from .worlds import AMB_RULE, ROW_RULE, EpisodeWorld, row_rule
 
@@ -23,13 +23,6 @@ PUT_INTO = {"surface": "put_on", "storage": "put_in_storage", "enclosed_applianc
 #: snippet actions on the held item alone (``analysis.compiler.grounding.snippets``)
 SNIPPET_ITEM_ACTIONS = ("tap", "shake_item", "tilt", "lift", "rotate", "wipe_item", "open_container",
                         "close_container")
-
-
-def _disputed(prov: dict, disputed: str | None) -> dict:
-    """``prov`` with ``refs.disputed`` (the rows that contest the place) when there are any."""
-    if disputed:
-        prov["refs"]["disputed"] = disputed
-    return prov
 
 
 @dataclass
@@ -110,17 +103,15 @@ class OpBuilder:
                                               "track_source": p.get("source")}}
 
     def _curated_op(self, t, typ, args, rule, disputed: str | None = None) -> bool:
-        """A curated operation (rule ``rule``); ``disputed``: the rows that contest the place
-        it puts the object (its last argument's ``refs.disputed``, as a put-down's,
-        ``worlds.gap_dispute``)."""
+        """A curated operation; ``disputed``: rows contesting where it puts the object."""
         before = self.location(args[0]) if args[0] in self.objects else None
-        argprov = [cur(rule) for _ in args[:-1]] + [_disputed(cur(rule), disputed)]
+        argprov = [cur(rule) for _ in args[:-1]] + [disputed_prov(cur(rule), disputed)]
         ok = self._try(t, typ, args, argprov, extra={"rule": rule})
         if ok and before is not None and self.location(args[0]) not in (before, (None, None)):
             # the object now stands where a curated operation put it: a later pick-up's
             # origin cites this rule, never the row of its last observed place (which
             # would label the curated place observed)
-            self.place[args[0]] = _disputed(cur(rule), disputed)
+            self.place[args[0]] = disputed_prov(cur(rule), disputed)
         return ok
 
     def drop(self, kind: str, what: str, reason: str, t: float, **refs) -> None:
@@ -277,10 +268,8 @@ class OpBuilder:
                 or (cont and cont != f) or d.fixture not in self.objects:
             return False
         rule = f"{AMB_SETTLE_RULE if d.ambiguous else SETTLE_RULE}:{d.file} {d.qid}"
-        # the row takes one side of an observed conflict when other rows of the object put
-        # the track's end elsewhere (worlds.gap_dispute): the move says so, as a put-down
-        # on a disputed end does (P05-20240423-172243's wooden spoon: itinerary 247 says
-        # left of the hob, answer 170 right of it)
+        # other rows put the track's end elsewhere (worlds.gap_dispute): the move takes one
+        # side and says so (P05-20240423-172243's wooden spoon: itinerary 247 vs answer 170)
         disputed = tr.disputed if tr.disputed and any(
             not x.endswith(f": {d.fixture}") for x in tr.disputed.split("; ")) else None
         if f != d.fixture:
@@ -302,7 +291,7 @@ class OpBuilder:
         self.place[ent] = obs(tr.dst_file, tr.dst_ref,
                               round((tr.start if tr.dst_file.startswith("3d") else tr.end) - tr.offset, 5),
                               track=tr.track_id, how=f"{tr.dst_how} (a track not compiled put it here)",
-                              **(tr.dst_extra or {})) if own else _disputed(cur(rule), disputed)
+                              **(tr.dst_extra or {})) if own else disputed_prov(cur(rule), disputed)
         self.place_time[ent] = t
         return True
 
@@ -331,7 +320,7 @@ class OpBuilder:
             return {"source": "observed", "refs": {**p["refs"], "how": f"{ent} last observed at {f}"}}
         rule = (p or {}).get("refs", {}).get("rule", "unknown_place")
         # a place that rows contest stays contested when the object is taken from it
-        return _disputed(cur(f"place_of_{ent}:{rule}"), (p or {}).get("refs", {}).get("disputed"))
+        return disputed_prov(cur(f"place_of_{ent}:{rule}"), (p or {}).get("refs", {}).get("disputed"))
 
     # ----------------------------------------------------------------- tracks
     def pick(self, tr, t: float) -> bool:
