@@ -1902,3 +1902,54 @@ def test_the_only_vessel_of_the_texts_noun_is_not_the_only_one_of_its_kind_besid
     assert _checks(g)[0]["reason"].endswith(
         "step text names 'pan'; pan is the only pan by name, but v also tracks wok, typed pan too: which one "
         "is meant is not decided")
+
+
+# HD-EPIC's classes of part words (strip, quarter: clothes; slice: slicer; piece: plate) and
+# of the words after a preposition must not type a tracked object (issue 34, reviewer 15)
+HD_PARTS = ClassTable({"clothes": "materials", "slicer": "utensils", "plate": "crockery",
+                       "chicken": "meat and substitute", "carrot": "vegetables", "onion": "vegetables",
+                       "squash": "vegetables", "bag": "containers", "tray": "utensils", "wrap": "materials",
+                       "potato": "vegetables", "courgette": "vegetables", "spring green": "vegetables"},
+                      {"strip": "clothes", "quarter": "clothes", "slice": "slicer", "piece": "plate",
+                       "chicken": "chicken", "thigh": "chicken", "carrot": "carrot", "onion": "onion",
+                       "squash": "squash", "bag": "bag", "tray": "tray", "tortilla": "wrap", "potato": "potato",
+                       "courgette": "courgette", "green": "spring green"}, {})
+
+
+@pytest.mark.parametrize("name,expected", [
+    # a part word after a food is a part of that food; ordinals between say which part
+    ("chicken strips5", ("chicken_strip5", "meat")),
+    ("onion quarter", ("onion_quarter", "vegetable")),
+    ("carrot pieces", ("carrot_piece", "vegetable")),
+    ("squash ninth piece", ("squash_ninth", "vegetable")),
+    ("squash last piece", ("squash_last", "vegetable")),
+    # "<part or heap> of <food>" is the food, whatever the words before the part word
+    ("pile of peeled carrots", ("pile_peeled_carrot", "vegetable")),
+    ("peeled half of onion", ("peeled_onion", "vegetable")),
+    ("cut off part of potato", ("cut_off_potato", "vegetable")),
+    ("four last strips of chicken", ("chicken", "meat")),
+    # the object's own phrase ends at a preposition
+    ("slice of potato for discarding", ("potato_discarding", "vegetable")),
+    ("plastic bag with chicken thigh", ("plastic_bag_chicken_thigh", "bag")),
+    ("fork in dishwasher cutlery tray", ("fork_dishwasher_cutlery_tray", "fork")),
+    ("courgettes together", ("courgette_together", "vegetable")),
+    # a piece of a substance is a solid food (ingredient_heads.whole), not its container
+    ("one cube of stock", ("stock_cube", "other_food")),
+    ("chicken stock cube2", ("chicken_stock_cube2", "other_food")),
+    # HD-EPIC files tortillas under "wrap" (materials): the vocabulary types the flatbread
+    ("tortilla2", ("tortilla2", "bread")),
+    # parts of non-foods stay non-food; a piece holds nothing (HD-EPIC's "piece": plate)
+    ("piece of kitchen roll", ("kitchen_roll", "other_supply")),
+    ("metalic piece", ("metalic", "other_supply")),
+    ("green stick", ("green_stick", "other_supply")),      # a colour alone names no food
+    ("spoon rest", ("spoon_rest", "other_supply")),                # "rest" only in "rest of X"
+])
+def test_a_tracked_object_is_typed_by_its_own_head_noun(vocab, name, expected):
+    assert track_entity(name, HD_PARTS, vocab.overrides, vocab)[:2] == expected
+
+
+def test_a_bare_part_word_is_a_vague_name():
+    # "piece2" (P01-20240203-130505) does not say what it is a piece of: not compiled
+    assert vague_name("piece") and vague_name("piece2") and vague_name("cut piece")
+    assert vague_name("slice13") and vague_name("thin slice2")
+    assert not vague_name("carrot pieces") and not vague_name("piece of bread")

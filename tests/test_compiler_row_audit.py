@@ -615,3 +615,39 @@ def test_an_observed_place_is_checked_against_every_row_of_its_track_end():
         audit_rows(ds, rows, {}, [{"group_id": "v/g0000", "operations": [
             _op("put_on", ["mug", "sink"], 12.0, track="t1", fixture_prov=seen)]}], [],
             {"mug": ("v", "a1")}, track_index([mug])).contradictions[0]["detail"]
+
+
+def test_a_catch_up_that_takes_one_side_of_an_observed_conflict_records_the_dispute():
+    # the worn glove of the test above, with two rows on where it ends: itinerary i1 moves it
+    # from the drawer to the table, VQA q1 puts it in the sink (off the itinerary, so it
+    # decides nothing and i1 decides the gap). The catch-up follows i1 and its put-down says
+    # the place is disputed (P05-20240423-172243's wooden spoon: itinerary 247 vs answer 170);
+    # a later pick-up from there keeps the dispute
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.compiled_tracks import SETTLE_RULE
+    from analysis.compiler.operations import build_operations
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "drawer", "type": "drawer"},
+                {"id": "table", "type": "table"}, {"id": "sink", "type": "sink"}]
+    glove = Association("v", "g1", "oven glove", "oven glove", (Track("t1", 10.0, 12.0),))
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [glove]},
+                        [LocationAnswer("q1", "v", "put", 10.0, "sink")],
+                        [Itinerary("i1", "v", 12.0, (("drawer", "table"),))], {}, ClassTable({}, {}, {}), vocab,
+                        offsets={"v": 0.0})
+    assert [(c["track"], c["side"]) for c in world.conflicts] == [("t1", "dst")]
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    ops = [o for o in b.out.ops if o.action["args"][:1] == ["oven_glove"]]
+    put = next(o for o in ops if o.action["args"][1] == "table")
+    rule = f"{SETTLE_RULE}:object_motion_object_movement_itinerary.json i1"
+    assert put.provenance["refs"]["rule"] == rule
+    disputed = put.provenance["refs"]["args"][1]["refs"]["disputed"]
+    assert "3d_perception_object_location.json q1: sink" in disputed
+    # the take from where the world had it claims nothing of the contested place
+    take = ops[0]
+    assert take.action["args"][1] != "table" and "disputed" not in take.provenance["refs"]["args"][1]["refs"]
+    assert b.place["oven_glove"]["refs"]["disputed"] == disputed
+    assert b.fixture_prov("oven_glove", "table")["refs"]["disputed"] == disputed

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from .compiled_tracks import AMB_SETTLE_RULE, SETTLE_RULE, AmbiguousRows, gap_key
 from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Planned
 from .one_hand import OVERLAP_EPS
-from .provenance import cur, evidence_prov, obs, track_prov
+from .provenance import cur, disputed_prov, evidence_prov, obs, track_prov
 from .sim import Sim
 from .worlds import AMB_RULE, ROW_RULE, EpisodeWorld, row_rule
 
@@ -102,14 +102,16 @@ class OpBuilder:
         return {"source": "curated", "refs": {**r, "rule": ident["rule"], "same_as": ident["same_as"],
                                               "track_source": p.get("source")}}
 
-    def _curated_op(self, t, typ, args, rule) -> bool:
+    def _curated_op(self, t, typ, args, rule, disputed: str | None = None) -> bool:
+        """A curated operation; ``disputed``: rows contesting where it puts the object."""
         before = self.location(args[0]) if args[0] in self.objects else None
-        ok = self._try(t, typ, args, [cur(rule)] * len(args), extra={"rule": rule})
+        argprov = [cur(rule) for _ in args[:-1]] + [disputed_prov(cur(rule), disputed)]
+        ok = self._try(t, typ, args, argprov, extra={"rule": rule})
         if ok and before is not None and self.location(args[0]) not in (before, (None, None)):
             # the object now stands where a curated operation put it: a later pick-up's
             # origin cites this rule, never the row of its last observed place (which
             # would label the curated place observed)
-            self.place[args[0]] = cur(rule)
+            self.place[args[0]] = disputed_prov(cur(rule), disputed)
         return ok
 
     def drop(self, kind: str, what: str, reason: str, t: float, **refs) -> None:
@@ -266,6 +268,10 @@ class OpBuilder:
                 or (cont and cont != f) or d.fixture not in self.objects:
             return False
         rule = f"{AMB_SETTLE_RULE if d.ambiguous else SETTLE_RULE}:{d.file} {d.qid}"
+        # other rows put the track's end elsewhere (worlds.gap_dispute): the move takes one
+        # side and says so (P05-20240423-172243's wooden spoon: itinerary 247 vs answer 170)
+        disputed = tr.disputed if tr.disputed and any(
+            not x.endswith(f": {d.fixture}") for x in tr.disputed.split("; ")) else None
         if f != d.fixture:
             typ, put = TAKE_FROM.get(self.kind(f)), PUT_INTO.get(self.kind(d.fixture))
             if typ is None or put is None or put == "throw_away":
@@ -275,7 +281,7 @@ class OpBuilder:
             self.open_(t, f)
             ok = self._curated_op(t, typ, [ent, f], rule)
             self.close_(t, f)
-            if not (ok and self.goto(t, d.fixture) and self._put_into(t, ent, d.fixture, put, rule)):
+            if not (ok and self.goto(t, d.fixture) and self._put_into(t, ent, d.fixture, put, rule, disputed)):
                 self.facts = saved[0]           # all or nothing
                 del self.out.ops[saved[1]:]
                 return False
@@ -285,7 +291,7 @@ class OpBuilder:
         self.place[ent] = obs(tr.dst_file, tr.dst_ref,
                               round((tr.start if tr.dst_file.startswith("3d") else tr.end) - tr.offset, 5),
                               track=tr.track_id, how=f"{tr.dst_how} (a track not compiled put it here)",
-                              **(tr.dst_extra or {})) if own else cur(rule)
+                              **(tr.dst_extra or {})) if own else disputed_prov(cur(rule), disputed)
         self.place_time[ent] = t
         return True
 
@@ -294,9 +300,9 @@ class OpBuilder:
         ``d``'s object (:meth:`settle`): :meth:`AmbiguousRows.forced` over the tracks compiled."""
         return self.amb_rows.forced(d, self.compiled)
 
-    def _put_into(self, t, ent, dst, typ, rule) -> bool:
+    def _put_into(self, t, ent, dst, typ, rule, disputed: str | None = None) -> bool:
         self.open_(t, dst)
-        ok = self._curated_op(t, typ, [ent, dst], rule)
+        ok = self._curated_op(t, typ, [ent, dst], rule, disputed)
         self.close_(t, dst)
         return ok
 
@@ -313,7 +319,8 @@ class OpBuilder:
                     "last_observed": p["refs"]}}
             return {"source": "observed", "refs": {**p["refs"], "how": f"{ent} last observed at {f}"}}
         rule = (p or {}).get("refs", {}).get("rule", "unknown_place")
-        return cur(f"place_of_{ent}:{rule}")
+        # a place that rows contest stays contested when the object is taken from it
+        return disputed_prov(cur(f"place_of_{ent}:{rule}"), (p or {}).get("refs", {}).get("disputed"))
 
     # ----------------------------------------------------------------- tracks
     def pick(self, tr, t: float) -> bool:

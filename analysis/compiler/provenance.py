@@ -13,6 +13,17 @@ def cur(rule: str) -> dict:
     return {"source": "curated", "refs": {"rule": rule}}
 
 
+def disputed_prov(prov: dict, disputed: str | None) -> dict:
+    """``prov`` with ``refs.disputed`` (the rows that contest its place) when there are any.
+
+    >>> disputed_prov(cur("r"), "f q1: sink")["refs"], disputed_prov(cur("r"), None)["refs"]
+    ({'rule': 'r', 'disputed': 'f q1: sink'}, {'rule': 'r'})
+    """
+    if disputed:
+        prov["refs"]["disputed"] = disputed
+    return prov
+
+
 def track_prov(tr) -> dict:
     """The track's row: ``time``/``end`` in its own video; ``offset`` (when not 0) is the
     video's start in episode time."""

@@ -37,9 +37,13 @@ UNTRACKED_RULE = "ingredient_without_track_at_default_location"
 TEXT_VESSEL_RULE = "untracked_vessel_named_by_step_text_on_the_work_counter"
 # the pick-up place of an untracked add whose food is a tracked entity: where the world has it
 WHERE_IT_STANDS = "*"
-# "<part> of X" names X ("piece of bread" is bread); any other "X of Y" is an X ("bowl of
-# flour" is a bowl, "bottle of squash" a bottle): the world's typing rule (worlds.track_entity)
-PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit"}
+# "<part> of X" and "X <part>" name X ("piece of bread" and "chicken strip" are the food);
+# any other "X of Y" is an X ("bowl of flour" is a bowl, "bottle of squash" a bottle): the
+# world's typing rule (entities.track_entity). HD-EPIC files several part words under a
+# class of their own (strip and quarter: clothes, slice: slicer, piece: plate), so a part
+# word never types a thing by itself
+PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit",
+              "strip", "quarter", "part", "chunk", "portion", "wedge", "segment", "leg"}
 
 
 def _sing(w: str) -> str:
@@ -431,7 +435,9 @@ def ingredient_type(name: str, vocab) -> tuple[str, str]:
     >>> from analysis.compiler.vocabulary import Vocabulary
     >>> v = Vocabulary.load()
     >>> ingredient_type("medjool dates", v), ingredient_type("tortilla wraps", v)
-    (('fruit', 'noun_types:date'), ('other_food', 'ingredient:food_default'))
+    (('fruit', 'noun_types:date'), ('bread', 'noun_types:tortilla'))
+    >>> ingredient_type("puff pastry", v)
+    ('other_food', 'ingredient:food_default')
     >>> [ingredient_type(n, v)[0] for n in ("red bell pepper", "green chilli", "finger chillies",
     ...                                     "coriander", "black pepper", "chilli powder", "chicken stock cube")]
     ['vegetable', 'vegetable', 'vegetable', 'herb', 'spice', 'other_substance', 'other_food']
