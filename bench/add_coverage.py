@@ -65,7 +65,9 @@ class AddCoverage:
     def by_reason(self) -> dict:
         """Missing adds per class: a class of the closed set of add drop reasons
         (``analysis.compiler.grounding.ADD_DROP_REASONS``) of the add's ``dropped.jsonl``
-        record; ``in another unit's task`` (compiled, no record: its group lies in another
+        record; ``ledger <code>`` (compiled, no task holds it: the ledger record of the add
+        row at its time says why, ``intermediate``: the food is taken out before the unit
+        ends); ``in another unit's task`` (compiled, no record: its group lies in another
         unit); ``not listed`` (neither compiled nor in ``dropped.jsonl``)."""
         return dict(sorted(Counter(self.reasons).items(), key=lambda kv: (-kv[1], kv[0])))
 
@@ -81,13 +83,16 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def _owners(recipe, cap, ev) -> set:
-    """The steps an add is timed in: those of its recipe with a step or prep segment
-    overlapping it; when there are several, the one whose text names the ingredient if
-    exactly one does (the compiler's rule, ``grounding.adds``: "Heat the oil in a heavy
-    bottomed pan" owns the oil add that the prep segment of "Add the onions" also spans)."""
+    """The steps an add is timed in, by the compiler's rule (``grounding.adds.step_of_add``):
+    those of its recipe with a step segment overlapping it, else (in no step segment) those
+    with a prep segment overlapping it; when there are several, the one whose text names the
+    ingredient if exactly one does ("Heat the oil in a heavy bottomed pan" owns the oil add
+    that the prep segment of "Add the onions" also spans). A step segment beats a prep one:
+    P02_R01's Worcestershire sauce (1418.09-1420.05 s) is poured in S03's step segment
+    (1418.96-1420.64 s), though it starts in S06's prep segment and S06's text names it."""
     sp = ev.span
-    steps = {s.step_id for s in cap.segments
-             if s.span.video == sp.video and sp.start < s.span.end and s.span.start < sp.end}
+    over = [s for s in cap.segments if s.span.video == sp.video and sp.start < s.span.end and s.span.start < sp.end]
+    steps = {s.step_id for s in over if s.kind == "step"} or {s.step_id for s in over}
     if len(steps) > 1:
         named = {x for x in steps if set(words(recipe.steps.get(x, ""))) & set(words(ev.name))}
         if len(named) == 1:
@@ -124,7 +129,7 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     ops.setdefault((eid, refs.get("recipe"), refs["ingredient"]), []).append(
                         (tm, ["in", op["args"][i], op["args"][j]]))
     # (episode, recipe, ingredient, video, start) -> reason of the add's dropped record
-    drops = {}
+    drops, ledger = {}, {}
     if (cohort / "dropped.jsonl").is_file():
         for d in _read_jsonl(cohort / "dropped.jsonl"):
             r = d.get("refs", {})
@@ -132,6 +137,11 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
                     and not d.get("what", "").startswith("weigh"):      # a weigh row is no add
                 drops.setdefault((d["episode_id"], r.get("recipe"), r["ingredient"], r.get("video"),
                                   round(float(r["start"]), 2)), d["reason"])
+            elif d.get("kind") == "ledger" and r.get("row") == "add":
+                # a compiled add no task holds: the ledger says why (its in() does not last
+                # to the unit's end, an argument is not observed, ...), at the add's own time
+                for key in r.get("ids", []):
+                    ledger.setdefault((d["episode_id"], key), []).append((float(d["time"]), d["reason"]))
     total, lacking, missing, reasons, details = 0, 0, [], [], []
     for t in tasks:
         refs = t["provenance"]["refs"]
@@ -156,8 +166,14 @@ def add_coverage(export: str | Path, source: str | Path) -> AddCoverage:
             if not any(atom in atoms for atom in done):
                 lost.append((f"{refs['recipe']}/{iid}", name))
                 why = drops.get((t["episode_id"], refs["recipe"], iid, sp.video, round(sp.start, 2)))
-                reasons.append(add_drop_class(why) if why else
-                               "in another unit's task" if done else "not listed")
+                led = [w for tm, w in ledger.get((t["episode_id"], f"{refs['recipe']}/{iid}"), [])
+                       if done and a - SLACK <= tm <= b + SLACK and not w.startswith("not_grounded")]
+                if why is None and led:
+                    why = led[0]
+                    reasons.append(f"ledger {why.split(':', 1)[0]}")
+                else:
+                    reasons.append(add_drop_class(why) if why else
+                                   "in another unit's task" if done else "not listed")
                 details.append((why or "", recipes[refs["recipe"]].steps.get(refs.get("step"), ""),
                                 sp.video, sp.start, sp.end))
         if lost:
@@ -209,6 +225,11 @@ SOURCE_LIMITS = [
     ("true_at_task_start", "soundness: the in() holds at the task's start (no free credit)", "one"),
     ("true_in_initial_world", "soundness: the in() holds in the initial world (no free credit)", "one"),
     ("an argument is not observed", "soundness: the vessel's identity is a curated merge across videos", "one"),
+    # the ledger's codes for a compiled add no task holds (analysis/compiler/ledger.py)
+    ("intermediate: in(", "soundness: the in() does not last to the unit's end (the food is taken out, "
+     "the object moved again)", "one"),
+    ("not_lasting: ", "soundness: the in() does not last to the unit's end", "one"),
+    ("argument_not_observed: ", "soundness: an argument of the in() is not observed", "one"),
 ]
 CANDIDATES = {"open": "left open by the source (two or more candidates)",
               "conflict": "the rows disagree (not a clean swap)",

@@ -107,6 +107,39 @@ def test_an_add_with_no_record_is_in_another_task_or_not_listed(tmp_path):
     assert cov.by_reason == {"not listed": 2}
 
 
+def test_a_compiled_add_no_task_holds_is_classed_by_its_ledger_record(tmp_path):
+    # compiled at 895 s, lacking in t001: the ledger record of the add row at the add's time
+    # (kind ledger, row add, ids recipe/ingredient) says why; a not_grounded record, or one
+    # at another time (the ingredient's other add row), says nothing of this add
+    def led(reason, time):
+        return {"episode_id": VIDEO, "kind": "ledger", "reason": reason, "time": time,
+                "refs": {"row": "add", "ids": ["P02_R03/P02_R03_I02"], "code": reason.split(":")[0]}}
+    inter = "intermediate: in(squash, glass_2): after the row, ... takes food out ..."
+    cov = _bench().add_coverage(_export(tmp_path, 895.0, [led(inter, 895.0)]), SOURCE)
+    assert cov.reasons == ["ledger intermediate"]
+    mod = _bench()
+    assert mod.candidates(cov.details[0][0]) == "one" and mod.source_limit(inter).startswith("soundness: the in()")
+    for i, other in enumerate((led("not_grounded: set aside while grounding", 895.0), led(inter, 950.0))):
+        assert _bench().add_coverage(_export(tmp_path / str(i), 895.0, [other]), SOURCE).reasons == [
+            "in another unit's task"]
+
+
+def test_an_add_belongs_to_the_step_whose_step_segment_it_lies_in_before_a_prep_segment():
+    # P02_R01's Worcestershire sauce add (1418.09-1420.05 s) starts in S06's prep segment
+    # (1415.78-1418.96 s), whose text names it, and lies in S03's step segment
+    # (1418.96-1420.64 s): the compiler's rule (step_of_add) puts it in S03, and so does the measure
+    from analysis.compiler.readers import read_recipes
+    r = read_recipes(SOURCE)["P02_R01"]
+    cap = next(c for c in r.captures if any(e.ingredient_id == "P02_R01_I06" for e in c.events))
+    ev = next(e for e in cap.events if e.ingredient_id == "P02_R01_I06" and e.kind == "add")
+    assert (round(ev.span.start, 2), round(ev.span.end, 2)) == (1418.09, 1420.05)
+    assert _bench()._owners(r, cap, ev) == {"P02_R01_S03"}
+    # the oil of P04_R05_I03 (419.05-429.03 s) lies in S03's step segment (420.76-428.56 s) only
+    r5 = read_recipes(SOURCE)["P04_R05"]
+    oil = next(e for c in r5.captures for e in c.events if e.ingredient_id == "P04_R05_I03" and e.span.start < 430)
+    assert _bench()._owners(r5, r5.captures[0], oil) == {"P04_R05_S03"}
+
+
 COMMITTED = REPO / "frozen_exports"
 
 
