@@ -57,3 +57,20 @@ def test_a_placed_track_keeps_the_hand_from_one_no_row_places():
     l2 = _tr("l", 1, 10)
     chosen, blocked, _, juggled = select_tracks([w, l2], set(), placed={"l"})
     assert not blocked and {t: o.track_id for t, o in juggled.items()} == {"l": "w"}
+
+
+def test_a_needed_track_touching_the_end_of_a_held_one_is_picked_up_when_the_hand_is_free():
+    # P04_R01 (video P04-20240413-151722): the salt jar s (251.12-259.61 s) and the black
+    # pepper's jar j (259.57-267.10 s, its pour at 263 s) are both needed by adds; j starts
+    # 0.04 s before s is put down (within OVERLAP_EPS: touching, not simultaneous). j is
+    # picked up when the hand is free (259.611 s), not at its start while s is in the hand
+    s, j = _tr("s", 251.12, 259.61), _tr("j", 259.57, 267.10)
+    chosen, blocked, pick, juggled = select_tracks([s, j], {"s", "j"}, {"s": [257.0], "j": [263.0]})
+    assert not blocked and not juggled and [t.track_id for t in chosen] == ["s", "j"]
+    assert pick == {"s": 251.12, "j": 259.611}
+    # a grounded event on j before the hand is free: its pick-up stays at its start
+    _, _, pick, _ = select_tracks([s, j], {"s", "j"}, {"s": [257.0], "j": [259.6]})
+    assert pick["j"] == 259.57
+    # not touching (j starts after s ends): its own start
+    _, _, pick, _ = select_tracks([s, _tr("j", 259.7, 267.1)], {"s", "j"}, {"j": [263.0]})
+    assert pick["j"] == 259.7

@@ -103,7 +103,12 @@ def select_tracks(tracks, needed: set, busy_times: dict | None = None, placed: s
         clash = next((c for c in chosen if s0 < c.end - OVERLAP_EPS and c.start < e0 - OVERLAP_EPS), None)
         if clash is None:
             chosen.append(t)
-            pick[t.track_id] = t.start
+            # touching (it starts within OVERLAP_EPS before a held track ends: the jar of
+            # black pepper taken 0.04 s before the salt jar is put down, P04_R01): picked up
+            # when the hand is free, if every grounded event on it comes after that
+            free = max([c.end + 0.001 for c in chosen if c is not t and c.start < s0 < c.end], default=s0)
+            pick[t.track_id] = free if free < e0 - OVERLAP_EPS and all(
+                x > free for x in busy_times.get(t.track_id, ())) else t.start
         elif clash.track_id not in juggled and inside(t, clash):
             chosen.append(t)
             pick[t.track_id] = max(t.start, pick[clash.track_id])
