@@ -211,3 +211,41 @@ def test_the_pieces_are_refused_when_another_add_row_names_them(vocab):
     reasons = [c["reason"] for c in _checks(g)]
     assert any("(another add row (I02, 'carrot') names them too)" in r for r in reasons)
     assert not [p for p in g.planned if p.kind == "add" and p.hold in ("carrot1", "carrot2")]
+
+
+def test_a_cube_names_the_food_before_it_for_tracks_and_ingredients_alike():
+    # a track "X cube" names food X; an ingredient "Y cube" is food Y in cubes (food_head)
+    from analysis.compiler.grounding.adds import names_ingredient
+    from analysis.compiler.grounding.named_food import food_head
+    assert names_food(words("butter cube"), "butter") and not names_food(words("butter cube"), "cube")
+    assert food_head(words("chicken stock cube")) == "stock" and food_head(words("unsalted butter")) == "butter"
+    for track in ("stock cube", "chicken stock cube", "another stock cube", "one cube of stock"):
+        assert names_food(words(track), food_head(words("chicken stock cube"))), track
+    assert not names_food(words("chicken stock cube"), "chicken")       # a stock cube is no chicken
+    assert not names_food(words("ice cube tray"), "ice")                # a tray
+    # the tracked path reads a track alike: the "butter cube" is the unsalted butter, the
+    # "chicken stock cube" is no chicken breast (the word before the cube decides)
+    assert names_ingredient(words("butter cube"), {"unsalted", "butter"})
+    assert not names_ingredient(words("chicken stock cube"), {"chicken", "breast"})
+    assert names_ingredient(words("chicken stock cube"), {"chicken", "stock", "cube"})
+
+
+def test_a_tracked_cube_of_the_ingredient_during_its_add_is_what_goes_in(vocab):
+    # P01_R09 (P01-20240204-121042): "butter cube" tracked 36.67-37.30 s, the unsalted butter
+    # added 37.0-41.0 s: the cube is the ingredient's track; here 103.5-104.5 s, the add 104-106 s
+    _, g = _untracked_add(vocab, [("butter cube", 103.5, 104.5), MORTAR],
+                          text="Add the butter to the mortar.", name="unsalted butter")
+    assert [(a, r) for a, r, _ in _adds(g)] == [("add_ingredient", {"o": "butter_cube", "c": "mortar"})]
+    assert _checks(g) == []
+
+
+def test_a_stock_cube_ingredient_still_names_its_tracked_stock_cubes(vocab):
+    # no track overlaps the add: "chicken stock cube" names the one tracked "stock cube"
+    # (handled 50-52 s), and with a second one (60-62 s) is refused: which went in is not observed
+    from analysis.compiler.grounding import WHERE_IT_STANDS
+    _, g = _untracked_add(vocab, [("stock cube", 50.0, 52.0), MORTAR],
+                          text="Add the stock cube to the mortar.", name="chicken stock cube")
+    assert _adds(g) == [("add_ingredient", {"o": "stock_cube", "c": "mortar"}, WHERE_IT_STANDS)]
+    _, g = _untracked_add(vocab, [("stock cube", 50.0, 52.0), ("chicken stock cube", 60.0, 62.0), MORTAR],
+                          text="Add the stock cube to the mortar.", name="chicken stock cube")
+    assert _adds(g) == [] and "names 2 tracked foods (chicken_stock_cube, stock_cube)" in _checks(g)[0]["reason"]

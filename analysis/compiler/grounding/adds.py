@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
+from .text import (clause_of, fixture_named, COLOUR_WORDS, CONTAINER_WORDS, CUBE_WORDS, GENERIC_SOURCE_WORDS, MARGIN, PART_WORDS, _spelling, UNTRACKED_RULE, WHERE_IT_STANDS, ingredient_entity, ingredient_type, overlaps, title_of, words)
 from ..fixtures import default_location
 from .windows import Planned, prep_windows_at
 from .named_food import tracked_food_named
@@ -137,6 +137,8 @@ def names_ingredient(ws: list, ing_words: set) -> bool:
         return True         # "chili" names green chillies
     if ws[-1] in PART_WORDS and (set(ws[:-1]) - COLOUR_WORDS) & ing_words:
         return True         # a part names its food: a "garlic clove" is garlic
+    if len(ws) > 1 and ws[-1] in CUBE_WORDS and _spelling(ws[-2]) in {_spelling(w) for w in ing_words}:
+        return True         # a "butter cube" is butter (P01_R09's unsalted butter, 37.0-41.0 s)
     # a colour names the container, not its content: "black jar1" is not black pepper
     return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
 

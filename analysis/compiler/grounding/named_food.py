@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from .grounder import is_food, local, put_away
-from .text import PART_WORDS, _sing, _spelling, words
+from .text import CUBE_WORDS, PART_WORDS, _sing, _spelling, words
 
 #: words of a track name that name a part of a food, the food named before them
 #: ("twigs of coriander leaves" is coriander): the text's part words and leaves
@@ -30,14 +30,38 @@ def names_food(ws: list, head: str) -> bool:
     (True, False)
     >>> names_food(words("garlic clove"), "clove"), names_food(words("garlic clove"), "garlic")
     (False, True)
+
+    A cube is of the food named just before it (``CUBE_WORDS``): a "butter cube" is butter,
+    a "chicken stock cube" stock; an ingredient's food is read alike (:func:`food_head`).
+
+    >>> [names_food(words(n), "butter") for n in ("butter cube", "butter packaging")]
+    [True, False]
+    >>> [names_food(words(n), food_head(words("chicken stock cube"))) for n in ("stock cube", "chicken stock cube")]
+    [True, True]
+    >>> names_food(words("chicken stock cube"), "chicken"), names_food(words("ice cube tray"), "ice")
+    (False, False)
     """
     if not ws or not head:
         return False
     h = _spelling(head)
+    if len(ws) > 1 and ws[-1] in CUBE_WORDS:
+        return _spelling(ws[-2]) == h
     if ws[-1] in FOOD_PART_WORDS:
         # the part is of the food named before it: a "garlic clove" is no (whole) clove
         return h in {_spelling(w) for w in ws[:-1]}
     return _spelling(ws[-1]) == h
+
+
+def food_head(ws: list) -> str:
+    """The food an ingredient's words name: its head noun, or for a cube the word before it
+    (the ingredient "chicken stock cube" is stock, in cubes).
+
+    >>> [food_head(words(n)) for n in ("unsalted butter", "chicken stock cube", "cube")]
+    ['butter', 'stock', 'cube']
+    """
+    if len(ws) > 1 and ws[-1] in CUBE_WORDS:
+        return ws[-2]
+    return ws[-1] if ws else ""
 
 
 def tracked_food_named(ctx, ev, sub: str, t0: float) -> tuple[list[str], str | None]:
@@ -55,7 +79,7 @@ def tracked_food_named(ctx, ev, sub: str, t0: float) -> tuple[list[str], str | N
     are its pieces binds them all (:func:`all_pieces`)."""
     if sub in ctx.w.objects and (sub in ctx.w.fixture_ids or not is_food(ctx, sub)):
         return [sub], f"an object {sub} is already in the world and is no food: not compiled"
-    head = (words(ev.name) or [""])[-1]
+    head = food_head(words(ev.name))
     named = sorted({e for e, wss in ctx.name_words.items() if e not in ctx.w.fixture_ids and is_food(ctx, e)
                     and any(names_food(ws, head) for ws in wss)} | ({sub} & set(ctx.w.objects)))
     if not named:
@@ -135,7 +159,7 @@ def all_pieces(ctx, ev, named: list, t0: float) -> str | None:
                 if other.kind != "add" or other.span.video not in ctx.w.videos or other is ev or (
                         other.ingredient_id == ev.ingredient_id and other.span == ev.span):
                     continue
-                h = (words(other.name) or [""])[-1]
+                h = food_head(words(other.name))
                 if any(names_food(list(ws), h) for e in named for ws in names[e]):
                     return f"another add row ({other.ingredient_id}, {other.name!r}) names them too"
     if any(p.hold in named and p.kind == "add" for p in ctx.out.planned):

@@ -44,6 +44,11 @@ WHERE_IT_STANDS = "*"
 # word never types a thing by itself
 PART_WORDS = {"piece", "slice", "half", "bunch", "head", "clove", "end", "ends", "handful", "bit",
               "strip", "quarter", "part", "chunk", "portion", "wedge", "segment", "leg"}
+# "X cube" is a cube of the food named just before it: a tracked "butter cube" is butter, a
+# "chicken stock cube" is stock (never chicken), an ingredient "vegetable stock cube" names
+# stock cubes; "ice cube tray" is a tray (its head). Not a part word: the world types a cube
+# by its own entry (entities.track_entity), and a "stock cube" ingredient is the cube itself
+CUBE_WORDS = {"cube"}
 
 
 def _sing(w: str) -> str:
