@@ -651,3 +651,45 @@ def test_a_catch_up_that_takes_one_side_of_an_observed_conflict_records_the_disp
     assert take.action["args"][1] != "table" and "disputed" not in take.provenance["refs"]["args"][1]["refs"]
     assert b.place["oven_glove"]["refs"]["disputed"] == disputed
     assert b.fixture_prov("oven_glove", "table")["refs"]["disputed"] == disputed
+
+
+def test_an_ambiguous_row_binds_the_candidate_left_when_the_others_own_rows_put_them_elsewhere():
+    # the mug's and the cup's tracks start together at 10 s and 'table' is about one of
+    # them (q1, ambiguous); the mug's next track (20-21 s) was taken from the counter (q2,
+    # keyed at its put-down: the mug stood on the counter from 12 s), so q1's table is the
+    # cup's, and the cup (its track nested in the mug's, dropped) is moved there once the
+    # hand is free at 12 s
+    # (P03-20240217-100448: itinerary 334 puts the plates left of the microwave, so
+    # itinerary 12 and answer 411, right of it, are the plate's)
+    from analysis.compiler.grounding import ground
+    from analysis.compiler.compiled_tracks import AMB_SETTLE_RULE
+    from analysis.compiler.operations import build_operations
+    from analysis.compiler.readers import ClassTable
+    from analysis.compiler.sim import Sim
+    from analysis.compiler.vocabulary import Vocabulary
+    from analysis.compiler.worlds import build_world
+    vocab = Vocabulary.load()
+    fixtures = [{"id": "counter", "type": "counter"}, {"id": "cupboard", "type": "cupboard"},
+                {"id": "table", "type": "table"}]
+    mug = Association("v", "a1", "mug", "mug", (Track("t1", 10.0, 12.0), Track("t2", 20.0, 21.0)))
+    cup = Association("v", "a2", "cup", "cup", (Track("c1", 10.02, 10.5),))
+    answers = [LocationAnswer("q1", "v", "put", 10.0, "table"), LocationAnswer("q2", "v", "take", 21.0, "counter")]
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [mug, cup]}, answers, [], {},
+                        ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
+    assert world.amb_bound == {("3d_perception_object_location.json", "q1"): "cup"}
+    assert sorted(k[1:] for k in world.amb_places) == [("a2", 1)]
+    b = build_operations(world, ground(world, {}, vocab), Sim(vocab))
+    mug_puts = [o.action["args"][1] for o in b.out.ops if o.action["args"][:1] == ["mug"]
+                and o.action["type"] == "put_on"]
+    assert mug_puts == ["counter", "counter"]
+    rule = f"{AMB_SETTLE_RULE}:3d_perception_object_location.json q1"
+    cup_ops = [(o.action["type"], o.action["args"][1], o.time, o.provenance["refs"].get("rule"))
+               for o in b.out.ops if o.action["args"][:1] == ["cup"]]
+    start = next(a for a in world.facts if a[:2] == ("at", "cup"))[2]
+    assert cup_ops == [("take_from_storage", start, 12.0, rule), ("put_on", "table", 12.0, rule)]
+    # were the mug's own row to put it on the table too, the mug would answer q1, which
+    # would then say nothing of the cup: no place, no move
+    answers[1] = LocationAnswer("q2", "v", "take", 21.0, "table")
+    world = build_world("v", "P01", ["v"], fixtures, "counter", {"v": [mug, cup]}, answers, [], {},
+                        ClassTable({}, {}, {}), vocab, offsets={"v": 0.0})
+    assert world.amb_bound == {} and world.amb_places == {}

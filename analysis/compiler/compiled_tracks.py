@@ -51,6 +51,7 @@ class AmbiguousRows:
         self.rows: dict = {}
         for d in world.amb_places.values():
             self.rows.setdefault((d.file, d.qid), []).append(d)
+        self.bound = world.amb_bound
         self.assoc_tracks = {(tr.assoc.video, tr.assoc.assoc_id): tr.assoc.tracks for tr in world.tracks}
 
     def forced(self, d, compiled: set) -> bool:
@@ -59,7 +60,11 @@ class AmbiguousRows:
         that is not ``compiled`` (track IDs), so no compiled put-down or pick-up answers the
         row (itinerary 78 of P03-20240216-084005: both spoons' tracks dropped, and the row
         says one went to the cupboard). ``False`` when a row gives no other candidate a gap
-        of its own (an unambiguous row decides the others' gaps)."""
+        of its own (an unambiguous row decides the others' gaps), unless it decides them
+        elsewhere: then the row is ``d``'s alone (``EpisodeWorld.amb_bound``)."""
+        if bound := self.bound.get((d.file, d.qid)):
+            # the others' own uncontested rows put them elsewhere (worlds.eliminate)
+            return bound == d.entity
         others = [e for e in self.rows.get((d.file, d.qid), ()) if e.entity != d.entity]
         if not others:
             return False

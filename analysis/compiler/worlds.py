@@ -78,6 +78,9 @@ class EpisodeWorld:
     # the same for a gap no uncontested row decides but an ambiguous row does, for each of
     # its candidates (row_audit.ambiguous: the row decides the place, not the object)
     amb_places: dict = field(default_factory=dict)
+    # (file, question) -> the one candidate an ambiguous row is left with once the others'
+    # own uncontested rows put them elsewhere in that gap (``ambiguous_places``: elimination)
+    amb_bound: dict = field(default_factory=dict)
 
 
 IDENTITY_RULE = "same_name_across_videos_of_the_episode"
@@ -157,8 +160,9 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     d.tracks.sort(key=lambda t: (t.start, t.end, t.entity, t.track_id))
 
     row_places = decided_places(videos, assocs, answers, itineraries, fixture_ids, d.tracks, offsets)
+    amb_bound: dict = {}
     amb_places = ambiguous_places(videos, assocs, answers, itineraries, fixture_ids, d.tracks, offsets,
-                                  row_places)
+                                  row_places, amb_bound)
     yield_initial_places(d.facts, d.tracks, {**amb_places, **row_places}, d.identities)
     d.facts[("agent-at", work_counter)] = curated("agent_starts_at_work_counter")
     d.facts[("hand-empty",)] = curated("agent_starts_hand_empty")
@@ -167,7 +171,7 @@ def build_world(episode_id: str, scene: str, videos: list[str], fixtures: list[d
     return EpisodeWorld(episode_id, scene, list(videos), dict(sorted(d.objects.items())), d.facts,
                         d.tracks, work_counter, {}, dict(sorted(d.substances.items())),
                         d.names, frozenset(fixture_ids), d.notes, unnamed, dict(offsets),
-                        d.dropped, d.conflicts, d.identities, row_places, amb_places)
+                        d.dropped, d.conflicts, d.identities, row_places, amb_places, amb_bound)
 
 
 def _add_video(d: _Draft, video: str, assocs, answers, itineraries, fixtures, fixture_ids,
@@ -353,23 +357,60 @@ def decided_places(videos, assocs, answers, itineraries, fixture_ids, tracks, of
 AMB_RULE = "place_named_by_an_ambiguous_row_for_each_candidate"
 
 
-def ambiguous_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets, decided) -> dict:
+def ambiguous_places(videos, assocs, answers, itineraries, fixture_ids, tracks, offsets, decided,
+                     bound: dict | None = None) -> dict:
     """``{(video, association, gap): Decision}`` for gaps no uncontested row decides
     (``decided``) but an ambiguous row does (``row_audit.ambiguous``: every candidate a
     world entity, the answer a scene fixture): the row says one of its objects stood
     there, so each candidate's curated place there follows it (``AMB_RULE``), a row
     decides the place even if not the object. Two ambiguous rows naming one gap
-    differently give it nothing."""
+    differently give it nothing. A candidate whose gaps ``decided`` puts where the row
+    does answers the row, which then says nothing of the others; a candidate ``decided``
+    puts elsewhere is not the row's object (:func:`eliminate`), and a row left with one
+    candidate is recorded in ``bound`` (``{(file, question): entity}``)."""
     entity_of = {(t.assoc.video, t.assoc.assoc_id): t.entity for t in tracks}
     by_gap: dict = {}
     for v in videos:
         for row in ambiguous(v, assocs.get(v, []), answers, itineraries, fixture_ids, entity_of,
                              offsets.get(v, 0.0), float("inf")):
+            answered, left = eliminate(row, decided)
+            if answered:
+                continue
+            if len(left) == 1 and bound is not None:
+                bound[(row[0].file, row[0].qid)] = left[0]
             for d in row:
                 key = (d.video, d.assoc, d.gap)
                 if key not in decided:
                     by_gap.setdefault(key, []).append(d)
     return {k: xs[0] for k, xs in by_gap.items() if len({d.fixture for d in xs}) == 1}
+
+
+def eliminate(row, decided: dict) -> tuple[bool, list]:
+    """``(answered, left)`` for an ambiguous row's decisions ``row`` (every gap of every
+    candidate): ``answered`` when a candidate's every gap in the row is ``decided`` (an
+    uncontested row) at the row's fixture, so that candidate explains the row; ``left``
+    the candidates, in order, no uncontested row puts elsewhere in a gap of the row. The
+    row says one of its candidates stood there: one an unambiguous row puts elsewhere
+    then is not it (P03-20240217-100448: itinerary 334 puts the plates on the counter
+    left of the microwave, so itinerary 12's counter right of it is the plate's).
+
+    >>> from types import SimpleNamespace as D
+    >>> row = [D(video="v", assoc="a1", gap=1, entity="plates", fixture="c_right"),
+    ...        D(video="v", assoc="a2", gap=1, entity="plate", fixture="c_right")]
+    >>> eliminate(row, {("v", "a1", 1): D(fixture="c_left")})
+    (False, ['plate'])
+    >>> eliminate(row, {("v", "a1", 1): D(fixture="c_right")})
+    (True, ['plates', 'plate'])
+    >>> eliminate(row, {})
+    (False, ['plates', 'plate'])
+    """
+    per: dict = {}                          # candidate -> [(decided?, decided there?)] per gap
+    for d in row:
+        x = decided.get((d.video, d.assoc, d.gap))
+        per.setdefault(d.entity, []).append((x is not None, x is not None and x.fixture == d.fixture))
+    answered = any(all(agree for _, agree in xs) for xs in per.values())
+    left = [e for e, xs in per.items() if not any(known and not agree for known, agree in xs)]
+    return answered, left
 
 
 def row_rule(d) -> str:
