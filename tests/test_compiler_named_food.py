@@ -249,3 +249,19 @@ def test_a_stock_cube_ingredient_still_names_its_tracked_stock_cubes(vocab):
     _, g = _untracked_add(vocab, [("stock cube", 50.0, 52.0), ("chicken stock cube", 60.0, 62.0), MORTAR],
                           text="Add the stock cube to the mortar.", name="chicken stock cube")
     assert _adds(g) == [] and "names 2 tracked foods (chicken_stock_cube, stock_cube)" in _checks(g)[0]["reason"]
+
+
+def test_a_whole_cut_into_tracked_pieces_is_one_food_and_the_add_binds_the_pieces(vocab):
+    from analysis.compiler.grounding import WHERE_IT_STANDS
+    # P08-20240614-125650: the carrot (50-60 s) is cut, its "carrot pieces" tracked from 60.5 s
+    _, g = _untracked_add(vocab, [("carrot", 50.0, 60.0), ("carrot pieces", 60.5, 70.0), MORTAR],
+                          text=CARROTS_TEXT, name="carrots")
+    assert _adds(g) == [("add_ingredient", {"o": "carrot_piece", "c": "mortar"}, WHERE_IT_STANDS)]
+    assert _checks(g) == []
+
+
+def test_pieces_tracked_before_the_whole_ends_are_not_cut_from_it(vocab):
+    # the pieces first tracked at 55 s, while the whole carrot is still tracked (50-60 s)
+    _, g = _untracked_add(vocab, [("carrot", 50.0, 60.0), ("carrot pieces", 55.0, 70.0), MORTAR],
+                          text=CARROTS_TEXT, name="carrots")
+    assert "names 2 tracked foods (carrot, carrot_piece)" in _refusal(g)

@@ -16,6 +16,10 @@ FOOD_PART_WORDS = PART_WORDS | {"leave", "leaf", "sprig", "twig"}
 #: the most pieces of a plural ingredient bound all together (P01's 54 tracked dates, 20
 #: carrots: that every one went in is no longer what the rows show)
 MAX_PIECES = 5
+#: the part words naming what a whole food is cut into, all of it: never a clove, head or
+#: bunch (the rest of the garlic stays whole), an end (a trimming, thrown away: P01's
+#: carrot ends), a half, quarter or portion (the other part stays), a leg or handful
+CUT_WORDS = PART_WORDS & {"piece", "slice", "bit", "chunk", "strip", "wedge", "segment"}
 
 
 def names_food(ws: list, head: str) -> bool:
@@ -86,6 +90,8 @@ def tracked_food_named(ctx, ev, sub: str, t0: float) -> tuple[list[str], str | N
         return [sub], None
     dup = "a curated entity of it would place one object twice: not compiled"
     if len(named) > 1:
+        named = cut_whole(ctx, named)
+    if len(named) > 1:
         why = all_pieces(ctx, ev, named, t0)
         if why is None:
             return named, None
@@ -106,6 +112,51 @@ def tracked_food_named(ctx, ev, sub: str, t0: float) -> tuple[list[str], str | N
     if any(p.hold == e and p.kind == "add" for p in ctx.out.planned):
         return [sub], f"{ev.name!r} names the tracked {e}, which an earlier add already put in, and {dup}"
     return [e], None
+
+
+def is_cut_from(whole_names: list, part_names: list, whole_tracks: list, part_tracks: list) -> bool:
+    """Whether a tracked food whose names are ``part_names`` is the tracked whole named
+    ``whole_names``, cut: every part name is a whole name followed by a word of what it is
+    cut into (:data:`CUT_WORDS`: "carrot pieces" of "carrot", never a "garlic clove"), and its first track starts, in the
+    video where the whole's last track ends, at or after that end (the whole was cut into
+    it; P08's carrot chopped at 565-595 s, its "carrot pieces" tracked from 595.5 s).
+
+    >>> class T:
+    ...     def __init__(s, v, a, b): s.start, s.end, s.assoc = a, b, type("A", (), {"video": v})
+    >>> whole, piece = [T("v", 500, 595)], [T("v", 595.5, 607.5)]
+    >>> is_cut_from([["carrot"]], [["carrot", "piece"]], whole, piece)
+    True
+    >>> is_cut_from([["carrot"]], [["carrot", "piece"]], whole, [T("v", 590, 607.5)])   # held together
+    False
+    >>> is_cut_from([["carrot"]], [["carrot", "piece"]], whole, [T("w", 600, 607.5)])   # another video
+    False
+    >>> is_cut_from([["red", "onion"]], [["onion", "piece"]], whole, piece)            # another name
+    False
+    >>> is_cut_from([["garlic"]], [["garlic", "clove"]], whole, piece)                 # the bulb stays
+    False
+    """
+    if not whole_names or not part_names or not whole_tracks or not part_tracks:
+        return False
+    wholes = {tuple(ws) for ws in whole_names}
+    if not all(len(ws) > 1 and ws[-1] in CUT_WORDS and tuple(ws[:-1]) in wholes for ws in part_names):
+        return False
+    last = max(whole_tracks, key=lambda tr: tr.end)
+    first = min(part_tracks, key=lambda tr: tr.start)
+    return first.assoc.video == last.assoc.video and first.start >= last.end - 1e-6
+
+
+def cut_whole(ctx, named: list) -> list:
+    """``named`` without each tracked whole food some other of them is cut from
+    (:func:`is_cut_from`): the whole in pieces is one food, and the pieces are the form an
+    add after the cut puts in, so the add binds them.
+
+    >>> class C: name_words, tracks_of = {}, {}
+    >>> cut_whole(C(), ["carrot", "onion"])
+    ['carrot', 'onion']
+    """
+    gone = {w for w in named for p in named if p != w and is_cut_from(
+        ctx.name_words.get(w, []), ctx.name_words.get(p, []), ctx.tracks_of.get(w, []), ctx.tracks_of.get(p, []))}
+    return [e for e in named if e not in gone]
 
 
 def is_plural(name: str) -> bool:
