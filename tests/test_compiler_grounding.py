@@ -1953,3 +1953,12 @@ def test_a_bare_part_word_is_a_vague_name():
     assert vague_name("piece") and vague_name("piece2") and vague_name("cut piece")
     assert vague_name("slice13") and vague_name("thin slice2")
     assert not vague_name("carrot pieces") and not vague_name("piece of bread")
+
+
+def test_a_container_names_its_content_in_either_spelling():
+    # P04-20240413-151722: the "yogurt container" (153.94-176.80 s) holds the fat free yoghurt
+    assert names_ingredient(["yogurt", "container"], {"fat", "free", "yoghurt"})
+    assert names_ingredient(["bottle", "soya", "sauce"], {"soy", "sauce"})          # head sauce
+    assert names_ingredient(["soya", "bottle"], {"soy", "sauce"})
+    assert names_ingredient(["cardamon", "jar"], {"black", "cardamom"})
+    assert not names_ingredient(["yogurt", "lid"], {"yoghurt"})                      # lid is no container

@@ -133,14 +133,18 @@ def names_ingredient(ws: list, ing_words: set) -> bool:
     it names the ingredient ("milk bottle"); "milk frother base" is not milk."""
     if not ws:
         return False
-    if ws[-1] in ing_words or _spelling(ws[-1]) in {_spelling(w) for w in ing_words}:
-        return True         # "chili" names green chillies
-    if ws[-1] in PART_WORDS and (set(ws[:-1]) - COLOUR_WORDS) & ing_words:
+    # every word compared in one spelling ("chili" names green chillies, a "yogurt
+    # container" fat free yoghurt: P04-20240413-151722, 153.94-176.80 s)
+    spelt, ing = [_spelling(w) for w in ws], {_spelling(w) for w in ing_words}
+    if spelt[-1] in ing:
+        return True
+    mods = {_spelling(w) for w in set(ws[:-1]) - COLOUR_WORDS}
+    if ws[-1] in PART_WORDS and mods & ing:
         return True         # a part names its food: a "garlic clove" is garlic
-    if len(ws) > 1 and ws[-1] in CUBE_WORDS and _spelling(ws[-2]) in {_spelling(w) for w in ing_words}:
+    if len(ws) > 1 and ws[-1] in CUBE_WORDS and spelt[-2] in ing:
         return True         # a "butter cube" is butter (P01_R09's unsalted butter, 37.0-41.0 s)
     # a colour names the container, not its content: "black jar1" is not black pepper
-    return ws[-1] in CONTAINER_WORDS and bool((set(ws[:-1]) - COLOUR_WORDS) & ing_words)
+    return ws[-1] in CONTAINER_WORDS and bool(mods & ing)
 
 
 def ground_add(ctx, rid, cap, ev, matches, refs, swap=None):

@@ -121,7 +121,12 @@ def name_content(name: str) -> list[str]:
     return right if left and right and left[-1] not in PART_WORDS else []
 
 
-_SPELLINGS = {"yoghurt": "yogurt", "chili": "chilli", "chilly": "chilli"}     # "chillies" singularises to chilly
+# the one spelling table: variants of one word, each compared in one spelling ("chillies"
+# singularises to chilly). Found over the whole source (every ingredient word against every
+# track word): yoghurt/yogurt (P04's "yogurt container"), cardamon, soya, dhal (typos such
+# as "peper" or "balsemic" are left alone: no table of misspellings)
+_SPELLINGS = {"yoghurt": "yogurt", "chili": "chilli", "chilly": "chilli", "cardamon": "cardamom", "soya": "soy",
+              "dhal": "dal"}
 
 
 def _spelling(w: str) -> str:
