@@ -816,6 +816,30 @@ def test_an_object_moved_in_a_track_not_compiled_is_caught_up_to_where_the_rows_
         "place_of_cup:place_decided_by_a_row_the_compiler_set_aside:3d_perception_object_location.json q2")
 
 
+def test_a_pick_up_after_a_track_dropped_for_a_conflict_is_disputed_when_its_place_is_a_side():
+    # the cup's first track (c1, 12-14 s) is dropped because rows disagree on where it left
+    # the cup: q3 says the dishwasher, q4 the counter. Its second track's pick-up (30 s)
+    # takes it from the dishwasher (q1's, from before c1): one side of that conflict, so the
+    # curated place names the rows (P02-20240211-104948's itinerary 438); a conflict between
+    # two other places leaves it undisputed
+    from analysis.compiler.op_builder import OpBuilder
+
+    def pick_c2(conflict):
+        world, vocab = _tray_world()
+        c1, c2 = (next(t for t in world.tracks if t.track_id == k) for k in ("c1", "c2"))
+        c1.conflict = conflict
+        b = OpBuilder(world, Sim(vocab))
+        b.compiled, b.now = {"t1", "c2"}, 30.0
+        assert b.pick(c2, 30.0)
+        return [o.provenance["refs"]["args"][1]["refs"] for o in b.out.ops if o.action["type"] == "take_from_appliance"]
+
+    refs = pick_c2("f q3: dishwasher; f q4: counter")
+    assert [(r["rule"], r["disputed"]) for r in refs] == [
+        ("place_after_a_track_not_compiled", "f q3: dishwasher; f q4: counter")]
+    refs = pick_c2("f q3: table; f q4: counter")
+    assert [(r["rule"], "disputed" in r) for r in refs] == [("place_after_a_track_not_compiled", False)]
+
+
 def test_a_food_cut_after_its_placement_leaves_no_end_state():
     # the third orange is put down at 2 s and its halves are tracked from 5 s: within a unit
     # ending at 10 s the whole orange's placement is intermediate; a unit ending at 4 s keeps it

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from .compiled_tracks import AMB_SETTLE_RULE, SETTLE_RULE, AmbiguousRows, gap_key
 from .grounding import UNTRACKED_RULE, WHERE_IT_STANDS, Planned
 from .one_hand import OVERLAP_EPS
-from .provenance import cur, disputed_prov, evidence_prov, obs, track_prov
+from .provenance import conflict_side, cur, disputed_prov, evidence_prov, obs, track_prov
 from .sim import Sim
 from .worlds import AMB_RULE, ROW_RULE, EpisodeWorld, row_rule
 
@@ -312,11 +312,12 @@ class OpBuilder:
             moved = self.unseen_move(ent)
             if moved is not None:
                 # the observed place is from before that handling (a VQA take answer of
-                # the dropped track, an itinerary's first 'from'): a default now
-                return {"source": "curated", "refs": {
+                # the dropped track, an itinerary's first 'from'): a default now, disputed
+                # when it is one side of a dropped track's conflict (provenance.conflict_side)
+                return disputed_prov({"source": "curated", "refs": {
                     "rule": "place_after_a_track_not_compiled", "track": moved.track_id,
                     "track_span": [round(moved.start - moved.offset, 5), round(moved.end - moved.offset, 5)],
-                    "last_observed": p["refs"]}}
+                    "last_observed": p["refs"]}}, conflict_side(self.unseen_moves(ent), f))
             return {"source": "observed", "refs": {**p["refs"], "how": f"{ent} last observed at {f}"}}
         rule = (p or {}).get("refs", {}).get("rule", "unknown_place")
         # a place that rows contest stays contested when the object is taken from it

@@ -24,6 +24,23 @@ def disputed_prov(prov: dict, disputed: str | None) -> dict:
     return prov
 
 
+def conflict_side(tracks, fixture: str) -> str | None:
+    """The disagreeing rows of the first of ``tracks`` (not compiled for them) that name
+    ``fixture`` as one side, else ``None``: a place taken after such a track takes a side
+    of the conflict (P02-20240211-104948's itinerary 438: "to another counter top left of
+    fridge, then from counter top left of fridge"), so it carries them as ``refs.disputed``.
+
+    >>> class T: conflict = "f q1: another_counter; f q1: counter"
+    >>> conflict_side([T()], "counter"), conflict_side([T()], "sink")
+    ('f q1: another_counter; f q1: counter', None)
+    """
+    for tr in tracks:
+        text = getattr(tr, "conflict", None)
+        if text and fixture in {x.rsplit(": ", 1)[-1] for x in text.split("; ")}:
+            return text
+    return None
+
+
 def track_prov(tr) -> dict:
     """The track's row: ``time``/``end`` in its own video; ``offset`` (when not 0) is the
     video's start in episode time."""
