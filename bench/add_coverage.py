@@ -321,14 +321,42 @@ def _vessel_heads() -> set:
             and (vocab.is_a(leaf, "vessel") or vocab.is_a(leaf, "electric_container"))}
 
 
+def _container_heads() -> set:
+    """The nouns the vocabulary types as a container that is no vessel (sachet, jar, box)."""
+    from analysis.compiler.vocabulary import Vocabulary
+    vocab = Vocabulary.load()
+    return {w for w, leaf in vocab.data["noun_types"].items() if ":" not in w
+            and vocab.is_a(leaf, "container") and not vocab.is_a(leaf, "vessel")}
+
+
+def held_through(assocs: list, heads: set, a: float, b: float) -> int:
+    """How many of ``assocs`` have a head noun in ``heads`` and a track over the whole span
+    ``a``-``b`` (held through it: a substance's source may be one).
+
+    >>> from types import SimpleNamespace as NS
+    >>> sachet = NS(name="folded sachet", tracks=[NS(start=2103.83, end=2121.07)])
+    >>> box = NS(name="yeast box2", tracks=[NS(start=2101.0, end=2108.0), NS(start=2120.2, end=2125.0)])
+    >>> held_through([sachet, box], {"sachet", "box"}, 2110.0, 2119.1)
+    1
+    """
+    return sum(1 for asc in assocs if (words(asc.name or "") or [""])[-1] in heads
+               and any(x.start <= a and b <= x.end for x in asc.tracks))
+
+
 def vessels_during(cov: AddCoverage, source: str | Path) -> list[int]:
     """Per add lacking its ``in()``: how many associations of its video named for a vessel
-    noun have a track overlapping the add (its candidates where the text names none)."""
+    noun have a track overlapping the add (its candidates where the text names none); for
+    a substance refused for want of a container of it, also the other containers held
+    through the add (P03-20240216-185832's dried yeast: a "folded sachet" held
+    2103.83-2121.07 s, the add 2110.0-2119.1 s; its name does not name the yeast, so a rule
+    refuses the one candidate)."""
     from analysis.compiler.readers import read_associations
-    heads, assocs = _vessel_heads(), read_associations(Path(source))
+    heads, assocs, boxes = _vessel_heads(), read_associations(Path(source)), _container_heads()
     return [sum(1 for asc in assocs.get(video, []) if any(w in heads for w in words(asc.name or ""))
                 and any(x.start <= b and a <= x.end for x in asc.tracks))
-            for _, _, video, a, b in cov.details]
+            + (held_through(assocs.get(video, []), boxes, a, b) if "is not held without a container" in (why or "")
+               else 0)
+            for why, _, video, a, b in cov.details]
 
 
 def why_lines(cov: AddCoverage, source: str | Path) -> list[str]:

@@ -200,3 +200,18 @@ def test_the_triage_calls_an_add_left_open_only_where_the_rows_leave_two_or_more
                           [n for _, _, n in rows])
     assert mod.triage(cov) == {"open": 1, "one": 1, "none": 1, "compiler": 1}
     assert mod.open_by_source(cov)[0] == 1
+
+
+def test_a_substance_refused_with_a_container_held_through_its_add_has_one_candidate():
+    # P03-20240216-185832's dried yeast (2110.0-2119.1 s): a "folded sachet" is held
+    # 2103.83-2121.07 s, the "yeast box2" only before and after; the sachet is one candidate
+    from types import SimpleNamespace as NS
+    mod = _bench()
+    sachet = NS(name="folded sachet", tracks=[NS(start=2103.83, end=2121.07)])
+    box = NS(name="yeast box2", tracks=[NS(start=2101.0, end=2108.0), NS(start=2120.2, end=2125.0)])
+    heads = mod._container_heads()
+    assert {"sachet", "box", "jar"} <= heads and "bowl" not in heads          # a bowl is a vessel
+    assert mod.held_through([sachet, box], heads, 2110.0, 2119.1) == 1
+    assert mod.held_through([box], heads, 2110.0, 2119.1) == 0
+    substance = "source check add_without_track: ...; a substance (yeast) is not held without a container"
+    assert [mod.candidates(substance, n) for n in (0, 1)] == ["none", "one"]
